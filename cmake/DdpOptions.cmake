@@ -1,0 +1,20 @@
+# Build options shared by every target: warnings, -Werror (CI), sanitizers.
+option(DDP_WERROR "Treat warnings as errors" OFF)
+set(DDP_SANITIZE "" CACHE STRING "Sanitizers: address (with undefined), thread, or undefined")
+
+add_compile_options(
+  "$<$<COMPILE_LANGUAGE:CXX>:-Wall;-Wextra;-Wpedantic>"
+  "$<$<AND:$<COMPILE_LANGUAGE:CXX>,$<BOOL:${DDP_WERROR}>>:-Werror>")
+
+if(DDP_SANITIZE STREQUAL "address")
+  add_compile_options("$<$<COMPILE_LANGUAGE:CXX>:-fsanitize=address,undefined;-fno-omit-frame-pointer>")
+  add_link_options(-fsanitize=address,undefined)
+elseif(DDP_SANITIZE STREQUAL "thread")
+  add_compile_options("$<$<COMPILE_LANGUAGE:CXX>:-fsanitize=thread>")
+  add_link_options(-fsanitize=thread)
+elseif(DDP_SANITIZE STREQUAL "undefined")
+  add_compile_options("$<$<COMPILE_LANGUAGE:CXX>:-fsanitize=undefined>")
+  add_link_options(-fsanitize=undefined)
+elseif(NOT DDP_SANITIZE STREQUAL "")
+  message(FATAL_ERROR "DDP_SANITIZE must be address, thread or undefined, not '${DDP_SANITIZE}'")
+endif()

@@ -1,0 +1,80 @@
+#pragma once
+// Store: the asynchronous key-value interface with PyTorch TCPStore semantics that agents,
+// rendezvous and (through BlockingStore) workers use. Implementations: MemoryStore (in-process,
+// shared with the TCP server), TcpStoreClient (the wire protocol), PrefixStore (a key prefix).
+//
+// Keys are passed exactly as they appear on the wire: no implicit "/" is added (PyTorch's Python
+// client adds one; our callers choose their keys). Every operation runs on the executor of the
+// io_context that owns the store; implementations are not thread-safe.
+
+#include <boost/asio/awaitable.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ddp::rdzv {
+
+namespace asio = boost::asio;
+
+using Bytes = std::vector<std::uint8_t>;
+
+inline Bytes to_bytes(std::string_view s) { return Bytes(s.begin(), s.end()); }
+inline std::string to_string(const Bytes& b) { return std::string(b.begin(), b.end()); }
+
+class Store {
+ public:
+  virtual ~Store() = default;
+
+  // Sets key to value and wakes every waiter on it.
+  virtual asio::awaitable<void> set(std::string key, Bytes value) = 0;
+
+  // Waits (up to timeout()) until key exists, then returns its value. Throws TimeoutError naming
+  // the key and the wait.
+  virtual asio::awaitable<Bytes> get(std::string key) = 0;
+
+  // Adds delta to the decimal integer stored at key (a missing key counts as 0), stores the
+  // result as decimal text and returns it. Throws Error when the stored value is not an integer.
+  virtual asio::awaitable<std::int64_t> add(std::string key, std::int64_t delta) = 0;
+
+  // TCPStore compare_set: missing key and empty expected -> stores desired, returns desired;
+  // missing key and non-empty expected -> returns expected; current == expected -> stores desired,
+  // returns desired; otherwise returns the current value.
+  virtual asio::awaitable<Bytes> compare_set(std::string key, Bytes expected, Bytes desired) = 0;
+
+  // True when every key exists (no waiting).
+  virtual asio::awaitable<bool> check(std::vector<std::string> keys) = 0;
+
+  // Waits until every key exists. Throws TimeoutError naming the missing keys after `timeout`.
+  virtual asio::awaitable<void> wait(std::vector<std::string> keys,
+                                     std::chrono::milliseconds timeout) = 0;
+  asio::awaitable<void> wait(std::vector<std::string> keys) {
+    return wait(std::move(keys), timeout_);
+  }
+
+  // Number of keys in the store (all prefixes).
+  virtual asio::awaitable<std::int64_t> num_keys() = 0;
+
+  // Deletes key; returns whether it existed.
+  virtual asio::awaitable<bool> delete_key(std::string key) = 0;
+
+  // Appends value to key's bytes (creating the key) and wakes its waiters.
+  virtual asio::awaitable<void> append(std::string key, Bytes value) = 0;
+
+  // Waits (up to timeout()) for every key, then returns their values in order.
+  virtual asio::awaitable<std::vector<Bytes>> multi_get(std::vector<std::string> keys) = 0;
+
+  // Sets every pair, in order.
+  virtual asio::awaitable<void> multi_set(std::vector<std::pair<std::string, Bytes>> kvs) = 0;
+
+  // The default deadline of get, wait and multi_get (and of every client call).
+  std::chrono::milliseconds timeout() const { return timeout_; }
+  void set_timeout(std::chrono::milliseconds timeout) { timeout_ = timeout; }
+
+ private:
+  std::chrono::milliseconds timeout_{std::chrono::seconds(300)};
+};
+
+}  // namespace ddp::rdzv

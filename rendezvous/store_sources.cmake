@@ -1,0 +1,1 @@
+# Sources of the store half of ddp_rendezvous (issue 2): target_sources(ddp_rendezvous PRIVATE ...).

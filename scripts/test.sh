@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The README's test command: install dependencies, configure, build, and run every test label
+# (unit, integration, torch, netns, slurm) with DDP_REQUIRE_ALL=1 so that no test may skip.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bash scripts/setup.sh
+cmake --preset default -DDDP_WERROR=ON
+cmake --build --preset default
+
+export DDP_REQUIRE_ALL=1
+cd build
+ctest --output-on-failure --timeout 600 -j "$(nproc)" "$@"
