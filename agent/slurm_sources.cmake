@@ -1,0 +1,1 @@
+# SLURM sources: target_sources(ddp_agent PRIVATE slurm.cpp ...).

@@ -1,0 +1,1 @@
+# c10d rendezvous sources: target_sources(ddp_rendezvous PRIVATE ...).

@@ -1,0 +1,1 @@
+# Static rendezvous sources: target_sources(ddp_rendezvous PRIVATE ...).

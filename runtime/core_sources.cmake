@@ -1,0 +1,1 @@
+# libddp core sources (init, context): target_sources(ddp PRIVATE ...) and links.

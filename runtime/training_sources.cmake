@@ -1,0 +1,1 @@
+# libddp training sources (sampler, reducer, checkpoint): target_sources(ddp PRIVATE ...).
