@@ -1,0 +1,122 @@
+#pragma once
+// LaunchConfig: everything ddprun was asked to do, parsed once from torchrun's command line, the
+// PET_* environment fallbacks and SLURM detection, then never changed. Owned by main(); the agent
+// reads it. Parsing rules and every flag: docs/cli.md.
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "agent/endpoint.hpp"
+#include "agent/rdzv_conf.hpp"
+#include "agent/slurm.hpp"
+#include "agent/std_streams.hpp"
+
+namespace ddp::agent {
+
+// Where a value came from, for --dry_run and the startup log. CLI beats env beats SLURM beats
+// the default.
+enum class ValueSource { kDefault, kCli, kEnv, kSlurm, kDerived };
+const char* to_string(ValueSource source);
+
+struct LaunchConfig {
+  // --- help: set when -h/--help came before the script; nothing else is filled or validated.
+  bool help = false;
+
+  // --- nodes and workers
+  std::string nnodes_raw = "1:1";  // --nnodes as given ("N" or "MIN:MAX")
+  int nnodes_min = 1;
+  int nnodes_max = 1;                   // static uses this as the node count
+  std::string nproc_per_node_raw = "1"; // --nproc_per_node as given: int | gpu | cpu | auto
+  int nproc_per_node = 1;               // resolved, > 0
+
+  // --- rendezvous
+  std::string rdzv_backend = "static";  // static | c10d (etcd, etcd-v2: parsed, not supported)
+  std::string rdzv_endpoint_raw;        // --rdzv_endpoint as given (or "localhost:0" standalone)
+  // Parsed endpoint. c10d: default port 29400 (":0" standalone = any free port). static: empty
+  // input means master_addr:master_port (port unset when master_port is unset).
+  Endpoint rdzv_endpoint;
+  // TORCHELASTIC_RUN_ID. Given --rdzv_id wins. Else: static "none" (as torchrun); c10d on one
+  // node (or --standalone) a fresh uuid so two jobs never merge; c10d multi-node "none" (every
+  // node must agree); SLURM "slurm-<job>[.<step>]".
+  std::string rdzv_id = "none";
+  RdzvConf rdzv_conf;  // "timeout" always present; static also carries "rank" = node_rank
+  bool standalone = false;
+  int node_rank = 0;                       // static only; 0 <= node_rank < nnodes_max
+  std::string master_addr = "127.0.0.1";   // static only
+  // static only. nullopt: one node, the agent picks a free port. Multi-node without a flag: 29500.
+  std::optional<int> master_port;
+  std::optional<std::string> local_addr;   // --local_addr: this node's address
+
+  // --- supervision
+  int max_restarts = 0;
+  std::chrono::milliseconds monitor_interval{5000};  // accepted; the agent is event-driven
+  std::string start_method = "spawn";                // spawn | fork | forkserver (run_path only)
+  std::string role = "default";
+  std::vector<int> signals_to_handle;  // signal numbers, default SIGTERM,SIGINT,SIGHUP,SIGQUIT
+  std::string signals_to_handle_raw = "SIGTERM,SIGINT,SIGHUP,SIGQUIT";  // exported to workers
+  // Stop signal to SIGKILL. --shutdown_timeout, else $TORCH_ELASTIC_SHUTDOWN_TIMEOUT, else 30 s.
+  std::chrono::milliseconds shutdown_timeout{30000};
+
+  // --- entry point
+  bool module = false;     // -m: <python> -u -m <training_script> args
+  bool no_python = false;  // exec training_script directly (PATH lookup if it has no '/')
+  bool run_path = false;   // emulated: <python> -u -c "<runpy.run_path one-liner>" script args
+  // Interpreter for python modes: --python, else $PYTHON_EXEC, else "python3" (PATH lookup).
+  std::string python = "python3";
+  std::string training_script;
+  std::vector<std::string> training_script_args;  // untouched, except a leading "--" removed
+
+  // --- logs and events
+  std::optional<std::string> log_dir;  // base of per-run log dirs; nullopt: a fresh temp dir
+  StdStreams redirects;                // files only
+  StdStreams tee;                      // files and console (implies redirect)
+  std::optional<std::set<int>> local_ranks_filter;  // console shows only these; nullopt: all
+  std::string log_line_prefix_template;  // or $TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE; "" default
+  std::vector<std::string> duplicate_stdout_filters;  // lines also copied to filtered_stdout.log
+  std::vector<std::string> duplicate_stderr_filters;
+  std::string event_log_handler = "null";  // torchrun's plug-in name; only "null" is supported
+  std::optional<std::string> logs_specs;   // torchrun plug-in; not supported
+  std::optional<std::string> event_log;    // new: JSON-lines event file
+  bool label = false;                      // new: "[host:rank]" prefix on console lines
+  std::string log_level;                   // new: "" means SPDLOG_LEVEL or info
+
+  // --- devices
+  bool virtual_local_rank = false;     // LOCAL_RANK=0, CUDA_VISIBLE_DEVICES=<its GPU>
+  std::optional<std::string> numa_binding;  // node|socket|exclusive|core-complex; not supported
+
+  // --- ddprun only
+  bool dry_run = false;   // print workers' command lines and env, start nothing
+  bool no_slurm = false;  // ignore SLURM_* variables
+  std::optional<SlurmDefaults> slurm;  // what detection found (nullopt: not in SLURM / disabled)
+
+  // Where each option's value came from, by torchrun's dest name ("nproc_per_node", ...).
+  std::map<std::string, ValueSource> sources;
+
+  bool is_single_node() const { return nnodes_max == 1; }
+  ValueSource source_of(const std::string& dest) const;
+
+  // Features parsed and validated but not implemented: one "… is not supported yet" message per
+  // requested feature (e.g. --numa_binding, an etcd backend). The agent fails with them at run time.
+  std::vector<std::string> unsupported_features() const;
+};
+
+// Parses ddprun's command line (argv[0] is the program) with `env` as the process environment.
+// Options end at the training script; everything after it goes to the worker untouched (a "--"
+// right after the script is removed, as torchrun 1.13). Long options accept both spellings and
+// unique prefixes (argparse rules). Throws ConfigError with one line naming the flag (and the
+// PET_* variable when the value came from there). Returns help=true for -h/--help.
+LaunchConfig parse_launch_config(int argc, const char* const* argv,
+                                 const std::map<std::string, std::string>& env);
+
+// The --help text.
+std::string usage();
+
+// The name torchrun's failure report uses for the job: the script or module name; with
+// --no_python the command as given; with --run_path "run_script_path".
+std::string entrypoint_name(const LaunchConfig& config);
+
+}  // namespace ddp::agent
