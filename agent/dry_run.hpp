@@ -14,8 +14,8 @@ namespace ddp::agent {
 // Writes the dry-run report to `out`. `parent_env` is ddprun's environment (for the inherited
 // values the workers' variables depend on). MASTER_PORT shows the configured port or
 // "<free port chosen at launch>"; log paths show "<log_dir>" placeholders.
-void print_dry_run(const LaunchConfig& config,
-                   const std::map<std::string, std::string>& parent_env, std::ostream& out);
+void print_dry_run(const LaunchConfig& config, const std::map<std::string, std::string>& parent_env,
+                   std::ostream& out);
 
 // Quotes `word` for a POSIX shell (unchanged when it needs no quoting).
 std::string shell_quote(const std::string& word);

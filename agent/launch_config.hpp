@@ -29,9 +29,9 @@ struct LaunchConfig {
   // --- nodes and workers
   std::string nnodes_raw = "1:1";  // --nnodes as given ("N" or "MIN:MAX")
   int nnodes_min = 1;
-  int nnodes_max = 1;                   // static uses this as the node count
-  std::string nproc_per_node_raw = "1"; // --nproc_per_node as given: int | gpu | cpu | auto
-  int nproc_per_node = 1;               // resolved, > 0
+  int nnodes_max = 1;                    // static uses this as the node count
+  std::string nproc_per_node_raw = "1";  // --nproc_per_node as given: int | gpu | cpu | auto
+  int nproc_per_node = 1;                // resolved, > 0
 
   // --- rendezvous
   std::string rdzv_backend = "static";  // static | c10d (etcd, etcd-v2: parsed, not supported)
@@ -45,11 +45,11 @@ struct LaunchConfig {
   std::string rdzv_id = "none";
   RdzvConf rdzv_conf;  // "timeout" always present; static also carries "rank" = node_rank
   bool standalone = false;
-  int node_rank = 0;                       // static only; 0 <= node_rank < nnodes_max
-  std::string master_addr = "127.0.0.1";   // static only
+  int node_rank = 0;                      // static only; 0 <= node_rank < nnodes_max
+  std::string master_addr = "127.0.0.1";  // static only
   // static only. nullopt: one node, the agent picks a free port. Multi-node without a flag: 29500.
   std::optional<int> master_port;
-  std::optional<std::string> local_addr;   // --local_addr: this node's address
+  std::optional<std::string> local_addr;  // --local_addr: this node's address
 
   // --- supervision
   int max_restarts = 0;
@@ -85,12 +85,12 @@ struct LaunchConfig {
   std::string log_level;                   // new: "" means SPDLOG_LEVEL or info
 
   // --- devices
-  bool virtual_local_rank = false;     // LOCAL_RANK=0, CUDA_VISIBLE_DEVICES=<its GPU>
+  bool virtual_local_rank = false;          // LOCAL_RANK=0, CUDA_VISIBLE_DEVICES=<its GPU>
   std::optional<std::string> numa_binding;  // node|socket|exclusive|core-complex; not supported
 
   // --- ddprun only
-  bool dry_run = false;   // print workers' command lines and env, start nothing
-  bool no_slurm = false;  // ignore SLURM_* variables
+  bool dry_run = false;                // print workers' command lines and env, start nothing
+  bool no_slurm = false;               // ignore SLURM_* variables
   std::optional<SlurmDefaults> slurm;  // what detection found (nullopt: not in SLURM / disabled)
 
   // Where each option's value came from, by torchrun's dest name ("nproc_per_node", ...).
@@ -100,7 +100,8 @@ struct LaunchConfig {
   ValueSource source_of(const std::string& dest) const;
 
   // Features parsed and validated but not implemented: one "… is not supported yet" message per
-  // requested feature (e.g. --numa_binding, an etcd backend). The agent fails with them at run time.
+  // requested feature (e.g. --numa_binding, an etcd backend). The agent fails with them at run
+  // time.
   std::vector<std::string> unsupported_features() const;
 };
 

@@ -12,8 +12,7 @@ namespace ddp::agent {
 
 // Creates and returns the run directory "<base>/<run_id>_XXXXXX". `env` supplies TMPDIR when
 // `log_dir` is unset. Throws IoError naming the path when a directory cannot be created.
-std::string create_run_log_dir(const std::optional<std::string>& log_dir,
-                               const std::string& run_id,
+std::string create_run_log_dir(const std::optional<std::string>& log_dir, const std::string& run_id,
                                const std::map<std::string, std::string>& env);
 
 // "<run_dir>/attempt_<restart_count>" (pure).

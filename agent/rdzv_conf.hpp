@@ -25,15 +25,15 @@ class RdzvConf {
   std::optional<std::string> get(const std::string& key) const;
   void set(const std::string& key, std::string value) { values_[key] = std::move(value); }
 
-  std::chrono::seconds timeout() const;                // static store timeout, default 900
-  std::chrono::seconds join_timeout() const;           // c10d whole round, default 600
-  std::chrono::seconds last_call_timeout() const;      // after min nodes joined, default 30
-  std::chrono::seconds close_timeout() const;          // default 30
-  std::chrono::seconds heartbeat_timeout() const;      // one keep-alive update, default 5
-  std::chrono::seconds keep_alive_interval() const;    // between heartbeats, default 5
-  int keep_alive_max_attempt() const;                  // missed beats before dead, default 3
-  std::chrono::seconds read_timeout() const;           // store client timeout, default 60
-  std::optional<bool> is_host() const;                 // nullopt: decide by address heuristic
+  std::chrono::seconds timeout() const;              // static store timeout, default 900
+  std::chrono::seconds join_timeout() const;         // c10d whole round, default 600
+  std::chrono::seconds last_call_timeout() const;    // after min nodes joined, default 30
+  std::chrono::seconds close_timeout() const;        // default 30
+  std::chrono::seconds heartbeat_timeout() const;    // one keep-alive update, default 5
+  std::chrono::seconds keep_alive_interval() const;  // between heartbeats, default 5
+  int keep_alive_max_attempt() const;                // missed beats before dead, default 3
+  std::chrono::seconds read_timeout() const;         // store client timeout, default 60
+  std::optional<bool> is_host() const;               // nullopt: decide by address heuristic
 
   // Renders "k=v,k=v" sorted by key, for --dry_run.
   std::string to_string() const;

@@ -1,0 +1,12 @@
+# CLI sources (engineer "cli"): LaunchConfig parsing, worker specs, log dirs, --dry_run.
+target_sources(ddp_agent PRIVATE
+  cli_args.cpp
+  dry_run.cpp
+  endpoint.cpp
+  launch_config.cpp
+  log_dirs.cpp
+  nproc.cpp
+  rdzv_conf.cpp
+  signal_names.cpp
+  std_streams.cpp
+  worker_spec.cpp)

@@ -1,0 +1,77 @@
+// The per-run log tree. mkdtemp gives the unique run directory (so concurrent jobs with the same
+// run id, e.g. "none", never share files); attempt directories are wiped as torchrun wipes them,
+// so stale logs of an earlier run with the same tree can never be mistaken for this attempt's.
+
+#include "agent/log_dirs.hpp"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <vector>
+
+#include "ddp/error.hpp"
+
+namespace ddp::agent {
+namespace {
+
+namespace fs = std::filesystem;
+
+void make_directories(const fs::path& path) {
+  std::error_code ec;
+  fs::create_directories(path, ec);
+  if (ec) throw IoError(fmt::format("log dir: cannot create {}: {}", path.string(), ec.message()));
+}
+
+std::string make_temp_dir(const fs::path& parent, const std::string& prefix) {
+  std::string pattern = (parent / (prefix + "XXXXXX")).string();
+  std::vector<char> buffer(pattern.begin(), pattern.end());
+  buffer.push_back('\0');
+  if (::mkdtemp(buffer.data()) == nullptr) {
+    throw IoError(fmt::format("log dir: cannot create {}: {}", pattern, std::strerror(errno)));
+  }
+  return std::string(buffer.data());
+}
+
+}  // namespace
+
+std::string create_run_log_dir(const std::optional<std::string>& log_dir, const std::string& run_id,
+                               const std::map<std::string, std::string>& env) {
+  fs::path base;
+  if (log_dir) {
+    base = *log_dir;
+    make_directories(base);
+  } else {
+    const auto tmpdir = env.find("TMPDIR");
+    const fs::path parent =
+        tmpdir != env.end() && !tmpdir->second.empty() ? fs::path(tmpdir->second) : "/tmp";
+    base = make_temp_dir(parent, "ddprun_");
+  }
+  // A run id may hold '/' (it is free text); keep the directory one level deep.
+  std::string safe_id = run_id;
+  for (char& c : safe_id) {
+    if (c == '/') c = '_';
+  }
+  return make_temp_dir(base, safe_id + "_");
+}
+
+std::string attempt_log_dir(const std::string& run_dir, int restart_count) {
+  return (fs::path(run_dir) / fmt::format("attempt_{}", restart_count)).string();
+}
+
+std::string worker_log_dir(const std::string& attempt_dir, int local_rank) {
+  return (fs::path(attempt_dir) / std::to_string(local_rank)).string();
+}
+
+void prepare_attempt_log_dir(const std::string& attempt_dir, int nproc_per_node) {
+  std::error_code ec;
+  fs::remove_all(attempt_dir, ec);
+  if (ec) throw IoError(fmt::format("log dir: cannot remove {}: {}", attempt_dir, ec.message()));
+  for (int local_rank = 0; local_rank < nproc_per_node; ++local_rank) {
+    make_directories(worker_log_dir(attempt_dir, local_rank));
+  }
+}
+
+}  // namespace ddp::agent

@@ -1,0 +1,191 @@
+// LaunchConfig values: node and worker counts, rendezvous defaults, entry points, timeouts.
+
+#include <catch2/catch.hpp>
+#include <csignal>
+
+#include "ddp/error.hpp"
+#include "tests/unit/cli/cli_test_util.hpp"
+
+namespace ddp::agent {
+namespace {
+
+using test::Env;
+using test::parse;
+
+TEST_CASE("defaults match torchrun's", "[cli]") {
+  const auto config = parse({"train.py"});
+  CHECK(config.nnodes_min == 1);
+  CHECK(config.nnodes_max == 1);
+  CHECK(config.nproc_per_node == 1);
+  CHECK(config.rdzv_backend == "static");
+  CHECK(config.rdzv_id == "none");
+  CHECK(config.master_addr == "127.0.0.1");
+  CHECK_FALSE(config.master_port);  // one node: the agent picks a free port
+  CHECK(config.node_rank == 0);
+  CHECK(config.max_restarts == 0);
+  CHECK(config.role == "default");
+  CHECK(config.start_method == "spawn");
+  CHECK(config.python == "python3");
+  CHECK(config.redirects.all == kStdNone);
+  CHECK(config.tee.all == kStdNone);
+  CHECK_FALSE(config.local_ranks_filter);
+  CHECK(config.signals_to_handle == std::vector<int>{SIGTERM, SIGINT, SIGHUP, SIGQUIT});
+  CHECK(config.signals_to_handle_raw == "SIGTERM,SIGINT,SIGHUP,SIGQUIT");
+  CHECK(config.shutdown_timeout == std::chrono::seconds(30));
+  CHECK(config.rdzv_conf.timeout() == std::chrono::seconds(900));
+  CHECK(config.rdzv_conf.get("rank") == "0");
+  CHECK(config.unsupported_features().empty());
+  CHECK(entrypoint_name(config) == "train.py");
+}
+
+TEST_CASE("--nnodes takes N or MIN:MAX", "[cli]") {
+  const auto two = parse({"--nnodes=2", "--node_rank=1", "s"});
+  CHECK(two.nnodes_min == 2);
+  CHECK(two.nnodes_max == 2);
+  CHECK(two.master_port == 29500);  // multi-node static defaults to torchrun's port
+  CHECK(two.rdzv_endpoint == Endpoint{"127.0.0.1", 29500});
+  const auto range = parse({"--nnodes=1:4", "--rdzv_backend=c10d", "s"});
+  CHECK(range.nnodes_min == 1);
+  CHECK(range.nnodes_max == 4);
+  for (const char* bad : {"0", "3:2", "1:2:3", "x", "", ":2", "-1"}) {
+    INFO(bad);
+    CHECK_THROWS_WITH(parse({std::string("--nnodes=") + bad, "s"}),
+                      Catch::StartsWith("--nnodes: expected N or MIN:MAX"));
+  }
+}
+
+TEST_CASE("--nproc_per_node takes an integer, cpu, auto or gpu", "[cli]") {
+  CHECK(parse({"--nproc_per_node=8", "s"}).nproc_per_node == 8);
+  CHECK(parse({"--nproc_per_node=cpu", "s"}).nproc_per_node >= 1);
+  CHECK(parse({"--nproc_per_node=auto", "s"}, {{"CUDA_VISIBLE_DEVICES", ""}}).nproc_per_node >= 1);
+  CHECK_THROWS_WITH(parse({"--nproc_per_node=gpu", "s"}, {{"CUDA_VISIBLE_DEVICES", ""}}),
+                    Catch::Contains("Cuda is not available"));
+  CHECK_THROWS_WITH(parse({"--nproc_per_node=0", "s"}),
+                    Catch::StartsWith("--nproc_per_node: must be a positive integer"));
+  CHECK_THROWS_WITH(parse({"--nproc_per_node=tpu", "s"}),
+                    Catch::StartsWith("--nproc_per_node: unsupported value 'tpu'"));
+}
+
+TEST_CASE("--standalone is c10d on a free local port with a fresh run id", "[cli]") {
+  const auto a = parse({"--standalone", "--rdzv_id=ignored", "s"});
+  const auto b = parse({"--standalone", "s"});
+  CHECK(a.rdzv_backend == "c10d");
+  CHECK(a.rdzv_endpoint == Endpoint{"localhost", 0});
+  CHECK(a.rdzv_id.size() == 36);
+  CHECK(a.rdzv_id[14] == '4');  // uuid4
+  CHECK(a.rdzv_id != b.rdzv_id);
+  CHECK(a.source_of("rdzv_id") == ValueSource::kDerived);
+}
+
+TEST_CASE("c10d run ids: unique on one node, shared 'none' across nodes", "[cli]") {
+  const auto one = parse({"--rdzv_backend=c10d", "s"});
+  CHECK(one.rdzv_id.size() == 36);
+  CHECK(one.rdzv_endpoint == Endpoint{"localhost", 29400});
+  const auto many = parse({"--rdzv_backend=c10d", "--nnodes=2", "--rdzv_endpoint=h", "s"});
+  CHECK(many.rdzv_id == "none");
+  CHECK(many.rdzv_endpoint == Endpoint{"h", 29400});
+  CHECK(parse({"--rdzv_backend=c10d", "--rdzv_id=j", "s"}).rdzv_id == "j");
+}
+
+TEST_CASE("static endpoints and node ranks are checked", "[cli]") {
+  CHECK(parse({"--rdzv_endpoint=[::1]:7", "s"}).rdzv_endpoint == Endpoint{"::1", 7});
+  CHECK_THROWS_WITH(parse({"--rdzv_endpoint=host", "s"}),
+                    Catch::Contains("port is missing in endpoint"));
+  CHECK_THROWS_WITH(parse({"--nnodes=2", "--node_rank=2", "s"}),
+                    Catch::StartsWith("--node_rank: 2 is out of range"));
+  CHECK_THROWS_WITH(parse({"--master_port=70000", "s"}),
+                    Catch::StartsWith("--master_port: must be between 0 and 65535"));
+  CHECK_THROWS_WITH(parse({"--rdzv_backend=zookeeper", "s"}),
+                    Catch::StartsWith("--rdzv_backend: invalid choice 'zookeeper'"));
+  CHECK(parse({"--nnodes=3", "--node_rank=2", "s"}).rdzv_conf.get("rank") == "2");
+}
+
+TEST_CASE("entry point modes and their conflicts", "[cli]") {
+  CHECK_THROWS_WITH(parse({"-m", "--no_python", "x"}),
+                    Catch::Contains("--no_python: cannot be combined with -m/--module"));
+  CHECK(entrypoint_name(parse({"--no_python", "/bin/true", "a"})) == "/bin/true");
+  CHECK(entrypoint_name(parse({"--run_path", "s.py"})) == "run_script_path");
+  CHECK(entrypoint_name(parse({"-m", "pkg.mod"})) == "pkg.mod");
+}
+
+TEST_CASE("python is --python, else PYTHON_EXEC, else python3", "[cli]") {
+  CHECK(parse({"s"}).python == "python3");
+  CHECK(parse({"s"}, {{"PYTHON_EXEC", "/usr/bin/python3"}}).python == "/usr/bin/python3");
+  CHECK(parse({"--python=/opt/py", "s"}, {{"PYTHON_EXEC", "/usr/bin/python3"}}).python ==
+        "/opt/py");
+}
+
+TEST_CASE("shutdown timeout: flag, then TORCH_ELASTIC_SHUTDOWN_TIMEOUT, then 30 s", "[cli]") {
+  const Env env = {{"TORCH_ELASTIC_SHUTDOWN_TIMEOUT", "7"}};
+  CHECK(parse({"s"}, env).shutdown_timeout == std::chrono::seconds(7));
+  CHECK(parse({"--shutdown_timeout=0.25", "s"}, env).shutdown_timeout ==
+        std::chrono::milliseconds(250));
+  CHECK_THROWS_WITH(parse({"--shutdown_timeout=-1", "s"}),
+                    Catch::StartsWith("--shutdown_timeout: expected a number of seconds"));
+  CHECK_THROWS_WITH(parse({"s"}, {{"TORCH_ELASTIC_SHUTDOWN_TIMEOUT", "soon"}}),
+                    Catch::StartsWith("TORCH_ELASTIC_SHUTDOWN_TIMEOUT:"));
+}
+
+TEST_CASE("bad values get one line naming the flag", "[cli]") {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--max_restarts=-1", "--max_restarts:"},
+      {"--monitor_interval=0", "--monitor_interval:"},
+      {"--start_method=thread", "--start_method: invalid choice"},
+      {"--redirects=4", "--redirects:"},
+      {"--tee=10:1", "--tee:"},
+      {"--local_ranks_filter=a", "--local_ranks_filter:"},
+      {"--signals_to_handle=SIGNOPE", "--signals_to_handle: unknown signal"},
+      {"--signals_to_handle=SIGKILL", "--signals_to_handle: SIGKILL cannot be caught"},
+      {"--rdzv_conf=join_timeout", "--rdzv_conf:"},
+      {"--numa_binding=everywhere", "--numa_binding: invalid choice"},
+      {"--log_level=loud", "--log_level: invalid choice"},
+      {"--role=", "--role: must not be empty"},
+  };
+  for (const auto& [arg, prefix] : cases) {
+    INFO(arg);
+    try {
+      parse({arg, "s"});
+      FAIL("no error");
+    } catch (const ConfigError& error) {
+      const std::string message = error.what();
+      CHECK_THAT(message, Catch::StartsWith(prefix));
+      CHECK(message.find('\n') == std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("features parsed but not implemented are reported for run time", "[cli]") {
+  const auto config = parse({"--numa_binding=node", "--rdzv_backend=etcd", "s"});
+  const auto messages = config.unsupported_features();
+  REQUIRE(messages.size() == 2);
+  CHECK_THAT(messages[0], Catch::Contains("--numa_binding=node is not supported yet"));
+  CHECK_THAT(messages[1], Catch::Contains("--rdzv_backend=etcd is not supported yet"));
+}
+
+TEST_CASE("log line prefix template falls back to TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE", "[cli]") {
+  CHECK(parse({"s"}, {{"TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE", "[${rank}]"}})
+            .log_line_prefix_template == "[${rank}]");
+}
+
+TEST_CASE("outside SLURM, and with --no_slurm, no SLURM values are used", "[cli][slurm]") {
+  CHECK_FALSE(parse({"s"}).slurm);
+  const Env slurm = {{"SLURM_JOB_ID", "42"},
+                     {"SLURM_NNODES", "2"},
+                     {"SLURM_NODEID", "1"},
+                     {"SLURM_JOB_NODELIST", "n[1-2]"},
+                     {"SLURM_NTASKS_PER_NODE", "1"},
+                     {"SLURM_STEP_NUM_NODES", "2"},
+                     {"SLURM_STEP_NODELIST", "n[1-2]"},
+                     {"SLURM_STEP_ID", "0"},
+                     {"SLURM_LOCALID", "0"},
+                     {"SLURM_NTASKS", "2"},
+                     {"SLURM_STEP_NUM_TASKS", "2"},
+                     {"SLURM_STEP_TASKS_PER_NODE", "1(x2)"},
+                     {"SLURM_TASKS_PER_NODE", "1(x2)"}};
+  const auto off = parse({"--no_slurm", "s"}, slurm);
+  CHECK_FALSE(off.slurm);
+  CHECK(off.nnodes_max == 1);
+}
+
+}  // namespace
+}  // namespace ddp::agent
