@@ -190,11 +190,13 @@ ScanResult scan(int argc, const char* const* argv) {
 }
 
 std::unique_ptr<CLI::App> make_app() {
-  auto app = std::make_unique<CLI::App>(
-      "ddprun: a native drop-in for torchrun.\n"
-      "Usage: ddprun [options] training_script [training_script_args...]\n"
-      "Every option also reads PET_<OPTION> from the environment (e.g. PET_NPROC_PER_NODE).",
-      "ddprun");
+  auto app = std::make_unique<CLI::App>("ddprun: a native drop-in for torchrun.", "ddprun");
+  app->footer(
+      "Options end at training_script; everything after it goes to the workers untouched.\n"
+      "Each option also reads PET_<OPTION> from the environment (e.g. PET_NPROC_PER_NODE),\n"
+      "except --numa_binding and --logs_specs. Unique prefixes work: --nproc=2.");
+  app->add_option("training_script", "The script (or module with -m, command with --no_python).");
+  app->add_option("training_script_args", "Its arguments.");
   app->set_help_flag("-h,--help", "Print this help and exit.");
   for (const OptionDef& option : kOptions) {
     if (option.takes_value) {

@@ -36,8 +36,9 @@ struct LaunchConfig {
   // --- rendezvous
   std::string rdzv_backend = "static";  // static | c10d (etcd, etcd-v2: parsed, not supported)
   std::string rdzv_endpoint_raw;        // --rdzv_endpoint as given (or "localhost:0" standalone)
-  // Parsed endpoint. c10d: default port 29400 (":0" standalone = any free port). static: empty
-  // input means master_addr:master_port (port unset when master_port is unset).
+  // Where the rendezvous store listens. c10d: default port 29400 (":0" with --standalone = any
+  // free port). static: as torchrun, --rdzv_endpoint if given (port required), else
+  // master_addr:master_port (port unset when master_port is unset: pick a free one).
   Endpoint rdzv_endpoint;
   // TORCHELASTIC_RUN_ID. Given --rdzv_id wins. Else: static "none" (as torchrun); c10d on one
   // node (or --standalone) a fresh uuid so two jobs never merge; c10d multi-node "none" (every
