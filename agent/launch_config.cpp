@@ -381,6 +381,12 @@ std::vector<std::string> LaunchConfig::unsupported_features() const {
 
 LaunchConfig parse_launch_config(int argc, const char* const* argv,
                                  const std::map<std::string, std::string>& env) {
+  return parse_launch_config(argc, argv, env, detect_slurm);
+}
+
+LaunchConfig parse_launch_config(int argc, const char* const* argv,
+                                 const std::map<std::string, std::string>& env,
+                                 const SlurmDetector& detect) {
   RawArgs raw = read_cli_args(argc, argv, env);
   LaunchConfig config;
   if (raw.help) {
@@ -396,11 +402,8 @@ LaunchConfig parse_launch_config(int argc, const char* const* argv,
   read_rendezvous(reader, config);
   config.no_slurm = reader.flag("no_slurm");
   if (!config.no_slurm && !config.standalone) {
-    config.slurm = detect_slurm(env);
-    if (config.slurm) {
-      apply_slurm(*config.slurm, config);
-      ddp::log::get("agent")->info("slurm detected: {}", config.slurm->summary);
-    }
+    config.slurm = detect(env);
+    if (config.slurm) apply_slurm(*config.slurm, config);
   }
   resolve_rendezvous(config);
   read_supervision(reader, config, env);
@@ -413,6 +416,16 @@ LaunchConfig parse_launch_config(int argc, const char* const* argv,
 }
 
 std::string usage() { return cli_usage(); }
+
+void log_launch_config(const LaunchConfig& config) {
+  const auto logger = ddp::log::get("agent");
+  if (config.slurm) logger->info("slurm detected: {}", config.slurm->summary);
+  logger->info(
+      "launch config entrypoint={} nnodes={}:{} nproc_per_node={} rdzv_backend={} "
+      "rdzv_endpoint={} run_id={} max_restarts={}",
+      entrypoint_name(config), config.nnodes_min, config.nnodes_max, config.nproc_per_node,
+      config.rdzv_backend, to_string(config.rdzv_endpoint), config.rdzv_id, config.max_restarts);
+}
 
 std::string entrypoint_name(const LaunchConfig& config) {
   if (config.run_path) return "run_script_path";

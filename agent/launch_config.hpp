@@ -4,6 +4,7 @@
 // reads it. Parsing rules and every flag: docs/cli.md.
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -109,10 +110,22 @@ struct LaunchConfig {
 // Parses ddprun's command line (argv[0] is the program) with `env` as the process environment.
 // Options end at the training script; everything after it goes to the worker untouched (a "--"
 // right after the script is removed, as torchrun 1.13). Long options accept both spellings and
-// unique prefixes (argparse rules). Throws ConfigError with one line naming the flag (and the
-// PET_* variable when the value came from there). Returns help=true for -h/--help.
+// unique prefixes (argparse rules). SLURM values come from detect_slurm(env) unless --no_slurm or
+// --standalone. Throws ConfigError with one line naming the flag (and the PET_* variable when the
+// value came from there). Returns help=true for -h/--help.
 LaunchConfig parse_launch_config(int argc, const char* const* argv,
                                  const std::map<std::string, std::string>& env);
+
+// The same with another SLURM detector (tests pass a fake; production uses detect_slurm).
+using SlurmDetector =
+    std::function<std::optional<SlurmDefaults>(const std::map<std::string, std::string>&)>;
+LaunchConfig parse_launch_config(int argc, const char* const* argv,
+                                 const std::map<std::string, std::string>& env,
+                                 const SlurmDetector& detect);
+
+// Logs the SLURM detection summary (when any) and a one-line config summary at info on the
+// "agent" logger. main() calls it after applying --log_level; parsing itself never logs.
+void log_launch_config(const LaunchConfig& config);
 
 // The --help text.
 std::string usage();

@@ -167,24 +167,56 @@ TEST_CASE("log line prefix template falls back to TORCHELASTIC_LOG_LINE_PREFIX_T
             .log_line_prefix_template == "[${rank}]");
 }
 
-TEST_CASE("outside SLURM, and with --no_slurm, no SLURM values are used", "[cli][slurm]") {
-  CHECK_FALSE(parse({"s"}).slurm);
-  const Env slurm = {{"SLURM_JOB_ID", "42"},
-                     {"SLURM_NNODES", "2"},
-                     {"SLURM_NODEID", "1"},
-                     {"SLURM_JOB_NODELIST", "n[1-2]"},
-                     {"SLURM_NTASKS_PER_NODE", "1"},
-                     {"SLURM_STEP_NUM_NODES", "2"},
-                     {"SLURM_STEP_NODELIST", "n[1-2]"},
-                     {"SLURM_STEP_ID", "0"},
-                     {"SLURM_LOCALID", "0"},
-                     {"SLURM_NTASKS", "2"},
-                     {"SLURM_STEP_NUM_TASKS", "2"},
-                     {"SLURM_STEP_TASKS_PER_NODE", "1(x2)"},
-                     {"SLURM_TASKS_PER_NODE", "1(x2)"}};
-  const auto off = parse({"--no_slurm", "s"}, slurm);
+SlurmDefaults two_node_job() {
+  SlurmDefaults slurm;
+  slurm.nnodes = 2;
+  slurm.node_rank = 1;
+  slurm.master_addr = "node01";
+  slurm.master_port = 21234;
+  slurm.run_id = "slurm-42";
+  slurm.summary = "job 42: 2 nodes";
+  return slurm;
+}
+
+LaunchConfig parse_in_slurm(const std::vector<std::string>& args, const Env& env = {}) {
+  std::vector<const char*> argv{"ddprun"};
+  for (const std::string& arg : args) argv.push_back(arg.c_str());
+  return parse_launch_config(static_cast<int>(argv.size()), argv.data(), env,
+                             [](const Env&) { return std::optional(two_node_job()); });
+}
+
+TEST_CASE("SLURM fills only what flags and PET_ variables left unset", "[cli][slurm]") {
+  const auto config = parse_in_slurm({"s.py"});
+  REQUIRE(config.slurm);
+  CHECK(config.nnodes_max == 2);
+  CHECK(config.node_rank == 1);
+  CHECK(config.master_addr == "node01");
+  CHECK(config.master_port == 21234);
+  CHECK(config.rdzv_id == "slurm-42");
+  CHECK(config.rdzv_endpoint == Endpoint{"node01", 21234});
+  CHECK(config.rdzv_conf.get("rank") == "1");
+  CHECK(config.source_of("node_rank") == ValueSource::kSlurm);
+
+  const auto given = parse_in_slurm({"--nnodes=3", "--master_port=1000", "--rdzv_id=mine", "s"},
+                                    {{"PET_NODE_RANK", "2"}});
+  CHECK(given.nnodes_max == 3);
+  CHECK(given.node_rank == 2);
+  CHECK(given.source_of("node_rank") == ValueSource::kEnv);
+  CHECK(given.master_port == 1000);
+  CHECK(given.rdzv_id == "mine");
+  CHECK(given.master_addr == "node01");
+
+  const auto c10d = parse_in_slurm({"--rdzv_backend=c10d", "s"});
+  CHECK(c10d.rdzv_endpoint == Endpoint{"node01", 21234});
+  CHECK(c10d.rdzv_id == "slurm-42");
+}
+
+TEST_CASE("--no_slurm and --standalone skip SLURM detection", "[cli][slurm]") {
+  const auto off = parse_in_slurm({"--no_slurm", "s"});
   CHECK_FALSE(off.slurm);
   CHECK(off.nnodes_max == 1);
+  CHECK_FALSE(parse_in_slurm({"--standalone", "s"}).slurm);
+  CHECK_FALSE(parse_in_slurm({"s"}, {{"PET_NO_SLURM", "1"}}).slurm);
 }
 
 }  // namespace
