@@ -367,6 +367,9 @@ std::vector<std::string> LaunchConfig::unsupported_features() const {
   if (rdzv_backend == "etcd" || rdzv_backend == "etcd-v2") {
     messages.push_back(fmt::format("--rdzv_backend={} is not supported yet", rdzv_backend));
   }
+  if (log_dir == "/dev/null") {
+    messages.push_back("--log_dir=/dev/null (no log files, torchrun 2.x) is not supported yet");
+  }
   if (logs_specs) messages.push_back("--logs_specs is not supported (no plug-ins in ddprun)");
   if (event_log_handler != "null") {
     messages.push_back(fmt::format("--event_log_handler={} is not supported (use --event_log FILE)",

@@ -53,6 +53,13 @@ std::vector<std::string> worker_argv(const LaunchConfig& config, int local_rank)
 // Python string.Template.safe_substitute(local_rank=...) as torchrun applies it to arguments.
 std::string substitute_local_rank(const std::string& arg, int local_rank);
 
+// torchrun's warning text (its logger prints it between lines of '*'), for the agent to log once
+// when sets_omp_num_threads() is true.
+inline constexpr const char* kOmpNumThreadsWarning =
+    "Setting OMP_NUM_THREADS environment variable for each process to be 1 in default, to avoid "
+    "your system being overloaded, please further tune the variable for optimal performance in "
+    "your application as needed.";
+
 // True when ddprun sets OMP_NUM_THREADS=1 for the workers (unset in `parent_env` and
 // nproc_per_node > 1); the agent then logs torchrun's warning once.
 bool sets_omp_num_threads(const LaunchConfig& config,

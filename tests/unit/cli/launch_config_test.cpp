@@ -160,6 +160,9 @@ TEST_CASE("features parsed but not implemented are reported for run time", "[cli
   REQUIRE(messages.size() == 2);
   CHECK_THAT(messages[0], Catch::Contains("--numa_binding=node is not supported yet"));
   CHECK_THAT(messages[1], Catch::Contains("--rdzv_backend=etcd is not supported yet"));
+  CHECK(parse({"--log_dir=/dev/null", "s"}).unsupported_features().size() == 1);
+  CHECK(parse({"--duplicate_stdout_filters=x", "s"}).unsupported_features().size() == 1);
+  CHECK(parse({"--event_log_handler=console", "s"}).unsupported_features().size() == 1);
 }
 
 TEST_CASE("log line prefix template falls back to TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE", "[cli]") {
