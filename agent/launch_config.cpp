@@ -210,15 +210,25 @@ void apply_slurm(const SlurmDefaults& slurm, LaunchConfig& config) {
   }
 }
 
+// How an error names an option whose value may have come from elsewhere than the command line.
+std::string origin_of(const LaunchConfig& config, const std::string& dest) {
+  switch (config.source_of(dest)) {
+    case ValueSource::kEnv:
+      return pet_variable(dest);
+    case ValueSource::kSlurm:
+      return fmt::format("--{} (from SLURM)", dest);
+    default:
+      return "--" + dest;
+  }
+}
+
 // Defaults that depend on the node count and backend, then cross-option checks.
 void resolve_rendezvous(LaunchConfig& config) {
   if (!config.master_port && !config.is_single_node()) {
     config.master_port = kDefaultMasterPort;
     config.sources["master_port"] = ValueSource::kDerived;
   }
-  const std::string origin = config.source_of("rdzv_endpoint") == ValueSource::kEnv
-                                 ? "PET_RDZV_ENDPOINT"
-                                 : "--rdzv_endpoint";
+  const std::string origin = origin_of(config, "rdzv_endpoint");
   if (config.rdzv_backend == "static") {
     if (config.rdzv_endpoint_raw.empty()) {
       config.rdzv_endpoint = Endpoint{config.master_addr, config.master_port};
@@ -230,8 +240,9 @@ void resolve_rendezvous(LaunchConfig& config) {
       }
     }
     if (config.node_rank >= config.nnodes_max) {
-      throw ConfigError(fmt::format("--node_rank: {} is out of range for --nnodes={} (0..{})",
-                                    config.node_rank, config.nnodes_raw, config.nnodes_max - 1));
+      throw ConfigError(fmt::format(
+          "{}: {} is out of range for {}={} (0..{})", origin_of(config, "node_rank"),
+          config.node_rank, origin_of(config, "nnodes"), config.nnodes_raw, config.nnodes_max - 1));
     }
     config.rdzv_conf.set("rank", std::to_string(config.node_rank));
   } else {
@@ -315,10 +326,8 @@ void read_supervision(Reader& reader, LaunchConfig& config,
     config.role = v->text;
   }
   if (const RawValue* v = reader.get("signals_to_handle")) config.signals_to_handle_raw = v->text;
-  config.signals_to_handle = parse_signal_list(
-      config.signals_to_handle_raw, config.source_of("signals_to_handle") == ValueSource::kEnv
-                                        ? "PET_SIGNALS_TO_HANDLE"
-                                        : "--signals_to_handle");
+  config.signals_to_handle =
+      parse_signal_list(config.signals_to_handle_raw, origin_of(config, "signals_to_handle"));
   if (const RawValue* v = reader.get("shutdown_timeout")) {
     config.shutdown_timeout = to_duration(v->text, v->origin, /*allow_zero=*/true);
   } else if (const auto it = env.find("TORCH_ELASTIC_SHUTDOWN_TIMEOUT"); it != env.end()) {

@@ -214,6 +214,14 @@ TEST_CASE("SLURM fills only what flags and PET_ variables left unset", "[cli][sl
   CHECK(c10d.rdzv_id == "slurm-42");
 }
 
+TEST_CASE("errors about SLURM-filled values say so", "[cli][slurm]") {
+  CHECK_THROWS_WITH(
+      parse_in_slurm({"--nnodes=1", "s"}),
+      Catch::StartsWith("--node_rank (from SLURM): 1 is out of range for --nnodes=1"));
+  CHECK_THROWS_WITH(parse({"s"}, {{"PET_SIGNALS_TO_HANDLE", "BOGUS"}}),
+                    Catch::StartsWith("PET_SIGNALS_TO_HANDLE: unknown signal"));
+}
+
 TEST_CASE("--no_slurm and --standalone skip SLURM detection", "[cli][slurm]") {
   const auto off = parse_in_slurm({"--no_slurm", "s"});
   CHECK_FALSE(off.slurm);
