@@ -160,15 +160,15 @@ ScanResult scan(int argc, const char* const* argv) {
       std::optional<std::string> inline_value;
       if (eq != std::string_view::npos) inline_value = std::string(arg.substr(eq + 1));
       const OptionDef* option = resolve_long(name);
-      if (option == nullptr) {
+      if (option == nullptr) {  // --help: argparse prints help at once, whatever follows
         result.help = true;
-        continue;
+        return result;
       }
       take_value(*option, inline_value, arg.substr(0, eq));
     } else if (arg.size() >= 2 && arg[0] == '-') {
       if (arg[1] == 'h' && arg.size() == 2) {
         result.help = true;
-        continue;
+        return result;
       }
       const OptionDef* option = find_short(arg[1]);
       if (option == nullptr) throw ConfigError(fmt::format("unrecognized option: {}", arg));

@@ -140,6 +140,7 @@ TEST_CASE("help is recognised only before the script", "[cli]") {
   CHECK(parse({"--help"}).help);
   CHECK(parse({"-h"}).help);
   CHECK(parse({"--nproc_per_node=bad", "--he"}).help);
+  CHECK(parse({"-h", "--bogus"}).help);
   CHECK(usage().find("--nproc_per_node") != std::string::npos);
   CHECK(usage().find("--nproc-per-node") != std::string::npos);
 }
