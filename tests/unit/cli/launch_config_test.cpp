@@ -38,7 +38,7 @@ TEST_CASE("defaults match torchrun's", "[cli]") {
   CHECK(entrypoint_name(config) == "train.py");
 }
 
-TEST_CASE("--nnodes takes N or MIN:MAX", "[cli]") {
+TEST_CASE("nnodes takes N or MIN:MAX", "[cli]") {
   const auto two = parse({"--nnodes=2", "--node_rank=1", "s"});
   CHECK(two.nnodes_min == 2);
   CHECK(two.nnodes_max == 2);
@@ -54,7 +54,7 @@ TEST_CASE("--nnodes takes N or MIN:MAX", "[cli]") {
   }
 }
 
-TEST_CASE("--nproc_per_node takes an integer, cpu, auto or gpu", "[cli]") {
+TEST_CASE("nproc_per_node takes an integer, cpu, auto or gpu", "[cli]") {
   CHECK(parse({"--nproc_per_node=8", "s"}).nproc_per_node == 8);
   CHECK(parse({"--nproc_per_node=cpu", "s"}).nproc_per_node >= 1);
   CHECK(parse({"--nproc_per_node=auto", "s"}, {{"CUDA_VISIBLE_DEVICES", ""}}).nproc_per_node >= 1);
@@ -66,7 +66,7 @@ TEST_CASE("--nproc_per_node takes an integer, cpu, auto or gpu", "[cli]") {
                     Catch::StartsWith("--nproc_per_node: unsupported value 'tpu'"));
 }
 
-TEST_CASE("--standalone is c10d on a free local port with a fresh run id", "[cli]") {
+TEST_CASE("standalone is c10d on a free local port with a fresh run id", "[cli]") {
   const auto a = parse({"--standalone", "--rdzv_id=ignored", "s"});
   const auto b = parse({"--standalone", "s"});
   CHECK(a.rdzv_backend == "c10d");
@@ -222,7 +222,7 @@ TEST_CASE("errors about SLURM-filled values say so", "[cli][slurm]") {
                     Catch::StartsWith("PET_SIGNALS_TO_HANDLE: unknown signal"));
 }
 
-TEST_CASE("--no_slurm and --standalone skip SLURM detection", "[cli][slurm]") {
+TEST_CASE("no_slurm and standalone skip SLURM detection", "[cli][slurm]") {
   const auto off = parse_in_slurm({"--no_slurm", "s"});
   CHECK_FALSE(off.slurm);
   CHECK(off.nnodes_max == 1);
