@@ -429,6 +429,17 @@ LaunchConfig parse_launch_config(int argc, const char* const* argv,
 
 std::string usage() { return cli_usage(); }
 
+std::map<std::string, std::string> environment_from(const char* const* envp) {
+  std::map<std::string, std::string> env;
+  for (; envp != nullptr && *envp != nullptr; ++envp) {
+    const std::string_view entry(*envp);
+    const std::size_t eq = entry.find('=');
+    if (eq == std::string_view::npos) continue;
+    env.emplace(std::string(entry.substr(0, eq)), std::string(entry.substr(eq + 1)));
+  }
+  return env;
+}
+
 void log_launch_config(const LaunchConfig& config) {
   const auto logger = ddp::log::get("agent");
   if (config.slurm) logger->info("slurm detected: {}", config.slurm->summary);

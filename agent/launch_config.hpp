@@ -123,6 +123,10 @@ LaunchConfig parse_launch_config(int argc, const char* const* argv,
                                  const std::map<std::string, std::string>& env,
                                  const SlurmDetector& detect);
 
+// The environment as a map, from a null-terminated "KEY=VALUE" array (main passes `environ`).
+// Entries without '=' are skipped; for a repeated key the first entry wins, as getenv() sees it.
+std::map<std::string, std::string> environment_from(const char* const* envp);
+
 // Logs the SLURM detection summary (when any) and a one-line config summary at info on the
 // "agent" logger. main() calls it after applying --log_level; parsing itself never logs.
 void log_launch_config(const LaunchConfig& config);

@@ -170,6 +170,12 @@ TEST_CASE("log line prefix template falls back to TORCHELASTIC_LOG_LINE_PREFIX_T
             .log_line_prefix_template == "[${rank}]");
 }
 
+TEST_CASE("environment_from reads KEY=VALUE arrays as getenv does", "[cli]") {
+  const char* envp[] = {"A=1", "B==x", "junk", "A=2", "C=", nullptr};
+  CHECK(environment_from(envp) == Env{{"A", "1"}, {"B", "=x"}, {"C", ""}});
+  CHECK(environment_from(nullptr).empty());
+}
+
 SlurmDefaults two_node_job() {
   SlurmDefaults slurm;
   slurm.nnodes = 2;
