@@ -276,7 +276,8 @@ void read_entrypoint(Reader& reader, LaunchConfig& config,
 
 void read_logging(Reader& reader, LaunchConfig& config,
                   const std::map<std::string, std::string>& env) {
-  if (const RawValue* v = reader.get("log_dir")) config.log_dir = v->text;
+  // An empty --log_dir means "none given", as torchrun tests it for truth.
+  if (const RawValue* v = reader.get("log_dir"); v && !v->text.empty()) config.log_dir = v->text;
   if (const RawValue* v = reader.get("redirects")) {
     config.redirects = parse_std_streams(v->text, v->origin);
   }

@@ -165,6 +165,11 @@ TEST_CASE("features parsed but not implemented are reported for run time", "[cli
   CHECK(parse({"--event_log_handler=console", "s"}).unsupported_features().size() == 1);
 }
 
+TEST_CASE("an empty log_dir means a fresh temporary directory", "[cli]") {
+  CHECK_FALSE(parse({"--log_dir=", "s"}).log_dir);
+  CHECK(parse({"--log_dir", "/x", "s"}).log_dir == "/x");
+}
+
 TEST_CASE("log line prefix template falls back to TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE", "[cli]") {
   CHECK(parse({"s"}, {{"TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE", "[${rank}]"}})
             .log_line_prefix_template == "[${rank}]");
