@@ -1,0 +1,41 @@
+"""srun on a real SLURM cluster (scripts/slurm/cluster-up.sh, 2 namespace nodes): detection in
+each srun task, and the one clear error for several tasks per node."""
+import os
+import subprocess
+
+import ddptest
+
+SOURCE = os.environ.get("DDP_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+SCRIPTS = os.path.join(SOURCE, "scripts", "slurm")
+ENV = {"SLURM_CONF": "/run/ddp-slurm/slurm.conf"}
+
+
+def main():
+    ddptest.require_root()
+    ddptest.require(subprocess.call(["sh", "-c", "command -v slurmctld slurmd srun munged"],
+                                    stdout=subprocess.DEVNULL) == 0, "SLURM not installed")
+    probe = ddptest.bin_path("slurm-probe")
+    try:
+        ddptest.run([os.path.join(SCRIPTS, "cluster-up.sh"), "2"], timeout=60, check_rc=0)
+        one = ddptest.run(["srun", "-N2", "--ntasks-per-node=1", probe], timeout=30, env=ENV, check_rc=0)
+        lines = sorted(one.stdout.split("\n")[:-1])
+        ddptest.check(len(lines) == 2, f"two srun tasks expected, got {one.stdout!r}")
+        ranks = sorted(line.split()[1] for line in lines)
+        ddptest.check(ranks == ["node_rank=0", "node_rank=1"], f"node ranks: {lines}")
+        for line in lines:
+            ddptest.check("nnodes=2" in line and "master_addr=ddpslurm0" in line, f"detected: {line}")
+        ports = {line.split()[3] for line in lines}
+        ddptest.check(len(ports) == 1, f"every node must derive the same port: {lines}")
+
+        two = ddptest.run(["srun", "-N2", "--ntasks-per-node=2", probe], timeout=30, env=ENV)
+        ddptest.check(two.returncode != 0, "several tasks per node must fail")
+        ddptest.check("srun started 2 ddprun tasks on this node" in two.stderr, f"error: {two.stderr!r}")
+        ddptest.check("--ntasks-per-node=1" in two.stderr, f"error names the fix: {two.stderr!r}")
+    finally:
+        subprocess.run([os.path.join(SCRIPTS, "cluster-down.sh")], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, timeout=60)
+    print("OK")
+
+
+if __name__ == "__main__":
+    main()
