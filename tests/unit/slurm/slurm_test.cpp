@@ -7,6 +7,11 @@ using ddp::agent::detect_slurm;
 using Env = std::map<std::string, std::string>;
 
 namespace {
+// Why not env[key] = "literal": GCC 12 at -O2 reports a false -Wrestrict on that assignment.
+void set(Env& env, const std::string& key, std::string value) {
+  env.insert_or_assign(key, std::move(value));
+}
+
 Env srun_env() {
   return {{"SLURM_JOB_ID", "4242"},           {"SLURM_STEP_ID", "0"},
           {"SLURM_STEP_NUM_NODES", "2"},      {"SLURM_NODEID", "1"},
@@ -34,8 +39,9 @@ TEST_CASE("slurm: one srun task per node fills every default") {
 TEST_CASE("slurm: the port is the same on every node and stays in range") {
   Env a = srun_env();
   Env b = srun_env();
-  b["SLURM_NODEID"] = "0";
-  a["SLURM_JOB_ID"] = b["SLURM_JOB_ID"] = "123456789";
+  set(b, "SLURM_NODEID", "0");
+  set(a, "SLURM_JOB_ID", "123456789");
+  set(b, "SLURM_JOB_ID", "123456789");
   CHECK(detect_slurm(a)->master_port == detect_slurm(b)->master_port);
   CHECK(detect_slurm(a)->master_port == 20000 + 6789);
 }
@@ -44,8 +50,8 @@ TEST_CASE("slurm: falls back to SLURM_NNODES and the job nodelist") {
   Env env = srun_env();
   env.erase("SLURM_STEP_NUM_NODES");
   env.erase("SLURM_STEP_NODELIST");
-  env["SLURM_NNODES"] = "8";
-  env["SLURM_NTASKS"] = "8";
+  set(env, "SLURM_NNODES", "8");
+  set(env, "SLURM_NTASKS", "8");
   env.erase("SLURM_STEP_TASKS_PER_NODE");
   auto d = detect_slurm(env);
   CHECK(d->nnodes == 8);
@@ -54,8 +60,8 @@ TEST_CASE("slurm: falls back to SLURM_NNODES and the job nodelist") {
 
 TEST_CASE("slurm: several tasks per node is one clear error") {
   Env env = srun_env();
-  env["SLURM_STEP_TASKS_PER_NODE"] = "4(x2)";
-  env["SLURM_NTASKS"] = "8";
+  set(env, "SLURM_STEP_TASKS_PER_NODE", "4(x2)");
+  set(env, "SLURM_NTASKS", "8");
   try {
     detect_slurm(env);
     FAIL("expected ConfigError");
@@ -65,7 +71,7 @@ TEST_CASE("slurm: several tasks per node is one clear error") {
     CHECK(what.find("--ntasks-per-node=1") != std::string::npos);
   }
   Env local = srun_env();
-  local["SLURM_LOCALID"] = "1";
+  set(local, "SLURM_LOCALID", "1");
   CHECK_THROWS_AS(detect_slurm(local), ddp::ConfigError);
 }
 
@@ -82,6 +88,6 @@ TEST_CASE("slurm: a batch script without srun is a single-node job") {
 
 TEST_CASE("slurm: a non-numeric job id is a ConfigError naming the variable") {
   Env env = srun_env();
-  env["SLURM_JOB_ID"] = "abc";
+  set(env, "SLURM_JOB_ID", "abc");
   CHECK_THROWS_WITH(detect_slurm(env), Catch::Contains("SLURM_JOB_ID"));
 }
