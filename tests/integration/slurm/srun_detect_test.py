@@ -1,5 +1,6 @@
-"""srun on a real SLURM cluster (scripts/slurm/cluster-up.sh, 2 namespace nodes): detection in
-each srun task, and the one clear error for several tasks per node."""
+"""srun and sbatch on a real SLURM cluster (scripts/slurm/cluster-up.sh, 2 namespace nodes):
+detection in each srun task, the one clear error for several tasks per node, and a batch script
+(single-node defaults outside srun, full detection in its srun step)."""
 import os
 import subprocess
 
@@ -8,6 +9,29 @@ import ddptest
 SOURCE = os.environ.get("DDP_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 SCRIPTS = os.path.join(SOURCE, "scripts", "slurm")
 ENV = {"SLURM_CONF": "/run/ddp-slurm/slurm.conf"}
+
+
+def check_batch_script(probe):
+    work = ddptest.temp_dir("ddpslurm_")
+    try:
+        script = os.path.join(work, "job.sh")
+        with open(script, "w") as f:
+            f.write(f"#!/bin/bash\n{probe}\nsrun {probe}\n")
+        out = os.path.join(work, "out.txt")
+        job = ddptest.run(["sbatch", "--parsable", "-N2", "--ntasks-per-node=1", "-o", out, script],
+                          timeout=30, env=ENV, check_rc=0).stdout.strip()
+        # Poll squeue, never `sbatch --wait` (it returns tens of seconds after the job ends).
+        gone = ddptest.wait_until(lambda: ddptest.run(["squeue", "-h", "-j", job], env=ENV).stdout.strip() == "",
+                                  timeout=60, interval=0.1)
+        ddptest.check(gone, f"sbatch job {job} did not finish")
+        lines = open(out).read().split("\n")
+        ddptest.check(lines[0] == f"nnodes=1 node_rank=0 master_addr=127.0.0.1 master_port={20000 + int(job) % 10000} run_id=slurm-{job}",
+                      f"batch step (no srun) must be single-node: {lines}")
+        step = sorted(line for line in lines[1:] if line)
+        ddptest.check(len(step) == 2 and all("nnodes=2" in l and f"run_id=slurm-{job}.0" in l for l in step),
+                      f"srun step inside the batch script: {lines}")
+    finally:
+        ddptest.remove_tree(work)
 
 
 def main():
@@ -31,6 +55,8 @@ def main():
         ddptest.check(two.returncode != 0, "several tasks per node must fail")
         ddptest.check("srun started 2 ddprun tasks on this node" in two.stderr, f"error: {two.stderr!r}")
         ddptest.check("--ntasks-per-node=1" in two.stderr, f"error names the fix: {two.stderr!r}")
+
+        check_batch_script(probe)
     finally:
         subprocess.run([os.path.join(SCRIPTS, "cluster-down.sh")], stdout=subprocess.DEVNULL,
                        stderr=subprocess.DEVNULL, timeout=60)
