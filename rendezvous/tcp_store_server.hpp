@@ -1,0 +1,54 @@
+#pragma once
+// TcpStoreServer: PyTorch's TCPStore server, both wire dialects (1.13 and 2.x, told apart on the
+// first bytes of each connection), on the io_context it is given. One coroutine per connection,
+// no per-request thread, no polling. Bad input closes only the offending connection, with one
+// log line naming the peer.
+
+#include <boost/asio/io_context.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace ddp::rdzv {
+
+class MemoryStore;
+
+struct StoreLimits {
+  std::size_t max_key_bytes = 4096;
+  std::size_t max_value_bytes = std::size_t{1} << 30;  // 1 GiB: PyTorch checkpoints pass through
+  std::size_t max_keys_per_query = 65536;
+  std::size_t max_connections = 1 << 20;
+};
+
+class TcpStoreServer {
+ public:
+  // Binds host:port (port 0 picks a free port; "" or "0.0.0.0" any IPv4, "::" any IPv6) with
+  // backlog SOMAXCONN and raises RLIMIT_NOFILE to its hard limit. Throws IoError naming the
+  // address (and, where /proc shows it, the process that owns a taken port).
+  TcpStoreServer(boost::asio::io_context& io, const std::string& host, std::uint16_t port,
+                 StoreLimits limits = {});
+  ~TcpStoreServer();
+  TcpStoreServer(const TcpStoreServer&) = delete;
+  TcpStoreServer& operator=(const TcpStoreServer&) = delete;
+
+  // Starts accepting (co_spawned on the io_context). Returns at once.
+  void start();
+  // Stops accepting and closes every connection. Idempotent.
+  void stop();
+
+  std::uint16_t port() const;
+  const std::string& host() const;
+  std::size_t connection_count() const;
+
+  // The keys the server serves: in-process users (the agent, rendezvous on the store host) read
+  // and write the same keys as the remote clients, without a socket.
+  MemoryStore& store();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ddp::rdzv

@@ -1,0 +1,36 @@
+#pragma once
+// ddp::init(): join the job a launcher (ddprun or torchrun) started this process in, in one call.
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "ddp/process_group.hpp"
+
+namespace ddp {
+
+struct InitOptions {
+  std::string backend;  // "" = $DDP_BACKEND, else "nccl" when built with CUDA and a GPU is
+                        // visible, else "gloo"
+  std::chrono::milliseconds timeout{std::chrono::minutes(30)};  // every collective
+  std::chrono::milliseconds store_timeout{std::chrono::minutes(5)};
+};
+
+struct Context {
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;
+  int local_world_size = 1;
+  int restart_count = 0;  // TORCHELASTIC_RESTART_COUNT (0 when unset)
+  std::string master_addr;
+  int master_port = 0;
+  std::shared_ptr<ProcessGroup> group;  // the default group: every rank of the job
+};
+
+// Reads RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT and
+// TORCHELASTIC_RESTART_COUNT, connects to the store under the prefix
+// "ddp/attempt_<restart_count>/" and builds the default group. Throws ConfigError naming a
+// missing or malformed variable, TimeoutError/IoError naming the store or the missing ranks.
+Context init(const InitOptions& options = {});
+
+}  // namespace ddp
