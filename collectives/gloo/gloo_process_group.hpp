@@ -1,0 +1,102 @@
+#pragma once
+// GlooProcessGroup: the CPU ProcessGroup over Debian's libgloo and its TCP transport. Ranks find
+// each other through a GroupStore (GlooStoreAdapter + connectFullMesh). Collectives run on the
+// group's own OpWorker thread in submission order; send/recv are posted at once on the caller's
+// thread (so a send and a recv in either order cannot deadlock) and waited for on a second
+// thread. Every operation uses the group's timeout(); a failure names the ranks that never
+// arrived (ArrivalTracker) and breaks the group: later operations fail with the same cause.
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "collectives/group_store.hpp"
+#include "ddp/process_group.hpp"
+
+namespace gloo {
+class Context;
+namespace transport {
+class Device;
+}
+}  // namespace gloo
+
+namespace ddp::coll {
+
+class OpWorker;
+class ArrivalTracker;
+
+enum class AllreduceAlgorithm { kRing, kBcube };
+
+// "ring" / "bcube"; throws ConfigError naming `origin` (a flag or variable) for anything else.
+AllreduceAlgorithm parse_allreduce_algorithm(const std::string& text, const std::string& origin);
+std::string to_string(AllreduceAlgorithm algorithm);
+
+struct GlooOptions {
+  std::string hostname = "127.0.0.1";  // the address peers reach this rank at...
+  std::string iface;                   // ...or a network interface (GLOO_SOCKET_IFNAME); wins
+  std::chrono::milliseconds timeout{std::chrono::minutes(30)};
+  AllreduceAlgorithm algorithm = AllreduceAlgorithm::kRing;
+};
+
+class GlooProcessGroup final : public ProcessGroup {
+ public:
+  // Collective: every rank of the group calls it with its rank and the same size and store.
+  // Blocks until the full mesh is connected; throws TimeoutError naming the ranks that did not
+  // publish their address within options.timeout. `global_ranks` maps group ranks to job ranks
+  // (empty: the identity).
+  static std::shared_ptr<GlooProcessGroup> create(std::shared_ptr<GroupStore> store, int rank,
+                                                  int size, GlooOptions options,
+                                                  std::vector<int> global_ranks = {});
+  ~GlooProcessGroup() override;
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  std::string backend() const override { return "gloo"; }
+  AllreduceAlgorithm algorithm() const { return options_.algorithm; }
+
+  std::shared_ptr<Work> all_reduce(Tensor t, ReduceOp op) override;
+  std::shared_ptr<Work> broadcast(Tensor t, int root) override;
+  std::shared_ptr<Work> all_gather(Tensor in, Tensor out) override;
+  std::shared_ptr<Work> reduce_scatter(Tensor in, Tensor out, ReduceOp op) override;
+  std::shared_ptr<Work> barrier() override;
+  std::shared_ptr<Work> send(Tensor t, int dst, int tag = 0) override;
+  std::shared_ptr<Work> recv(Tensor t, int src, int tag = 0) override;
+  std::shared_ptr<ProcessGroup> new_group(std::vector<int> ranks) override;
+
+ private:
+  struct Shared;  // device and options shared with sub-groups
+  GlooProcessGroup(std::shared_ptr<GroupStore> store, int rank, int size,
+                   std::vector<int> global_ranks, std::shared_ptr<Shared> shared);
+  void connect();
+
+  // Queues `body` as collective number `seq` on the worker thread, with arrival tracking and
+  // error translation ("<name> #seq").
+  std::shared_ptr<Work> submit_collective(const char* name,
+                                          std::function<void(std::uint32_t)> body);
+  [[noreturn]] void fail_collective(const char* name, std::uint64_t seq, const std::exception& e);
+  std::string describe_ranks(const std::vector<int>& group_ranks) const;
+  void check_tensor(const char* name, const Tensor& t) const;
+  void check_peer(const char* name, int peer) const;
+
+  std::shared_ptr<GroupStore> store_;
+  int rank_;
+  int size_;
+  std::vector<int> global_ranks_;
+  std::shared_ptr<Shared> shared_;
+  GlooOptions& options_;
+  std::shared_ptr<gloo::Context> context_;
+  std::uint64_t next_seq_ = 0;  // caller thread: same sequence on every rank
+  int next_group_ = 0;          // caller thread
+  std::mutex broken_mutex_;
+  std::string broken_;  // guarded by broken_mutex_: the first failure, once the group is broken
+  std::unique_ptr<ArrivalTracker> arrivals_;
+  std::unique_ptr<OpWorker> p2p_waiter_;
+  std::unique_ptr<OpWorker> worker_;  // last: joined first, while everything above still exists
+};
+
+}  // namespace ddp::coll
