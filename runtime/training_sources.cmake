@@ -1,1 +1,6 @@
 # libddp training sources (sampler, reducer, checkpoint): target_sources(ddp PRIVATE ...).
+target_sources(ddp PRIVATE
+  src/training/sampler.cpp
+  src/training/reducer.cpp
+  src/training/checkpoint.cpp)
+target_link_libraries(ddp PRIVATE nlohmann_json::nlohmann_json)

@@ -1,0 +1,35 @@
+#pragma once
+// ddp-train's command line (CLI11). Flags use torchrun-style underscores: --batch_size 64.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "apps/ddp-train/optimizer.hpp"
+
+namespace ddp::train {
+
+struct TrainOptions {
+  std::string data_dir = "/usr/share/datasets/fashion-mnist";
+  std::vector<int> hidden = {1024, 1024};
+  int epochs = 1;
+  std::int64_t max_steps = 0;  // 0 = no limit
+  int batch_size = 64;         // per rank, per micro-step
+  int grad_accum = 1;
+  std::uint64_t seed = 0;
+  bool scale_lr = false;  // lr *= world size
+  OptimizerOptions optimizer;
+  double bucket_cap_mb = 25.0;
+  std::string checkpoint;  // "" = none
+  std::int64_t checkpoint_every = 0;  // steps; 0 = only at the end
+  std::int64_t fail_at_step = -1;
+  int fail_rank = 0;
+  std::int64_t log_every = 100;  // steps between progress lines
+  std::string backend;  // "" = libddp's default
+};
+
+// Parses argv. Returns nullopt after printing --help. Throws ConfigError naming the flag.
+std::optional<TrainOptions> parse_train_options(int argc, char** argv);
+
+}  // namespace ddp::train

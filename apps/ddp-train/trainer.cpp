@@ -1,0 +1,250 @@
+// The training loop. Every rank runs the same sequence of collectives (parameter broadcast, one
+// all-reduce per gradient bucket per optimizer step, metric all-reduces every --log_every steps
+// and per epoch, a barrier after each checkpoint), so ranks stay in lockstep without extra
+// coordination.
+
+#include "apps/ddp-train/trainer.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "common/log.hpp"
+#include "ddp/sampler.hpp"
+
+namespace ddp::train {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr int kClasses = 10;
+constexpr int kEvalBatch = 1000;
+
+std::vector<int> model_widths(int features, const std::vector<int>& hidden) {
+  std::vector<int> widths{features};
+  widths.insert(widths.end(), hidden.begin(), hidden.end());
+  widths.push_back(kClasses);
+  return widths;
+}
+
+void print_line(const std::string& line) {
+  std::fputs(line.c_str(), stdout);
+  std::fputc('\n', stdout);
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+Trainer::Trainer(const TrainOptions& options, std::shared_ptr<ProcessGroup> group)
+    : options_(options),
+      group_(std::move(group)),
+      rank_(group_ ? group_->rank() : 0),
+      world_(group_ ? group_->size() : 1),
+      train_(load_fashion_mnist(options.data_dir, true)),
+      test_(load_fashion_mnist(options.data_dir, false)),
+      model_(model_widths(train_.features, options.hidden)) {
+  model_.init(options_.seed);
+  if (options_.scale_lr) options_.optimizer.lr *= static_cast<float>(world_);
+  optimizer_ = make_optimizer(options_.optimizer, model_.parameters());
+  if (group_) {
+    std::vector<GradientSlot> slots;
+    for (const Parameter& p : model_.parameters()) slots.push_back({p.name, p.grad, p.count});
+    ReducerOptions ro;
+    ro.bucket_cap_bytes = static_cast<std::size_t>(options_.bucket_cap_mb * 1024 * 1024);
+    reducer_ = std::make_unique<Reducer>(group_, std::move(slots), ro);
+  }
+  const std::int64_t per_rank = (train_.size + world_ - 1) / world_;
+  micro_per_epoch_ = (per_rank + options_.batch_size - 1) / options_.batch_size;
+  steps_per_epoch_ = (micro_per_epoch_ + options_.grad_accum - 1) / options_.grad_accum;
+}
+
+bool Trainer::is_done() const {
+  return options_.max_steps > 0 && pos_.step >= options_.max_steps;
+}
+
+int Trainer::run() {
+  auto log = ddp::log::get("train");
+  if (!options_.checkpoint.empty() && std::filesystem::exists(options_.checkpoint)) {
+    pos_ = restore_checkpoint(options_.checkpoint, model_, *optimizer_, options_.optimizer.name);
+    log->info("resumed from {} epoch={} step={}", options_.checkpoint, pos_.epoch, pos_.step);
+  }
+  if (group_) {
+    Tensor all{model_.flat_values().data(), model_.flat_values().size()};
+    group_->broadcast(all, 0)->wait();
+  }
+  if (rank_ == 0) {
+    log->info("training world_size={} batch_size={} grad_accum={} steps_per_epoch={} buckets={}",
+              world_, options_.batch_size, options_.grad_accum, steps_per_epoch_,
+              reducer_ ? reducer_->bucket_slots().size() : 0);
+  }
+  Tally test;
+  bool evaluated = false;
+  while (pos_.epoch < options_.epochs && !is_done()) {
+    const std::int64_t epoch = pos_.epoch;
+    train_epoch(epoch);
+    if (pos_.epoch == epoch) break;  // stopped by --max_steps inside the epoch
+    test = evaluate();
+    evaluated = true;
+    if (rank_ == 0) {
+      print_line(fmt::format("epoch={}/{} done test_loss={:.4f} test_accuracy={:.4f}", epoch + 1,
+                             options_.epochs, test.loss_sum / test.count,
+                             test.correct / test.count));
+    }
+  }
+  if (!evaluated || (pos_.micro_in_epoch != 0)) test = evaluate();
+  if (!options_.checkpoint.empty()) save(pos_);
+  if (rank_ == 0) {
+    const double sps = train_seconds_ > 0 ? samples_trained_ / train_seconds_ : 0.0;
+    print_line(fmt::format(
+        "summary epochs={} steps={} world_size={} batch_size={} test_loss={:.4f} "
+        "test_accuracy={:.4f} samples_per_s={:.1f} train_s={:.2f}",
+        pos_.epoch, pos_.step, world_, options_.batch_size, test.loss_sum / test.count,
+        test.correct / test.count, sps, train_seconds_));
+  }
+  return 0;
+}
+
+void Trainer::train_epoch(std::int64_t epoch) {
+  SamplerOptions so;
+  so.dataset_size = train_.size;
+  so.num_replicas = world_;
+  so.rank = rank_;
+  so.seed = options_.seed;
+  DistributedSampler sampler(so);
+  sampler.set_epoch(epoch);
+  const std::vector<std::int64_t> indices = sampler.indices();
+  const std::int64_t planned = options_.max_steps > 0
+                                   ? std::min(options_.max_steps,
+                                              options_.epochs * steps_per_epoch_)
+                                   : options_.epochs * steps_per_epoch_;
+  Tally window;
+  std::int64_t window_steps = 0;
+  while (pos_.micro_in_epoch < micro_per_epoch_ && !is_done()) {
+    maybe_fail();
+    const auto start = Clock::now();
+    train_step(indices, window);
+    train_seconds_ += std::chrono::duration<double>(Clock::now() - start).count();
+    ++window_steps;
+    const bool epoch_end = pos_.micro_in_epoch >= micro_per_epoch_;
+    if (epoch_end) {
+      pos_.epoch = epoch + 1;
+      pos_.micro_in_epoch = 0;
+    }
+    if (!options_.checkpoint.empty() && options_.checkpoint_every > 0 &&
+        pos_.step % options_.checkpoint_every == 0) {
+      save(pos_);
+    }
+    if (window_steps == options_.log_every || epoch_end || is_done()) {
+      const Tally t = all_reduce(window);
+      if (rank_ == 0) {
+        const double sps = samples_trained_ / train_seconds_;
+        const double step_s = train_seconds_ / static_cast<double>(std::max<std::int64_t>(
+                                                   1, samples_trained_ /
+                                                          (static_cast<std::int64_t>(world_) *
+                                                           options_.batch_size *
+                                                           options_.grad_accum)));
+        const double eta = static_cast<double>(planned - pos_.step) * step_s;
+        print_line(fmt::format(
+            "epoch={}/{} step={}/{} loss={:.4f} accuracy={:.4f} samples_per_s={:.1f} eta_s={:.0f}",
+            epoch + 1, options_.epochs, pos_.step, planned, t.loss_sum / t.count,
+            t.correct / t.count, sps, std::max(0.0, eta)));
+      }
+      window = Tally{};
+      window_steps = 0;
+    }
+    if (epoch_end) return;
+  }
+}
+
+void Trainer::train_step(const std::vector<std::int64_t>& indices, Tally& tally) {
+  const int features = train_.features;
+  const auto n_micro = static_cast<int>(
+      std::min<std::int64_t>(options_.grad_accum, micro_per_epoch_ - pos_.micro_in_epoch));
+  const float loss_scale = 1.0f / static_cast<float>(n_micro);
+  for (int k = 0; k < n_micro; ++k) {
+    const std::int64_t begin = pos_.micro_in_epoch * options_.batch_size;
+    const std::int64_t end = std::min<std::int64_t>(begin + options_.batch_size,
+                                                    static_cast<std::int64_t>(indices.size()));
+    const int batch = static_cast<int>(end - begin);
+    batch_x_.resize(static_cast<std::size_t>(batch) * features);
+    batch_y_.resize(static_cast<std::size_t>(batch));
+    for (int r = 0; r < batch; ++r) {
+      const std::int64_t i = indices[static_cast<std::size_t>(begin + r)];
+      std::copy(train_.row(i), train_.row(i) + features,
+                batch_x_.data() + static_cast<std::size_t>(r) * features);
+      batch_y_[static_cast<std::size_t>(r)] = train_.labels[static_cast<std::size_t>(i)];
+    }
+    const BatchResult result = model_.forward(batch_x_.data(), batch_y_.data(), batch);
+    tally.loss_sum += result.loss_sum;
+    tally.correct += static_cast<double>(result.correct);
+    tally.count += batch;
+    if (reducer_) {
+      reducer_->set_require_sync(k + 1 == n_micro);
+      model_.backward(loss_scale, [this](std::size_t slot) { reducer_->mark_ready(slot); });
+    } else {
+      model_.backward(loss_scale, nullptr);
+    }
+    ++pos_.micro_in_epoch;
+    samples_trained_ += static_cast<std::int64_t>(batch) * world_;
+  }
+  if (reducer_) reducer_->finalize();
+  ++pos_.step;
+  optimizer_->step(model_.parameters(), pos_.step);
+  model_.zero_grad();
+}
+
+Tally Trainer::evaluate() {
+  // Contiguous shards, so every test sample is counted exactly once whatever the world size.
+  const std::int64_t begin = test_.size * rank_ / world_;
+  const std::int64_t end = test_.size * (rank_ + 1) / world_;
+  Tally local;
+  for (std::int64_t i = begin; i < end; i += kEvalBatch) {
+    const int batch = static_cast<int>(std::min<std::int64_t>(kEvalBatch, end - i));
+    const BatchResult r =
+        model_.forward(test_.row(i), test_.labels.data() + static_cast<std::size_t>(i), batch);
+    local.loss_sum += r.loss_sum;
+    local.correct += static_cast<double>(r.correct);
+    local.count += batch;
+  }
+  return all_reduce(local);
+}
+
+Tally Trainer::all_reduce(const Tally& local) {
+  if (!group_) return local;
+  double values[3] = {local.loss_sum, local.correct, local.count};
+  Tensor t{values, 3, DType::kFloat64};
+  group_->all_reduce(t, ReduceOp::kSum)->wait();
+  return Tally{values[0], values[1], values[2]};
+}
+
+void Trainer::save(const TrainPosition& pos) {
+  if (rank_ == 0) {
+    save_checkpoint(options_.checkpoint,
+                    make_checkpoint(model_, *optimizer_, pos, world_, options_.batch_size,
+                                    options_.grad_accum, options_.optimizer.name, options_.seed));
+  }
+  if (group_) group_->barrier()->wait();
+}
+
+void Trainer::maybe_fail() {
+  if (options_.fail_at_step < 0 || pos_.step != options_.fail_at_step ||
+      rank_ != options_.fail_rank) {
+    return;
+  }
+  const std::string marker = options_.checkpoint + ".failed_once";
+  if (std::filesystem::exists(marker)) return;
+  std::ofstream(marker) << "ddp-train failed here once at step " << pos_.step << "\n";
+  ddp::log::get("train")->error("injected failure at step={} rank={} (exit 3; marker {})",
+                                pos_.step, rank_, marker);
+  std::fflush(stdout);
+  std::_Exit(3);
+}
+
+}  // namespace ddp::train

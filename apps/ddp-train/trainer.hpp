@@ -1,0 +1,63 @@
+#pragma once
+// Trainer: one rank's training run. Joins the job through ddp::init() when a launcher started the
+// process (RANK is set), otherwise trains alone; broadcasts rank 0's parameters, then runs the
+// epochs with a DistributedSampler, the bucketing Reducer, periodic rank-0 checkpoints and a
+// sharded test evaluation per epoch. Rank 0 prints progress lines and a last summary line.
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "apps/ddp-train/fashion_mnist.hpp"
+#include "apps/ddp-train/mlp.hpp"
+#include "apps/ddp-train/optimizer.hpp"
+#include "apps/ddp-train/train_options.hpp"
+#include "apps/ddp-train/train_state.hpp"
+#include "ddp/process_group.hpp"
+#include "ddp/reducer.hpp"
+
+namespace ddp::train {
+
+// Sums over ranks of what a rank measured (loss, correct answers, samples).
+struct Tally {
+  double loss_sum = 0;
+  double correct = 0;
+  double count = 0;
+};
+
+class Trainer {
+ public:
+  // `group` is null for a run without a launcher (world size 1).
+  Trainer(const TrainOptions& options, std::shared_ptr<ProcessGroup> group);
+
+  // Trains to the end; returns the process exit code (0), or exits with 3 at the injected fault.
+  int run();
+
+ private:
+  void train_epoch(std::int64_t epoch);
+  void train_step(const std::vector<std::int64_t>& indices, Tally& tally);
+  Tally evaluate();
+  Tally all_reduce(const Tally& local);
+  void save(const TrainPosition& pos);
+  void maybe_fail();
+  bool is_done() const;
+
+  TrainOptions options_;
+  std::shared_ptr<ProcessGroup> group_;
+  int rank_ = 0;
+  int world_ = 1;
+  Dataset train_;
+  Dataset test_;
+  Mlp model_;
+  std::unique_ptr<Optimizer> optimizer_;
+  std::unique_ptr<Reducer> reducer_;
+  TrainPosition pos_;
+  std::int64_t steps_per_epoch_ = 0;
+  std::int64_t micro_per_epoch_ = 0;
+  std::vector<float> batch_x_;
+  std::vector<std::int32_t> batch_y_;
+  double train_seconds_ = 0;
+  std::int64_t samples_trained_ = 0;  // by all ranks, in this process's lifetime
+};
+
+}  // namespace ddp::train

@@ -1,0 +1,71 @@
+#pragma once
+// Reducer: DDP's gradient synchronisation. Gradients are grouped into buckets in reverse
+// parameter order (the order backward produces them); the moment a bucket's last gradient is
+// marked ready, its all-reduce starts asynchronously on the process group, so communication
+// overlaps the rest of backward. finalize() waits and leaves every gradient averaged over ranks.
+// Used from the training thread only.
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ddp/process_group.hpp"
+
+namespace ddp {
+
+// A gradient the reducer synchronises: float32 memory owned by the model.
+struct GradientSlot {
+  std::string name;
+  float* grad = nullptr;
+  std::size_t count = 0;
+};
+
+struct ReducerOptions {
+  std::size_t bucket_cap_bytes = 25u << 20;       // --bucket_cap_mb (PyTorch: 25 MiB)
+  std::size_t first_bucket_cap_bytes = 1u << 20;  // PyTorch's _DEFAULT_FIRST_BUCKET_BYTES
+};
+
+class Reducer {
+ public:
+  // `slots` in model (forward) order. Buckets are filled in reverse order: a gradient joins the
+  // open bucket, which closes once it holds at least its cap (so one large gradient gets a bucket
+  // of its own). A bucket whose gradients are adjacent in memory, in reverse order, is reduced in
+  // place; any other is packed into a buffer of the reducer's. REQUIRES: group outlives *this.
+  Reducer(std::shared_ptr<ProcessGroup> group, std::vector<GradientSlot> slots,
+          const ReducerOptions& options = {});
+  ~Reducer();
+  Reducer(const Reducer&) = delete;
+  Reducer& operator=(const Reducer&) = delete;
+
+  // no_sync: while false, mark_ready() and finalize() do nothing and gradients accumulate locally
+  // (PyTorch's `with model.no_sync():`). Set it before backward starts.
+  void set_require_sync(bool require) { require_sync_ = require; }
+  bool requires_sync() const { return require_sync_; }
+
+  // Called by backward when gradient `slot` (an index into the constructor's slots) is final.
+  // Starts the bucket's all-reduce once all of its gradients are ready. Throws InternalError when a
+  // gradient is marked twice in one backward.
+  void mark_ready(std::size_t slot);
+
+  // Waits for every bucket, divides by the world size and unpacks packed buckets, then resets for
+  // the next backward. Throws InternalError naming a gradient never marked ready; TimeoutError or
+  // IoError from the group.
+  void finalize();
+
+  // The slots of each bucket, in the order buckets are reduced (for logs and tests).
+  std::vector<std::vector<std::size_t>> bucket_slots() const;
+
+ private:
+  struct Bucket;
+  void launch(Bucket& bucket);
+
+  std::shared_ptr<ProcessGroup> group_;
+  std::vector<GradientSlot> slots_;
+  std::vector<std::unique_ptr<Bucket>> buckets_;
+  std::vector<std::size_t> bucket_of_;  // slot -> bucket index
+  std::vector<bool> ready_;
+  bool require_sync_ = true;
+};
+
+}  // namespace ddp
