@@ -1,1 +1,2 @@
-# Static rendezvous sources: target_sources(ddp_rendezvous PRIVATE ...).
+# Static rendezvous sources: one node, or --node_rank across nodes (store on node 0).
+target_sources(ddp_rendezvous PRIVATE static_rendezvous.cpp)

@@ -1,0 +1,222 @@
+// The agent loop. Every wait that can end for more than one reason is a race under Asio's `||`
+// (the losers are cancelled); store waits that cannot be cancelled run under abandonable(), so a
+// signal always takes effect at once.
+
+#include "agent/elastic_agent.hpp"
+
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <set>
+
+#include "agent/failure_report.hpp"
+#include "agent/log_dirs.hpp"
+#include "agent/signal_names.hpp"
+#include "agent/worker_group.hpp"
+#include "agent/worker_spec.hpp"
+#include "common/log.hpp"
+#include "rendezvous/abandonable.hpp"
+
+namespace ddp::agent {
+namespace {
+
+namespace asio = boost::asio;
+using namespace asio::experimental::awaitable_operators;
+using asio::use_awaitable;
+
+std::string describe(const WorkerExit& exit) {
+  return exit.signal != 0
+             ? fmt::format("rank {} (local_rank {}, pid {}) killed by {}", exit.rank,
+                           exit.local_rank, exit.pid, signal_name(exit.signal))
+             : fmt::format("rank {} (local_rank {}, pid {}) exited with {}", exit.rank,
+                           exit.local_rank, exit.pid, exit.exit_code);
+}
+
+Event exit_event(const WorkerExit& exit) {
+  Event event("worker_exited");
+  event.wall_time = exit.wall_time;
+  event.mono_time = exit.mono_time;
+  event.with("rank", exit.rank).with("local_rank", exit.local_rank).with("pid", exit.pid);
+  if (exit.signal != 0) {
+    event.with("signal", signal_name(exit.signal));
+  } else {
+    event.with("exit_code", exit.exit_code);
+  }
+  event.with("stopped_by_agent", exit.stopped_by_agent ? 1 : 0);
+  return event;
+}
+
+// Emits worker_exited for the exits of `group` not emitted yet.
+void emit_exits(EventSink& events, const WorkerGroup& group, std::size_t& emitted) {
+  const auto& exits = group.exits();
+  for (; emitted < exits.size(); ++emitted) events.emit(exit_event(exits[emitted]));
+}
+
+void emit_stopped(EventSink& events, const WorkerGroup& group, std::size_t& emitted,
+                  const std::string& reason) {
+  emit_exits(events, group, emitted);
+  events.emit(Event("workers_stopped")
+                  .with("reason", reason)
+                  .with("count", static_cast<std::int64_t>(group.exits().size())));
+}
+
+void emit_finish(EventSink& events, int exit_code, const std::string& reason) {
+  events.emit(Event("finish").with("exit_code", exit_code).with("reason", reason));
+}
+
+std::set<int> handled_signals(const LaunchConfig& config) {
+  std::set<int> signals{SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+  signals.insert(config.signals_to_handle.begin(), config.signals_to_handle.end());
+  return signals;
+}
+
+}  // namespace
+
+std::string local_host_name() {
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0) return "localhost";
+  return name;
+}
+
+ElasticAgent::ElasticAgent(asio::io_context& io, const LaunchConfig& config,
+                           std::map<std::string, std::string> parent_env,
+                           rdzv::Rendezvous& rendezvous, EventSink& events)
+    : io_(io),
+      config_(config),
+      parent_env_(std::move(parent_env)),
+      rendezvous_(rendezvous),
+      events_(events),
+      signals_(io),
+      host_(local_host_name()) {
+  for (int signal : handled_signals(config)) signals_.add(signal);
+}
+
+asio::awaitable<int> ElasticAgent::wait_signal() {
+  co_return co_await signals_.async_wait(use_awaitable);
+}
+
+asio::awaitable<bool> ElasticAgent::finish_success() {
+  co_await rendezvous_.finish(true);
+  co_return true;
+}
+
+asio::awaitable<int> ElasticAgent::run() {
+  auto log = log::get("agent");
+  const std::string run_dir = create_run_log_dir(config_.log_dir, config_.rdzv_id, parent_env_);
+  log->info("log directory {}", run_dir);
+  if (sets_omp_num_threads(config_, parent_env_)) {
+    const std::string stars(60, '*');
+    log->warn("\n{}\n{}\n{}", stars, kOmpNumThreadsWarning, stars);
+  }
+
+  std::unique_ptr<WorkerGroup> group;
+  for (;;) {
+    auto joined = co_await (rdzv::abandonable(rendezvous_.next_round(config_.nproc_per_node)) ||
+                            wait_signal());
+    if (joined.index() == 1) {
+      const int signal = std::get<1>(joined);
+      log->warn("received {} during rendezvous; no workers running", signal_name(signal));
+      emit_finish(events_, 128 + signal, "signal");
+      co_return 128 + signal;
+    }
+    const rdzv::RendezvousInfo info = std::get<0>(std::move(joined));
+    events_.emit(Event("rendezvous")
+                     .with("round", info.round)
+                     .with("group_rank", info.group_rank)
+                     .with("group_world_size", info.group_world_size)
+                     .with("world_size", info.world_size)
+                     .with("restart_count", info.restart_count)
+                     .with("master_addr", info.master_addr)
+                     .with("master_port", static_cast<std::int64_t>(info.master_port)));
+
+    const std::string attempt_dir = attempt_log_dir(run_dir, info.restart_count);
+    prepare_attempt_log_dir(attempt_dir, config_.nproc_per_node);
+    const auto specs = make_worker_specs(config_, info, parent_env_, attempt_dir);
+    group.reset();  // the previous attempt's processes are all gone by now
+    group = std::make_unique<WorkerGroup>(
+        io_, OutputOptions{host_, config_.label, config_.log_line_prefix_template});
+    group->start(specs);
+    std::vector<std::int64_t> pids;
+    for (pid_t pid : group->pids()) pids.push_back(pid);
+    events_.emit(Event("workers_started")
+                     .with("restart_count", info.restart_count)
+                     .with("rank_base", info.rank_base)
+                     .with("pids", pids));
+    log->info("workers started restart_count={} ranks={}..{} world_size={}", info.restart_count,
+              info.rank_base, info.rank_base + config_.nproc_per_node - 1, info.world_size);
+    std::size_t emitted = 0;
+
+    auto outcome =
+        co_await (group->wait_first_failure() || rendezvous_.watch_round() || wait_signal());
+
+    if (outcome.index() == 2) {  // a handled signal: forward it, grace, kill, exit 128+N
+      const int signal = std::get<2>(outcome);
+      log->warn("received {}: forwarding it to every worker, then SIGKILL after {}s",
+                signal_name(signal), config_.shutdown_timeout.count() / 1000.0);
+      co_await group->stop(signal, config_.shutdown_timeout);
+      emit_stopped(events_, *group, emitted, "signal");
+      emit_finish(events_, 128 + signal, "signal");
+      co_return 128 + signal;
+    }
+
+    if (outcome.index() == 1) {  // another node: restart with it, no restart spent
+      const auto event = std::get<1>(outcome);
+      log->warn("round ended by another node: {}; restarting workers", event.detail);
+      co_await group->stop(SIGTERM, config_.shutdown_timeout);
+      emit_stopped(events_, *group, emitted, "round_change");
+      events_.emit(Event("restart").with("reason", event.detail).with("restart_spent", 0));
+      continue;
+    }
+
+    const auto failure = std::get<0>(outcome);
+    if (!failure) {  // every worker exited 0: the exit barrier, unless another node fails now
+      emit_exits(events_, *group, emitted);
+      auto done = co_await (rdzv::abandonable(finish_success()) || rendezvous_.watch_round() ||
+                            wait_signal());
+      if (done.index() == 0) {
+        log->info("workers succeeded");
+        emit_finish(events_, 0, "succeeded");
+        co_return 0;
+      }
+      if (done.index() == 2) {
+        const int signal = std::get<2>(done);
+        emit_finish(events_, 128 + signal, "signal");
+        co_return 128 + signal;
+      }
+      const auto event = std::get<1>(done);
+      log->warn("workers succeeded but another node failed: {}; restarting", event.detail);
+      events_.emit(Event("restart").with("reason", event.detail).with("restart_spent", 0));
+      continue;
+    }
+
+    log->error("worker failed {}; stopping the other workers", describe(*failure));
+    co_await group->stop(SIGTERM, config_.shutdown_timeout);
+    emit_stopped(events_, *group, emitted, "failure");
+    const int restart_count = co_await rendezvous_.report_failure(describe(*failure));
+    if (restart_count <= config_.max_restarts) {
+      log->warn("restarting workers restart_count={} max_restarts={}", restart_count,
+                config_.max_restarts);
+      events_.emit(Event("restart")
+                       .with("reason", describe(*failure))
+                       .with("restart_spent", 1)
+                       .with("restart_count", restart_count));
+      continue;
+    }
+
+    auto failures = reportable_failures(group->exits());
+    if (failures.empty()) failures.push_back(*failure);
+    const std::string report = format_failure_report(entrypoint_name(config_), host_, failures);
+    std::fwrite(report.data(), 1, report.size(), stderr);
+    std::fflush(stderr);
+    co_await rendezvous_.finish(false);
+    const int exit_code = exit_code_for(failures.front());
+    emit_finish(events_, exit_code, "failed");
+    co_return exit_code;
+  }
+}
+
+}  // namespace ddp::agent

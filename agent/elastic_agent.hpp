@@ -1,0 +1,63 @@
+#pragma once
+// ElasticAgent: the supervision loop of one node. Owned by main(); runs on main's io_context
+// (single thread); never blocks the loop.
+//
+//             +-------------------------------------------------------------+
+//             v                                                             |
+//   [rendezvous] --round--> [start workers] --> race: first failure          |
+//        |                                          | rendezvous watch_round |
+//      signal -> exit 128+N                         | signal                 |
+//                                                   |                        |
+//   all exited 0 --> [exit barrier] -- finished --> exit 0                   |
+//                        | peer failed -------------------------------------+ (no restart spent)
+//   worker failed --> stop others (SIGTERM, grace, SIGKILL) --> report_failure
+//                        | restarts remain --> restart (count+1) ------------+
+//                        | spent --> failure report, finish(false) --> exit root cause's code
+//   round event (peer failed, node lost/waiting) --> stop workers -----------+ (no restart spent)
+//   signal S --> forward S to every worker's group, grace, SIGKILL --> exit 128+S
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+
+#include <map>
+#include <string>
+
+#include "agent/event_log.hpp"
+#include "agent/launch_config.hpp"
+#include "rendezvous/rendezvous.hpp"
+
+namespace ddp::agent {
+
+class ElasticAgent {
+ public:
+  // Installs the signal handlers (SIGINT, SIGTERM, SIGHUP, SIGQUIT and --signals_to_handle) at
+  // once, so a signal during the first rendezvous is handled too. `config`, `rendezvous` and
+  // `events` must outlive the agent.
+  ElasticAgent(boost::asio::io_context& io, const LaunchConfig& config,
+               std::map<std::string, std::string> parent_env, rdzv::Rendezvous& rendezvous,
+               EventSink& events);
+
+  // Runs the job to its end and returns ddprun's exit code: 0 when every worker of the last
+  // attempt succeeded; the root-cause worker's exit code (128+N for signal N) when restarts ran
+  // out; 128+S for a handled signal S. Throws what the rendezvous throws (TimeoutError, IoError,
+  // RendezvousClosedError) and IoError when a worker cannot be started.
+  boost::asio::awaitable<int> run();
+
+ private:
+  boost::asio::awaitable<int> wait_signal();
+  boost::asio::awaitable<bool> finish_success();  // finish(true) as a value, for abandonable()
+
+  boost::asio::io_context& io_;
+  const LaunchConfig& config_;
+  std::map<std::string, std::string> parent_env_;
+  rdzv::Rendezvous& rendezvous_;
+  EventSink& events_;
+  boost::asio::signal_set signals_;
+  std::string host_;
+};
+
+// This machine's host name (reports, "[host:rank]" prefixes).
+std::string local_host_name();
+
+}  // namespace ddp::agent
