@@ -10,6 +10,8 @@
 
 namespace ddp::rdzv {
 
+class KeyTable;
+
 class MemoryStore final : public Store {
  public:
   explicit MemoryStore(asio::any_io_executor executor);
@@ -28,6 +30,9 @@ class MemoryStore final : public Store {
   asio::awaitable<void> append(std::string key, Bytes value) override;
   asio::awaitable<std::vector<Bytes>> multi_get(std::vector<std::string> keys) override;
   asio::awaitable<void> multi_set(std::vector<std::pair<std::string, Bytes>> kvs) override;
+
+  // The keys and waiters themselves, for the TCP server that serves them (synchronous access).
+  KeyTable& table();
 
  private:
   struct State;

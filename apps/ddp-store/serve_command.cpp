@@ -1,0 +1,63 @@
+// ddp-store serve: parse --host/--port, bind (port 0 picks one), print "listening on H:P" once the
+// server accepts, and run the io_context until SIGINT or SIGTERM stops it.
+
+#include "apps/ddp-store/serve_command.hpp"
+
+#include "common/log.hpp"
+#include "ddp/error.hpp"
+#include "rendezvous/tcp_store_server.hpp"
+
+#include <CLI/CLI.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+
+#include <algorithm>
+#include <csignal>
+#include <cstdio>
+
+namespace ddp::store_cli {
+
+int run_serve(const std::vector<std::string>& args) {
+  CLI::App app{"Run a TCPStore-compatible key-value store (PyTorch 1.13 and 2.x clients).",
+               "ddp-store serve"};
+  std::string host = "0.0.0.0";
+  std::uint16_t port = 29500;
+  std::string log_level;
+  app.add_option("--host", host, "address to listen on (0.0.0.0 any IPv4, :: any IPv6 and IPv4)")
+      ->capture_default_str();
+  app.add_option("--port", port, "port to listen on; 0 picks a free one")->capture_default_str();
+  app.add_option("--log_level,--log-level", log_level, "trace, debug, info, warn, error or off");
+  std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 parses a reversed vector
+  try {
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+
+  try {
+    if (!log_level.empty()) log::set_level(log_level);
+    boost::asio::io_context io;
+    rdzv::TcpStoreServer server(io, host, port);
+    server.start();
+    boost::asio::signal_set signals(io, SIGINT, SIGTERM);
+    signals.async_wait([&](const boost::system::error_code& ec, int signal) {
+      if (ec) return;
+      log::get("store")->info("stopping on signal {}", signal);
+      server.stop();
+      io.stop();
+    });
+    // The acceptor listens already; connections made from now on are served once io runs.
+    std::printf("listening on %s:%u\n", host.c_str(), static_cast<unsigned>(server.port()));
+    std::fflush(stdout);
+    io.run();
+    return 0;
+  } catch (const ConfigError& e) {
+    std::fprintf(stderr, "ddp-store serve: %s\n", e.what());
+    return 2;
+  } catch (const Error& e) {
+    std::fprintf(stderr, "ddp-store serve: %s\n", e.what());
+    return 1;
+  }
+}
+
+}  // namespace ddp::store_cli

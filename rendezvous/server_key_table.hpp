@@ -1,0 +1,79 @@
+#pragma once
+// KeyTable: the keys of a store and the parties waiting on them, with TCPStore's semantics and no
+// I/O. MemoryStore and the TCP server share one; waits and 1.13 watches are callbacks parked on
+// the keys they concern, called after the change that completes them (nothing polls).
+
+#include "rendezvous/store.hpp"
+#include "rendezvous/wire/protocol.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace ddp::rdzv {
+
+class KeyTable {
+ public:
+  using WaiterId = std::uint64_t;
+  using WatcherId = std::uint64_t;
+  using WakeFn = std::function<void()>;
+  using WatchFn = std::function<void(wire::WatchResponse type, const std::string& key,
+                                     const Bytes& old_value, const Bytes& new_value)>;
+
+  // nullptr when key is missing. Valid until the next change of the table.
+  const Bytes* find(const std::string& key) const;
+  bool contains(const std::string& key) const { return find(key) != nullptr; }
+  bool contains_all(const std::vector<std::string>& keys) const;
+  std::size_t size() const { return values_.size(); }
+
+  void set(const std::string& key, Bytes value);
+  // Adds delta to the decimal integer at key (missing = 0), stores it as decimal text and
+  // returns it. Throws ddp::Error naming the key when the value is not an integer or overflows.
+  std::int64_t add(const std::string& key, std::int64_t delta);
+  // TCPStore compare_set (see Store::compare_set). Creating a key wakes its waiters.
+  Bytes compare_set(const std::string& key, const Bytes& expected, Bytes desired);
+  // Returns whether key existed.
+  bool erase(const std::string& key);
+  void append(const std::string& key, const Bytes& value);
+
+  // Calls wake once every key exists (only still-missing keys are awaited). Returns nullopt,
+  // without calling wake, when they all exist already.
+  std::optional<WaiterId> wait(const std::vector<std::string>& keys, WakeFn wake);
+  // Forgets a wait; a no-op once it has woken.
+  void cancel_wait(WaiterId id);
+  std::size_t waiter_count() const { return waiters_.size(); }
+
+  // Calls fn on every later change of key (1.13 WATCH_KEY) until unwatch.
+  WatcherId watch(const std::string& key, WatchFn fn);
+  void unwatch(WatcherId id);
+
+ private:
+  struct Waiter {
+    std::size_t missing = 0;
+    std::vector<std::string> keys;  // the keys it was parked on
+    WakeFn wake;
+  };
+  struct Watcher {
+    std::string key;
+    WatchFn fn;
+  };
+
+  // Stores value at key, then wakes and notifies.
+  void write(const std::string& key, Bytes value);
+  void wake_waiters_of(const std::string& key);
+  void notify_watchers(wire::WatchResponse type, const std::string& key, const Bytes& old_value,
+                       const Bytes& new_value);
+
+  std::unordered_map<std::string, Bytes> values_;
+  std::unordered_map<WaiterId, Waiter> waiters_;
+  std::unordered_map<std::string, std::vector<WaiterId>> waiting_on_;
+  std::unordered_map<WatcherId, Watcher> watchers_;
+  std::unordered_map<std::string, std::vector<WatcherId>> watched_;
+  std::uint64_t next_id_ = 1;
+};
+
+}  // namespace ddp::rdzv

@@ -1,0 +1,126 @@
+// ServerSession: one switch over the commands. Replies follow spec §5.3 byte for byte; where the
+// dialects' servers differ we take the friendlier behaviour that no client can tell apart (a GET
+// miss answers an empty value instead of closing; COMPARE_SET creating a key wakes its waiters),
+// see docs/protocol.md.
+
+#include "rendezvous/server_session.hpp"
+
+#include "ddp/error.hpp"
+
+#include <fmt/format.h>
+
+namespace ddp::rdzv {
+
+using wire::Command;
+
+ServerSession::ServerSession(KeyTable& table, Send send, std::size_t max_watches)
+    : table_(&table), send_(std::move(send)), max_watches_(max_watches) {}
+
+ServerSession::~ServerSession() { close(); }
+
+void ServerSession::close() {
+  if (table_ == nullptr) return;
+  drop_pending_wait();
+  for (auto id : watches_) table_->unwatch(id);
+  watches_.clear();
+  table_ = nullptr;
+}
+
+void ServerSession::drop_pending_wait() {
+  if (pending_wait_) table_->cancel_wait(*pending_wait_);
+  pending_wait_.reset();
+}
+
+void ServerSession::handle(wire::Request request, wire::Buffer& reply) {
+  if (table_ == nullptr) throw Error("request on a closed store session");
+  KeyTable& table = *table_;
+  if (request.command != Command::kCancelWait) drop_pending_wait();
+  auto& keys = request.keys;
+  auto& values = request.values;
+  switch (request.command) {
+    case Command::kValidate:
+      break;
+    case Command::kPing:
+      wire::append_u32(reply, request.word);
+      break;
+    case Command::kSet:
+      table.set(keys[0], std::move(values[0]));
+      break;
+    case Command::kCompareSet:
+      wire::append_bytes(reply, table.compare_set(keys[0], values[0], std::move(values[1])));
+      break;
+    case Command::kGet: {
+      const Bytes* value = table.find(keys[0]);
+      wire::append_bytes(reply, value ? std::span<const std::uint8_t>(*value)
+                                      : std::span<const std::uint8_t>());
+      break;
+    }
+    case Command::kAdd:
+      wire::append_i64(reply, table.add(keys[0], request.delta));
+      break;
+    case Command::kCheck:
+      wire::append_u8(reply, static_cast<std::uint8_t>(table.contains_all(keys)
+                                                           ? wire::CheckResponse::kReady
+                                                           : wire::CheckResponse::kNotReady));
+      break;
+    case Command::kWait:
+      handle_wait(keys, reply);
+      break;
+    case Command::kGetNumKeys:
+      wire::append_i64(reply, static_cast<std::int64_t>(table.size()));
+      break;
+    case Command::kWatchKey:
+      handle_watch(keys[0], reply);
+      break;
+    case Command::kDeleteKey:
+      wire::append_i64(reply, table.erase(keys[0]) ? 1 : 0);
+      break;
+    case Command::kAppend:
+      table.append(keys[0], values[0]);
+      break;
+    case Command::kMultiGet:
+      for (const auto& key : keys) {
+        const Bytes* value = table.find(key);
+        wire::append_bytes(reply, value ? std::span<const std::uint8_t>(*value)
+                                        : std::span<const std::uint8_t>());
+      }
+      break;
+    case Command::kMultiSet:
+      for (std::size_t i = 0; i < keys.size(); ++i) table.set(keys[i], std::move(values[i]));
+      break;
+    case Command::kCancelWait:
+      // A wait that already completed sent STOP_WAITING first, as PyTorch's server does.
+      drop_pending_wait();
+      wire::append_u8(reply, static_cast<std::uint8_t>(wire::WaitResponse::kWaitCanceled));
+      break;
+  }
+}
+
+void ServerSession::handle_wait(const std::vector<std::string>& keys, wire::Buffer& reply) {
+  pending_wait_ = table_->wait(keys, [this] {
+    pending_wait_.reset();
+    wire::Buffer stop;
+    wire::append_u8(stop, static_cast<std::uint8_t>(wire::WaitResponse::kStopWaiting));
+    send_(std::move(stop));
+  });
+  if (!pending_wait_) {
+    wire::append_u8(reply, static_cast<std::uint8_t>(wire::WaitResponse::kStopWaiting));
+  }
+}
+
+void ServerSession::handle_watch(const std::string& key, wire::Buffer& reply) {
+  if (watches_.size() >= max_watches_) {
+    throw Error(fmt::format("WATCH_KEY({}): more than {} watches on one connection", key,
+                            max_watches_));
+  }
+  watches_.push_back(table_->watch(
+      key, [this](wire::WatchResponse type, const std::string& watched, const Bytes& old_value,
+                  const Bytes& new_value) {
+        wire::Buffer event;
+        wire::append_watch_event(event, type, watched, old_value, new_value);
+        send_(std::move(event));
+      }));
+  wire::append_u8(reply, static_cast<std::uint8_t>(wire::WatchResponse::kKeyCallbackRegistered));
+}
+
+}  // namespace ddp::rdzv
