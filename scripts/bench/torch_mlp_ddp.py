@@ -1,0 +1,82 @@
+"""PyTorch 1.13 DDP reference for scripts/bench/trainer_vs_pytorch.sh: the same MLP, data,
+normalization, sampler, batch size and optimizer as ddp-train, on CPU with gloo. Launched by
+torchrun; rank 0 prints a summary line in ddp-train's format (test_accuracy=, samples_per_s=)."""
+
+import argparse
+import gzip
+import os
+import struct
+import time
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data.distributed import DistributedSampler
+
+
+def read_idx(path):
+    with gzip.open(path, "rb") as f:
+        raw = f.read()
+    dims = raw[3]
+    shape = struct.unpack(f">{dims}I", raw[4:4 + 4 * dims])
+    return torch.frombuffer(bytearray(raw[4 + 4 * dims:]), dtype=torch.uint8).reshape(shape)
+
+
+def load(data, split):
+    x = read_idx(f"{data}/{split}-images-idx3-ubyte.gz").reshape(-1, 784).float()
+    y = read_idx(f"{data}/{split}-labels-idx1-ubyte.gz").long()
+    return (x / 255.0 - 0.2860) / 0.3530, y
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
+    p.add_argument("--epochs", type=int, default=1)
+    p.add_argument("--batch_size", type=int, default=64)
+    p.add_argument("--lr", type=float, default=0.05)
+    p.add_argument("--seed", type=int, default=0)
+    args = p.parse_args()
+
+    dist.init_process_group("gloo")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    torch.manual_seed(args.seed)
+    x, y = load(args.data, "train")
+    tx, ty = load(args.data, "t10k")
+    model = DDP(torch.nn.Sequential(torch.nn.Linear(784, 1024), torch.nn.ReLU(),
+                                    torch.nn.Linear(1024, 1024), torch.nn.ReLU(),
+                                    torch.nn.Linear(1024, 10)))
+    opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    sampler = DistributedSampler(range(len(y)), num_replicas=world, rank=rank, seed=args.seed)
+    train_s = 0.0
+    samples = 0
+    for epoch in range(args.epochs):
+        sampler.set_epoch(epoch)
+        idx = torch.tensor(list(sampler))
+        start = time.perf_counter()
+        for b in range(0, len(idx), args.batch_size):
+            sel = idx[b:b + args.batch_size]
+            opt.zero_grad(set_to_none=True)
+            loss = loss_fn(model(x[sel]), y[sel])
+            loss.backward()
+            opt.step()
+            samples += len(sel) * world
+        train_s += time.perf_counter() - start
+        # Sharded evaluation, reduced over ranks, as ddp-train does.
+        lo, hi = len(ty) * rank // world, len(ty) * (rank + 1) // world
+        with torch.no_grad():
+            correct = (model.module(tx[lo:hi]).argmax(1) == ty[lo:hi]).sum().float()
+        dist.all_reduce(correct)
+        accuracy = correct.item() / len(ty)
+        if rank == 0:
+            print(f"epoch={epoch + 1}/{args.epochs} done test_accuracy={accuracy:.4f} "
+                  f"samples_per_s={samples / train_s:.1f}", flush=True)
+    if rank == 0:
+        print(f"summary epochs={args.epochs} world_size={world} batch_size={args.batch_size} "
+              f"test_accuracy={accuracy:.4f} samples_per_s={samples / train_s:.1f} "
+              f"train_s={train_s:.2f}", flush=True)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
