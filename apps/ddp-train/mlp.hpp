@@ -50,10 +50,12 @@ class Mlp {
   // Forward over `batch` rows of `x` (batch x widths[0]); keeps the activations for backward.
   BatchResult forward(const float* x, const std::int32_t* labels, int batch);
 
-  // Adds d(loss_scale * mean loss)/d(param) to every gradient (gradients accumulate until
-  // zero_grad). Calls on_ready(i) for parameter i as soon as its gradient is final, the last
-  // layer first; the caller may start communicating it while backward continues.
-  void backward(float loss_scale, const std::function<void(std::size_t)>& on_ready);
+  // Computes d(loss_scale * mean loss)/d(param) into every gradient, added to what is there when
+  // `accumulate` (gradient accumulation), else overwriting it. Calls on_ready(i) for parameter i
+  // as soon as its gradient is final, the last layer first; the caller may start communicating
+  // it while backward continues. REQUIRES: forward() ran on this batch.
+  void backward(float loss_scale, const std::function<void(std::size_t)>& on_ready,
+                bool accumulate = true);
 
   void zero_grad();
 

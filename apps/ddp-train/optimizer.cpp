@@ -31,18 +31,32 @@ class Sgd : public Optimizer {
       : o_(o), momentum_("sgd.momentum", params) {}
 
   void step(std::vector<Parameter>& params, std::int64_t step) override {
+    // Branch-free loops over restrict pointers so that the compiler vectorises them: the update
+    // is memory-bound and otherwise costs as much as a GEMM of the default model.
+    const float lr = o_.lr;
+    const float wd = o_.weight_decay;
+    const float mu = o_.momentum;
     for (std::size_t k = 0; k < params.size(); ++k) {
-      Parameter& p = params[k];
-      float* buf = momentum_.buffers[k].data();
-      for (std::size_t i = 0; i < p.count; ++i) {
-        float g = p.grad[i];
-        if (o_.weight_decay != 0.0f) g += o_.weight_decay * p.value[i];
-        if (o_.momentum != 0.0f) {
-          // torch: the first step initialises the buffer with the gradient itself.
-          buf[i] = step == 1 ? g : o_.momentum * buf[i] + g;
-          g = buf[i];
+      const std::size_t n = params[k].count;
+      float* __restrict value = params[k].value;
+      float* __restrict grad = params[k].grad;
+      float* __restrict buf = momentum_.buffers[k].data();
+      if (wd != 0.0f) {
+        for (std::size_t i = 0; i < n; ++i) grad[i] += wd * value[i];
+      }
+      if (mu == 0.0f) {
+        for (std::size_t i = 0; i < n; ++i) value[i] -= lr * grad[i];
+      } else if (step == 1) {
+        // torch: the first step initialises the buffer with the gradient itself.
+        for (std::size_t i = 0; i < n; ++i) {
+          buf[i] = grad[i];
+          value[i] -= lr * grad[i];
         }
-        p.value[i] -= o_.lr * g;
+      } else {
+        for (std::size_t i = 0; i < n; ++i) {
+          buf[i] = mu * buf[i] + grad[i];
+          value[i] -= lr * buf[i];
+        }
       }
     }
   }
@@ -65,17 +79,23 @@ class AdamW : public Optimizer {
     const float bias2 = static_cast<float>(1.0 - std::pow(static_cast<double>(o_.beta2), t));
     const float step_size = o_.lr / bias1;
     const float bias2_sqrt = std::sqrt(bias2);
+    const float decay = 1.0f - o_.lr * o_.weight_decay;
+    const float b1 = o_.beta1;
+    const float b2 = o_.beta2;
+    const float eps = o_.eps;
     for (std::size_t k = 0; k < params.size(); ++k) {
-      Parameter& p = params[k];
-      float* m = exp_avg_.buffers[k].data();
-      float* v = exp_avg_sq_.buffers[k].data();
-      for (std::size_t i = 0; i < p.count; ++i) {
-        const float g = p.grad[i];
-        p.value[i] *= 1.0f - o_.lr * o_.weight_decay;
-        m[i] += (g - m[i]) * (1.0f - o_.beta1);
-        v[i] = v[i] * o_.beta2 + (1.0f - o_.beta2) * g * g;
-        const float denom = std::sqrt(v[i]) / bias2_sqrt + o_.eps;
-        p.value[i] -= step_size * m[i] / denom;
+      const std::size_t n = params[k].count;
+      float* __restrict value = params[k].value;
+      const float* __restrict grad = params[k].grad;
+      float* __restrict m = exp_avg_.buffers[k].data();
+      float* __restrict v = exp_avg_sq_.buffers[k].data();
+      for (std::size_t i = 0; i < n; ++i) {
+        const float g = grad[i];
+        value[i] *= decay;
+        m[i] += (g - m[i]) * (1.0f - b1);
+        v[i] = v[i] * b2 + (1.0f - b2) * g * g;
+        const float denom = std::sqrt(v[i]) / bias2_sqrt + eps;
+        value[i] -= step_size * m[i] / denom;
       }
     }
   }

@@ -187,9 +187,10 @@ void Trainer::train_step(const std::vector<std::int64_t>& indices, Tally& tally)
     tally.count += batch;
     if (reducer_) {
       reducer_->set_require_sync(k + 1 == n_micro);
-      model_.backward(loss_scale, [this](std::size_t slot) { reducer_->mark_ready(slot); });
+      model_.backward(
+          loss_scale, [this](std::size_t slot) { reducer_->mark_ready(slot); }, k > 0);
     } else {
-      model_.backward(loss_scale, nullptr);
+      model_.backward(loss_scale, nullptr, k > 0);
     }
     ++pos_.micro_in_epoch;
     samples_trained_ += static_cast<std::int64_t>(batch) * world_;
@@ -197,7 +198,6 @@ void Trainer::train_step(const std::vector<std::int64_t>& indices, Tally& tally)
   if (reducer_) reducer_->finalize();
   ++pos_.step;
   optimizer_->step(model_.parameters(), pos_.step);
-  model_.zero_grad();
 }
 
 Tally Trainer::evaluate() {

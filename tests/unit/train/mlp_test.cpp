@@ -78,6 +78,19 @@ TEST_CASE("gradients accumulate across backward calls and scale with loss_scale"
   for (std::size_t i = 0; i < once.size(); ++i) CHECK(m.flat_grads()[i] == Approx(once[i]));
 }
 
+TEST_CASE("backward without accumulate overwrites stale gradients", "[mlp]") {
+  Mlp m({4, 3, 2});
+  m.init(1);
+  const Batch b = random_batch(5, 4, 2, 9);
+  m.zero_grad();
+  m.forward(b.x.data(), b.y.data(), b.size);
+  m.backward(1.0f, nullptr);
+  const std::vector<float> once = m.flat_grads();
+  for (float& g : m.flat_grads()) g = 123.0f;
+  m.backward(1.0f, nullptr, false);
+  CHECK(m.flat_grads() == once);
+}
+
 TEST_CASE("gradients become ready last layer first, each slot once", "[mlp]") {
   Mlp m({4, 3, 3, 2});
   m.init(2);
