@@ -1,0 +1,223 @@
+// TcpStoreClient against a scripted raw-socket server: the bytes each operation sends in both
+// dialects, get = WAIT then GET, and how a wait deadline is cancelled (CANCEL_WAIT and its race).
+#include "rendezvous/tcp_store_client.hpp"
+
+#include "ddp/error.hpp"
+#include "tests/unit/store_client/scripted_server.hpp"
+
+namespace ddp::rdzv {
+namespace {
+
+using namespace test;
+using namespace std::chrono_literals;
+
+ConnectOptions options(WireDialect dialect) {
+  ConnectOptions o;
+  o.connect_timeout = 5s;
+  o.initial_backoff = 1ms;
+  o.call_timeout = 5s;
+  o.dialect = dialect;
+  return o;
+}
+
+TEST_CASE("2.x client handshakes, then get sends WAIT then GET", "[client]") {
+  asio::io_context io;
+  auto acceptor = make_acceptor(io);
+  const auto port = acceptor.local_endpoint().port();
+  auto server = [&]() -> asio::awaitable<void> {
+    auto s = co_await acceptor.async_accept(asio::use_awaitable);
+    co_await answer_handshake(s);
+    co_await expect_bytes(s, "01 0300000000000000 2f6b31 0200000000000000 7631");
+    co_await expect_bytes(s, "06 0100000000000000 0300000000000000 2f6b31");
+    co_await write_all(s, hex("00"));
+    co_await expect_bytes(s, "03 0300000000000000 2f6b31");
+    co_await write_all(s, hex("0200000000000000 7631"));
+    co_await expect_bytes(s, "04 0400000000000000 2f636e74 0500000000000000");
+    co_await write_all(s, hex("0500000000000000"));
+    co_await expect_bytes(s, "07");
+    co_await write_all(s, hex("0200000000000000"));
+  };
+  auto client = [&]() -> asio::awaitable<void> {
+    auto c = co_await TcpStoreClient::connect("127.0.0.1", port, options(WireDialect::kTorch2));
+    CHECK(c->address() == "127.0.0.1:" + std::to_string(port));
+    co_await c->set("/k1", to_bytes("v1"));
+    const Bytes value = co_await c->get("/k1");
+    CHECK(to_string(value) == "v1");
+    const auto added = co_await c->add("/cnt", 5);
+    CHECK(added == 5);
+    const auto n = co_await c->num_keys();
+    CHECK(n == 2);
+  };
+  run_pair(io, server(), client());
+}
+
+TEST_CASE("1.13 client sends no handshake and uses the 1.13 numbering", "[client]") {
+  asio::io_context io;
+  auto acceptor = make_acceptor(io);
+  const auto port = acceptor.local_endpoint().port();
+  auto server = [&]() -> asio::awaitable<void> {
+    auto s = co_await acceptor.async_accept(asio::use_awaitable);
+    co_await expect_bytes(s, "01 0300000000000000 2f6b31 0000000000000000 0100000000000000 78");
+    co_await write_all(s, hex("0100000000000000 78"));
+    co_await expect_bytes(s, "04 0100000000000000 0300000000000000 2f636b");
+    co_await write_all(s, hex("01"));
+    co_await expect_bytes(s, "08 0300000000000000 2f6b31");
+    co_await write_all(s, hex("0100000000000000"));
+    // multi_set and multi_get: plain SETs, then WAIT and one GET per key, pipelined.
+    co_await expect_bytes(s, ("00 0200000000000000 2f61 0100000000000000 31"
+              "00 0200000000000000 2f62 0100000000000000 32"));
+    co_await expect_bytes(s, ("05 0200000000000000 0200000000000000 2f61 0200000000000000 2f62"));
+    co_await write_all(s, hex("00"));
+    co_await expect_bytes(s, ("02 0200000000000000 2f61 02 0200000000000000 2f62"));
+    co_await write_all(s, hex("0100000000000000 31 0100000000000000 32"));
+  };
+  auto client = [&]() -> asio::awaitable<void> {
+    auto c = co_await TcpStoreClient::connect("127.0.0.1", port, options(WireDialect::kTorch113));
+    Bytes empty;
+    const Bytes swapped = co_await c->compare_set("/k1", empty, to_bytes("x"));
+    CHECK(to_string(swapped) == "x");
+    std::vector<std::string> ck{"/ck"};
+    const bool ready = co_await c->check(ck);
+    CHECK_FALSE(ready);
+    const bool deleted = co_await c->delete_key("/k1");
+    CHECK(deleted);
+    std::vector<std::pair<std::string, Bytes>> kvs{{"/a", to_bytes("1")}, {"/b", to_bytes("2")}};
+    co_await c->multi_set(kvs);
+    std::vector<std::string> ab{"/a", "/b"};
+    auto values = co_await c->multi_get(ab);
+    std::vector<Bytes> expected{to_bytes("1"), to_bytes("2")};
+    CHECK(values == expected);
+  };
+  run_pair(io, server(), client());
+}
+
+TEST_CASE("2.x multi_get and multi_set use MULTI_GET and MULTI_SET", "[client]") {
+  asio::io_context io;
+  auto acceptor = make_acceptor(io);
+  const auto port = acceptor.local_endpoint().port();
+  auto server = [&]() -> asio::awaitable<void> {
+    auto s = co_await acceptor.async_accept(asio::use_awaitable);
+    co_await answer_handshake(s);
+    co_await expect_bytes(s, "0B 0100000000000000 0200000000000000 2f61 0100000000000000 31");
+    co_await expect_bytes(s, "06 0100000000000000 0200000000000000 2f61");
+    co_await write_all(s, hex("00"));
+    co_await expect_bytes(s, "0A 0100000000000000 0200000000000000 2f61");
+    co_await write_all(s, hex("0100000000000000 31"));
+  };
+  auto client = [&]() -> asio::awaitable<void> {
+    auto c = co_await TcpStoreClient::connect("127.0.0.1", port, options(WireDialect::kTorch2));
+    std::vector<std::pair<std::string, Bytes>> kvs{{"/a", to_bytes("1")}};
+    co_await c->multi_set(kvs);
+    std::vector<std::string> a{"/a"};
+    auto values = co_await c->multi_get(a);
+    REQUIRE(values.size() == 1);
+    CHECK(to_string(values[0]) == "1");
+  };
+  run_pair(io, server(), client());
+}
+
+TEST_CASE("a 2.x wait past its deadline sends CANCEL_WAIT and raises a timeout", "[client]") {
+  asio::io_context io;
+  auto acceptor = make_acceptor(io);
+  const auto port = acceptor.local_endpoint().port();
+  auto server = [&]() -> asio::awaitable<void> {
+    auto s = co_await acceptor.async_accept(asio::use_awaitable);
+    co_await answer_handshake(s);
+    co_await expect_bytes(s, "06 0100000000000000 0600000000000000 2f6e6f6b6579");
+    co_await expect_bytes(s, "0C");  // nothing answered the WAIT: CANCEL_WAIT
+    co_await write_all(s, hex("01"));
+    co_await expect_bytes(s, "07");  // the connection is still in sync
+    co_await write_all(s, hex("0000000000000000"));
+  };
+  auto client = [&]() -> asio::awaitable<void> {
+    auto c = co_await TcpStoreClient::connect("127.0.0.1", port, options(WireDialect::kTorch2));
+    std::vector<std::string> keys{"/nokey"};
+    const auto message = co_await thrown<TimeoutError>(c->wait(keys, 50ms));
+    CHECK(message == "store wait(/nokey) timed out after 50ms at " + c->address());
+    const auto n = co_await c->num_keys();
+    CHECK(n == 0);
+  };
+  run_pair(io, server(), client());
+}
+
+TEST_CASE("a wait whose keys arrive as it is cancelled returns", "[client]") {
+  asio::io_context io;
+  auto acceptor = make_acceptor(io);
+  const auto port = acceptor.local_endpoint().port();
+  auto server = [&]() -> asio::awaitable<void> {
+    auto s = co_await acceptor.async_accept(asio::use_awaitable);
+    co_await answer_handshake(s);
+    co_await read_exact(s, 1 + 8 + 8 + 2);
+    co_await expect_bytes(s, "0C");
+    co_await write_all(s, hex("00 01"));  // STOP_WAITING raced the cancel, then WAIT_CANCELED
+    co_await expect_bytes(s, "07");
+    co_await write_all(s, hex("0100000000000000"));
+  };
+  auto client = [&]() -> asio::awaitable<void> {
+    auto c = co_await TcpStoreClient::connect("127.0.0.1", port, options(WireDialect::kTorch2));
+    std::vector<std::string> keys{"/k"};
+    co_await c->wait(keys, 20ms);
+    const auto n = co_await c->num_keys();
+    CHECK(n == 1);
+  };
+  run_pair(io, server(), client());
+}
+
+TEST_CASE("a 1.13 wait past its deadline drops the connection and the next call reconnects",
+          "[client]") {
+  asio::io_context io;
+  auto acceptor = make_acceptor(io);
+  const auto port = acceptor.local_endpoint().port();
+  auto server = [&]() -> asio::awaitable<void> {
+    auto first = co_await acceptor.async_accept(asio::use_awaitable);
+    co_await read_exact(first, 1 + 8 + 8 + 2);
+    // 1.13 has no CANCEL_WAIT: the client closes instead of leaving a stale wait behind.
+    const bool eof = co_await read_until_eof(first);
+    CHECK(eof);
+    auto second = co_await acceptor.async_accept(asio::use_awaitable);
+    co_await expect_bytes(second, "06");
+    co_await write_all(second, hex("0300000000000000"));
+  };
+  auto client = [&]() -> asio::awaitable<void> {
+    auto c = co_await TcpStoreClient::connect("127.0.0.1", port, options(WireDialect::kTorch113));
+    std::vector<std::string> keys{"/k"};
+    co_await thrown<TimeoutError>(c->wait(keys, 20ms));
+    const auto n = co_await c->num_keys();
+    CHECK(n == 3);
+  };
+  run_pair(io, server(), client());
+}
+
+TEST_CASE("concurrent calls on one client go out one at a time", "[client]") {
+  asio::io_context io;
+  auto acceptor = make_acceptor(io);
+  const auto port = acceptor.local_endpoint().port();
+  auto server = [&]() -> asio::awaitable<void> {
+    auto s = co_await acceptor.async_accept(asio::use_awaitable);
+    co_await answer_handshake(s);
+    for (int i = 1; i <= 3; ++i) {
+      // The next request only arrives after this reply: read the request, then check nothing
+      // else is pending before answering.
+      co_await read_exact(s, 1 + 8 + 2 + 8);
+      asio::steady_timer settle(s.get_executor(), 20ms);
+      co_await settle.async_wait(asio::use_awaitable);
+      CHECK(s.available() == 0);
+      ByteVec reply(8, 0);
+      reply[0] = static_cast<std::uint8_t>(i);
+      co_await write_all(s, reply);
+    }
+  };
+  auto client = [&]() -> asio::awaitable<void> {
+    auto c = co_await TcpStoreClient::connect("127.0.0.1", port, options(WireDialect::kTorch2));
+    std::vector<std::int64_t> results;
+    auto one = [&]() -> asio::awaitable<void> { results.push_back(co_await c->add("/n", 1)); };
+    using namespace asio::experimental::awaitable_operators;
+    co_await (one() && one() && one());
+    std::vector<std::int64_t> expected{1, 2, 3};
+    CHECK(results == expected);
+  };
+  run_pair(io, server(), client());
+}
+
+}  // namespace
+}  // namespace ddp::rdzv
