@@ -41,6 +41,9 @@ struct OutputOptions {
   bool label = false;  // --label: prefix every console line with "[host:rank]: "
   // torchrun's tee prefix "[<role>N]:" is applied to teed streams; "" = "[default<local_rank>]:"
   std::string log_line_prefix_template;
+  // Where console lines go (the agent's own stdout and stderr; tests pass pipes).
+  int stdout_fd = 1;
+  int stderr_fd = 2;
 };
 
 class WorkerGroup {

@@ -1,0 +1,37 @@
+#pragma once
+// OrphanGuard: if the agent dies, even by SIGKILL, its workers and their children die too. A tiny
+// watchdog process, forked once, holds one end of a socket pair and the set of worker process
+// groups; when the agent's end closes (the agent exited, whatever the cause) it SIGKILLs those
+// groups and exits. Workers also have PR_SET_PDEATHSIG; the guard catches the grandchildren.
+// Limits: a grandchild that leaves its worker's process group (setsid) escapes; at most 4096
+// groups are tracked at once.
+
+#include <sys/types.h>
+
+namespace ddp::agent {
+
+class OrphanGuard {
+ public:
+  // The guard of this process, started on first use. A forked child that calls it gets a guard
+  // of its own. Never throws: when the watchdog cannot be started it logs a warning and
+  // add()/remove() do nothing.
+  static OrphanGuard& instance();
+
+  // Starts or stops guarding process group `pgid`.
+  void add(pid_t pgid);
+  void remove(pid_t pgid);
+
+  bool is_active() const { return socket_ >= 0; }
+  pid_t watchdog_pid() const { return watchdog_; }
+
+ private:
+  OrphanGuard();
+  void start();
+  void send(int op, pid_t pgid);
+
+  pid_t owner_ = 0;  // the process this guard belongs to
+  pid_t watchdog_ = -1;
+  int socket_ = -1;
+};
+
+}  // namespace ddp::agent

@@ -1,0 +1,198 @@
+// OutputRouter: pipe -> console (whole lines), file (raw), stderr tail. Readiness-driven: the
+// pipe is non-blocking and every wake-up reads until EAGAIN, so the same code serves the loop
+// and the synchronous drain after a worker's exit.
+
+#include "agent/output_router.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "common/log.hpp"
+#include "ddp/error.hpp"
+
+namespace ddp::agent {
+
+namespace asio = boost::asio;
+
+namespace {
+
+int make_pipe_read_end(int* write_end) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) {
+    throw IoError(fmt::format("cannot create a worker output pipe: {}", std::strerror(errno)));
+  }
+  *write_end = fds[1];
+  return fds[0];
+}
+
+// Writes all of `data`; false when the fd is gone (EPIPE, EBADF...).
+bool write_all(int fd, std::string_view data) {
+  while (!data.empty()) {
+    const ssize_t n = ::write(fd, data.data(), data.size());
+    if (n >= 0) {
+      data.remove_prefix(static_cast<size_t>(n));
+    } else if (errno == EAGAIN) {
+      pollfd p{fd, POLLOUT, 0};
+      ::poll(&p, 1, -1);  // a non-blocking console someone else set up: wait for room
+    } else if (errno != EINTR) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool is_identifier_char(char c, bool first) {
+  return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+         (!first && c >= '0' && c <= '9');
+}
+
+}  // namespace
+
+std::string tee_line_prefix(std::string_view templ, std::string_view role_name, int rank,
+                            int local_rank) {
+  if (templ.empty()) return fmt::format("[{}{}]:", role_name, local_rank);
+  auto value_of = [&](std::string_view name) -> std::optional<std::string> {
+    if (name == "role_name") return std::string(role_name);
+    if (name == "rank") return std::to_string(rank);
+    if (name == "local_rank") return std::to_string(local_rank);
+    return std::nullopt;
+  };
+  std::string out;
+  size_t i = 0;
+  while (i < templ.size()) {
+    if (templ[i] != '$' || i + 1 == templ.size()) {
+      out.push_back(templ[i++]);
+      continue;
+    }
+    if (templ[i + 1] == '$') {
+      out.push_back('$');
+      i += 2;
+      continue;
+    }
+    const bool braced = templ[i + 1] == '{';
+    size_t begin = i + (braced ? 2 : 1);
+    size_t end = begin;
+    while (end < templ.size() && is_identifier_char(templ[end], end == begin)) ++end;
+    const bool closed = !braced || (end < templ.size() && templ[end] == '}');
+    const auto value = end > begin && closed ? value_of(templ.substr(begin, end - begin))
+                                             : std::nullopt;
+    if (!value) {  // safe_substitute leaves what it cannot fill
+      out.push_back('$');
+      ++i;
+      continue;
+    }
+    out.append(*value);
+    i = end + (braced ? 1 : 0);
+  }
+  return out;
+}
+
+OutputRouter::OutputRouter(asio::io_context& io, OutputRoute route, std::span<char> buffer)
+    : route_(std::move(route)),
+      buffer_(buffer),
+      pipe_(io, make_pipe_read_end(&child_end_)) {
+  pipe_.non_blocking(true);
+  if (route_.keep_tail) tail_.emplace();
+  if (!route_.file_path.empty()) {
+    file_fd_ = ::open(route_.file_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC,
+                      0644);
+    if (file_fd_ < 0) {
+      const int error = errno;
+      ::close(child_end_);
+      throw IoError(fmt::format("cannot open worker log file {}: {}", route_.file_path,
+                                std::strerror(error)));
+    }
+  }
+}
+
+OutputRouter::~OutputRouter() {
+  if (child_end_ >= 0) ::close(child_end_);
+  if (file_fd_ >= 0) ::close(file_fd_);
+}
+
+void OutputRouter::close_child_end() {
+  if (child_end_ >= 0) ::close(child_end_);
+  child_end_ = -1;
+}
+
+void OutputRouter::start() { arm(); }
+
+void OutputRouter::arm() {
+  if (eof_) return;
+  pipe_.async_wait(asio::posix::descriptor_base::wait_read,
+                   [weak = weak_from_this()](boost::system::error_code ec) {
+                     auto self = weak.lock();
+                     if (!self || ec) return;
+                     self->read_available();
+                     self->arm();
+                   });
+}
+
+void OutputRouter::read_available() {
+  while (!eof_) {
+    boost::system::error_code ec;
+    const size_t n = pipe_.read_some(asio::buffer(buffer_.data(), buffer_.size()), ec);
+    if (ec == asio::error::would_block || ec == asio::error::try_again) return;
+    if (ec == asio::error::interrupted) continue;
+    if (ec) {  // EOF: every writer (the worker and its children) has closed the pipe
+      finish();
+      return;
+    }
+    const std::string_view chunk(buffer_.data(), n);
+    if (file_fd_ >= 0 && !write_all(file_fd_, chunk)) {
+      log::get("agent")->warn("cannot write {}: {}; the rest of it is lost", route_.file_path,
+                              std::strerror(errno));
+      ::close(file_fd_);
+      file_fd_ = -1;
+    }
+    route_lines(chunk);
+    // Read on to EAGAIN even after a short read: Asio's epoll is edge-triggered, so data left
+    // in the pipe would not wake the next async_wait.
+  }
+}
+
+void OutputRouter::route_lines(std::string_view chunk) {
+  if (route_.console_fd < 0 && !tail_) return;
+  splitter_.feed(chunk, [this](std::string_view line) { take_line(line); });
+  write_console();
+}
+
+void OutputRouter::take_line(std::string_view line) {
+  if (tail_) tail_->push(line);
+  if (route_.console_fd >= 0) {
+    console_batch_.append(route_.console_prefix);
+    console_batch_.append(line);
+    console_batch_.push_back('\n');
+  }
+}
+
+void OutputRouter::write_console() {
+  if (console_batch_.empty()) return;
+  if (!write_all(route_.console_fd, console_batch_)) route_.console_fd = -1;  // console gone
+  console_batch_.clear();
+}
+
+void OutputRouter::drain_and_flush() {
+  read_available();
+  splitter_.flush([this](std::string_view line) { take_line(line); });
+  write_console();
+}
+
+void OutputRouter::finish() {
+  eof_ = true;
+  boost::system::error_code ignored;
+  pipe_.close(ignored);
+  drain_and_flush();  // only the partial line is left
+}
+
+std::vector<std::string> OutputRouter::tail_lines() const {
+  return tail_ ? tail_->lines() : std::vector<std::string>{};
+}
+
+}  // namespace ddp::agent

@@ -1,0 +1,69 @@
+#pragma once
+// Starting and signalling worker processes: fork/exec with the worker in its own process group,
+// a parent-death signal, every inherited descriptor closed, and exec failures reported back
+// through a CLOEXEC pipe. Everything between fork and exec is async-signal-safe.
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+namespace ddp::agent {
+
+// A command ready to exec: the program resolved through PATH and the C arrays execve wants, all
+// built before fork so the child allocates nothing.
+class ExecImage {
+ public:
+  // `argv[0]` is a path (contains '/') or a name looked up in the PATH of `env` ("KEY=VALUE"
+  // entries; the default path "/bin:/usr/bin" when env has no PATH). Throws IoError naming
+  // argv[0] when argv is empty or the name is not an executable file in any PATH directory.
+  ExecImage(const std::vector<std::string>& argv, const std::vector<std::string>& env);
+
+  const std::string& program() const { return program_; }  // the resolved path
+  const std::string& name() const { return name_; }        // argv[0] as given
+
+ private:
+  friend class ForkedChild;
+  std::string name_;
+  std::string program_;
+  std::vector<char*> argv_;  // points into the caller's strings (must outlive the image)
+  std::vector<char*> envp_;
+};
+
+// One forked child whose exec outcome is not yet known.
+class ForkedChild {
+ public:
+  // Forks; the child joins a new process group (its own pid), sets PR_SET_PDEATHSIG=SIGKILL,
+  // unblocks every signal, restores SIGPIPE/SIGXFSZ to default, makes `stdout_fd`/`stderr_fd`
+  // its fds 1 and 2, closes every other fd but 0 at exec, and execs the image.
+  // Throws IoError when fork or pipe creation fails.
+  ForkedChild(const ExecImage& image, int stdout_fd, int stderr_fd);
+  ~ForkedChild();
+  ForkedChild(const ForkedChild&) = delete;
+  ForkedChild& operator=(const ForkedChild&) = delete;
+
+  pid_t pid() const { return pid_; }
+
+  // Blocks until the child has exec'd or failed to; returns 0 on success, else the errno of the
+  // failed exec (the child then exits 127 and must still be reaped). Call once.
+  int await_exec();
+
+ private:
+  pid_t pid_ = -1;
+  int exec_status_fd_ = -1;  // read end of the CLOEXEC pipe
+};
+
+// Sends `signal` to the process group `pgid`. Returns false when the group no longer exists.
+bool signal_process_group(pid_t pgid, int signal);
+
+// Reaps `pid` if it has exited (or, with `block`, once it exits); returns true when reaped.
+bool reap_process(pid_t pid, bool block);
+
+// Makes this process a child subreaper (orphaned grandchildren are reparented to it). Throws
+// IoError when the kernel refuses.
+void make_child_subreaper();
+
+// True once make_child_subreaper() succeeded in this process (not inherited across fork).
+bool is_child_subreaper();
+
+}  // namespace ddp::agent
