@@ -1,0 +1,78 @@
+// Lines are "<verb> <rest>\n"; <rest> never holds a newline (callers' text is flattened).
+
+#include "rendezvous/c10d_change_log.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace ddp::rdzv {
+
+namespace {
+
+std::string one_line(std::string text) {
+  std::replace(text.begin(), text.end(), '\n', ' ');
+  return text;
+}
+
+Bytes line(const std::string& verb, const std::string& rest) {
+  return to_bytes(verb + " " + one_line(rest) + "\n");
+}
+
+void add_distinct(std::vector<std::string>& names, const std::string& name) {
+  if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+}
+
+std::string joined(const std::vector<std::string>& names) { return fmt::format("{}", fmt::join(names, ", ")); }
+
+}  // namespace
+
+Bytes lost_line(const std::string& node) { return line("lost", node); }
+Bytes waiting_line(const std::string& node) { return line("waiting", node); }
+Bytes failed_line(const std::string& node, const std::string& what) {
+  return line("failed", node + " " + what);
+}
+Bytes closed_line(const std::string& why) { return line("closed", why); }
+
+C10dChanges parse_changes(const Bytes& log) {
+  C10dChanges changes;
+  const std::string text = to_string(log);
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) break;  // a line being appended: read it next time
+    const std::string entry = text.substr(start, end - start);
+    start = end + 1;
+    const std::size_t space = entry.find(' ');
+    if (space == std::string::npos) continue;
+    const std::string verb = entry.substr(0, space);
+    const std::string rest = entry.substr(space + 1);
+    if (verb == "lost") {
+      add_distinct(changes.lost, rest);
+    } else if (verb == "waiting") {
+      add_distinct(changes.waiting, rest);
+    } else if (verb == "failed") {
+      changes.failed.push_back(rest);
+    } else if (verb == "closed" && !changes.closed) {
+      changes.closed = rest;
+    }
+  }
+  return changes;
+}
+
+std::optional<RoundEvent> C10dChanges::first_event() const {
+  if (closed) return RoundEvent{RoundChange::kPeerFailed, "job closed: " + *closed};
+  if (!failed.empty()) return RoundEvent{RoundChange::kPeerFailed, "workers failed on " + failed.front()};
+  if (!lost.empty()) return RoundEvent{RoundChange::kNodeLost, "lost node(s): " + joined(lost)};
+  if (!waiting.empty()) {
+    return RoundEvent{RoundChange::kNodeWaiting, "node(s) waiting to join: " + joined(waiting)};
+  }
+  return std::nullopt;
+}
+
+int C10dChanges::expected_next(int size, int max_nodes) const {
+  const int expected = size - static_cast<int>(lost.size()) + static_cast<int>(waiting.size());
+  return std::min(expected, max_nodes);
+}
+
+}  // namespace ddp::rdzv

@@ -1,0 +1,36 @@
+#pragma once
+// The change log of a running c10d round: an append-only store value, one line per event
+// ("lost <node>", "waiting <node>", "failed <node> <what>", "closed <why>"). Every member polls
+// it; whoever sees a line first ends its round. Pure parsing; no store.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "rendezvous/rendezvous.hpp"
+#include "rendezvous/store.hpp"
+
+namespace ddp::rdzv {
+
+struct C10dChanges {
+  std::vector<std::string> lost;     // nodes that stopped heartbeating (distinct)
+  std::vector<std::string> waiting;  // late nodes waiting to join (distinct)
+  std::vector<std::string> failed;   // "<node> <what>" lines, in order
+  std::optional<std::string> closed; // the job ended: why
+
+  bool empty() const { return lost.empty() && waiting.empty() && failed.empty() && !closed; }
+  // The event the agent acts on: failure or close first, then loss, then waiting nodes.
+  std::optional<RoundEvent> first_event() const;
+  // Members the next round should expect: this round's size minus the lost plus the waiting,
+  // at most max_nodes.
+  int expected_next(int size, int max_nodes) const;
+};
+
+C10dChanges parse_changes(const Bytes& log);
+
+Bytes lost_line(const std::string& node);
+Bytes waiting_line(const std::string& node);
+Bytes failed_line(const std::string& node, const std::string& what);
+Bytes closed_line(const std::string& why);
+
+}  // namespace ddp::rdzv

@@ -1,0 +1,200 @@
+// The running round: heartbeats, the neighbour watch and the change log poll (a detached
+// coroutine per round), watch_round() and the exit barrier.
+//
+// Liveness is a ring: the member of group rank g watches g+1's heartbeat counter and compares
+// values with its own steady clock, so no two machines' clocks are ever compared, and the store
+// sees O(nodes) reads per interval. One detected loss is enough: any loss ends the round for all.
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <fmt/format.h>
+
+#include "common/log.hpp"
+#include "ddp/error.hpp"
+#include "rendezvous/c10d_keys.hpp"
+#include "rendezvous/c10d_rendezvous.hpp"
+
+namespace ddp::rdzv {
+
+namespace keys = c10d_keys;
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+struct C10dRendezvous::Monitor {
+  Monitor(asio::any_io_executor ex) : tick(ex), signal(ex) {
+    signal.expires_at(Clock::time_point::max());
+  }
+  void wake() { signal.cancel(); }
+
+  asio::steady_timer tick;    // the poll period
+  asio::steady_timer signal;  // never expires; cancelled to wake watch_round / finish
+  bool stopped = false;
+  bool done = false;
+  std::optional<RoundEvent> event;
+  C10dChanges changes;
+  std::exception_ptr error;
+  int round = 0;
+  int index = 0;            // this node's arrival index
+  int neighbour_index = 0;  // 0: no neighbour (one-node round)
+  std::string neighbour;
+};
+
+namespace {
+
+std::shared_ptr<spdlog::logger> logger() { return log::get("rdzv"); }
+
+milliseconds poll_period(milliseconds interval) {
+  return std::clamp(interval / 2, milliseconds(50), milliseconds(1000));
+}
+
+// Waits on a timer that is cancelled to signal; true unless this coroutine itself was cancelled.
+asio::awaitable<void> wait_signal(asio::steady_timer& timer) {
+  boost::system::error_code ec;
+  co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+  const auto state = co_await asio::this_coro::cancellation_state;
+  if (state.cancelled() != asio::cancellation_type::none) {
+    throw boost::system::system_error(asio::error::operation_aborted);
+  }
+}
+
+}  // namespace
+
+void C10dRendezvous::start_monitor(const C10dAssignment& assignment, int group_rank) {
+  auto m = std::make_shared<Monitor>(executor_);
+  m->round = assignment.round;
+  m->index = current_index_;
+  const auto size = static_cast<int>(assignment.members.size());
+  if (size > 1) {
+    const C10dMember& next = assignment.members[static_cast<std::size_t>((group_rank + 1) % size)];
+    m->neighbour_index = next.join_index;
+    m->neighbour = next.name;
+  }
+  monitor_ = m;
+  const milliseconds interval = settings_.keep_alive_interval;
+  const auto lost_after = interval * settings_.keep_alive_max_attempt;
+  Store& store = store_;
+  asio::co_spawn(
+      executor_,
+      [m, &store, interval, lost_after]() -> asio::awaitable<void> {
+        std::int64_t beat = 0;
+        Clock::time_point next_beat = Clock::now() + interval;
+        Bytes last_seen;
+        Clock::time_point last_change = Clock::now();
+        const std::string change_key = keys::change(m->round);
+        const std::string my_beat = keys::heartbeat(m->round, m->index);
+        const std::string their_beat = keys::heartbeat(m->round, m->neighbour_index);
+        while (!m->stopped) {
+          if (Clock::now() >= next_beat) {
+            co_await store.set(my_beat, to_bytes(std::to_string(++beat)));
+            next_beat += interval;
+            if (m->stopped) break;
+          }
+          if (!m->event) {
+            std::vector<std::string> watched{change_key};
+            if (m->neighbour_index != 0) watched.push_back(their_beat);
+            const std::vector<Bytes> values = co_await store.multi_get(watched);
+            if (m->stopped) break;
+            m->changes = parse_changes(values[0]);
+            m->event = m->changes.first_event();
+            if (!m->event && m->neighbour_index != 0) {
+              const Clock::time_point now = Clock::now();
+              if (values[1] != last_seen) {
+                last_seen = values[1];
+                last_change = now;
+              } else if (now - last_change >= lost_after) {
+                logger()->warn("node {} missed its heartbeats for {} ms: declaring it lost",
+                               m->neighbour,
+                               std::chrono::duration_cast<milliseconds>(now - last_change).count());
+                co_await store.append(change_key, lost_line(m->neighbour));
+                m->changes.lost.push_back(m->neighbour);
+                m->event = m->changes.first_event();
+              }
+            }
+            if (m->event) {
+              logger()->info("round {} changes: {}", m->round, m->event->detail);
+              m->wake();
+            }
+          }
+          m->tick.expires_after(poll_period(interval));
+          boost::system::error_code ec;
+          co_await m->tick.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+        }
+      },
+      [m](std::exception_ptr error) {
+        m->done = true;
+        if (error && !m->stopped) {
+          try {
+            std::rethrow_exception(error);
+          } catch (const std::exception& e) {
+            logger()->error("c10d round {} monitor failed: {}", m->round, e.what());
+          }
+          m->error = error;
+        }
+        m->wake();
+      });
+}
+
+void C10dRendezvous::stop_monitor() {
+  if (!monitor_) return;
+  monitor_->stopped = true;
+  monitor_->tick.cancel();
+  monitor_->wake();
+  monitor_.reset();
+}
+
+asio::awaitable<RoundEvent> C10dRendezvous::watch_round() {
+  const std::shared_ptr<Monitor> m = monitor_;
+  if (!m) {
+    // Not in a running round: nothing can change it. Wait until cancelled.
+    asio::steady_timer forever(executor_, Clock::time_point::max());
+    co_await wait_signal(forever);
+    throw InternalError("c10d watch_round woke without a round");
+  }
+  for (;;) {
+    if (m->error) std::rethrow_exception(m->error);
+    if (m->event) co_return *m->event;
+    if (m->stopped) throw RendezvousClosedError("c10d round ended: the rendezvous moved on");
+    co_await wait_signal(m->signal);
+  }
+}
+
+asio::awaitable<void> C10dRendezvous::exit_barrier() {
+  const int round = current_->round;
+  const auto size = static_cast<std::int64_t>(current_->members.size());
+  const std::shared_ptr<Monitor> m = monitor_;
+  if (co_await store_.add(keys::finished(round), 1) == size) {
+    co_await store_.set(keys::all_finished(round), to_bytes("1"));
+  }
+  asio::steady_timer tick(executor_);
+  const milliseconds period = std::min(poll_period(settings_.keep_alive_interval),
+                                       milliseconds(200));
+  for (;;) {
+    if (co_await store_.check(c10d_keys::one(keys::all_finished(round)))) break;
+    if (m && m->error) {
+      logger()->warn("exit barrier abandoned: the store is gone");
+      co_return;
+    }
+    if (m && m->event && m->event->change != RoundChange::kNodeWaiting) {
+      logger()->warn("exit barrier short-circuited: {}", m->event->detail);
+      break;
+    }
+    tick.expires_after(period);
+    co_await tick.async_wait(asio::use_awaitable);
+  }
+  const auto left = co_await store_.add(keys::left(round), 1);
+  if (!self_.is_host) co_return;
+  // The host keeps the store up until every live member has read the barrier's result (bounded).
+  const auto live = size - static_cast<std::int64_t>(m ? m->changes.lost.size() : 0);
+  const Clock::time_point until = Clock::now() + settings_.close_timeout;
+  for (auto n = left; n < live && Clock::now() < until;
+       n = co_await store_.add(keys::left(round), 0)) {
+    tick.expires_after(milliseconds(20));
+    co_await tick.async_wait(asio::use_awaitable);
+  }
+}
+
+}  // namespace ddp::rdzv

@@ -1,0 +1,33 @@
+#pragma once
+// C10dSettings: the knobs of one elastic (c10d) rendezvous, in rendezvous terms. The agent fills
+// them from --nnodes and --rdzv_conf (torchrun's keys and defaults); tests use short timeouts.
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace ddp::rdzv {
+
+struct C10dSettings {
+  std::string run_id = "none";  // keys live under /ddprun/<run_id>/
+  int min_nodes = 1;
+  int max_nodes = 1;
+  std::chrono::milliseconds join_timeout{std::chrono::seconds(600)};  // whole round
+  std::chrono::milliseconds last_call_timeout{std::chrono::seconds(30)};  // after min joined
+  std::chrono::milliseconds close_timeout{std::chrono::seconds(30)};  // exit barrier's tail
+  std::chrono::milliseconds keep_alive_interval{std::chrono::seconds(5)};
+  int keep_alive_max_attempt = 3;  // missed beats before a node is declared lost
+  std::chrono::milliseconds progress_interval{std::chrono::seconds(5)};  // "3/4 joined" logs
+  // Where the rendezvous store is (for MASTER_ADDR/PORT when no member hosts a worker store).
+  std::string store_host;
+  std::uint16_t store_port = 0;
+};
+
+// This node as the other nodes see it.
+struct C10dNode {
+  std::string addr;  // advertised address (--local_addr, or the interface routing to the store)
+  std::string name;  // unique in the job: "<addr>_<pid>" by default; used in logs and reports
+  bool is_host = false;  // this agent hosts the rendezvous store (gets group rank 0)
+};
+
+}  // namespace ddp::rdzv

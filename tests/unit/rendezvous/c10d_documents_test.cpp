@@ -1,0 +1,104 @@
+// The c10d documents and change log: pure encoding, rank order and event parsing.
+
+#include <catch2/catch.hpp>
+
+#include "ddp/error.hpp"
+#include "rendezvous/c10d_assignment.hpp"
+#include "rendezvous/c10d_change_log.hpp"
+
+using namespace ddp::rdzv;
+
+TEST_CASE("assign_ranks puts the store host first, then arrival order", "[c10d]") {
+  std::vector<std::pair<int, C10dNodeDesc>> nodes = {
+      {1, {"a", "10.0.0.1", 2, false, "", 0}},
+      {2, {"host", "10.0.0.2", 4, true, "10.0.0.2", 4711}},
+      {3, {"c", "10.0.0.3", 1, false, "", 0}},
+  };
+  const C10dAssignment a = assign_ranks(5, 2, nodes, {"store", 29400});
+  REQUIRE(a.members.size() == 3);
+  CHECK(a.members[0].name == "host");
+  CHECK(a.members[1].name == "a");
+  CHECK(a.members[2].name == "c");
+  CHECK(a.master_addr == "10.0.0.2");
+  CHECK(a.master_port == 4711);
+  CHECK(a.group_rank_of(2) == 0);
+  CHECK(a.group_rank_of(3) == 2);
+  CHECK_FALSE(a.group_rank_of(4).has_value());
+
+  const RendezvousInfo info = info_for(a, 1, "job");
+  CHECK(info.group_rank == 1);
+  CHECK(info.group_world_size == 3);
+  CHECK(info.world_size == 7);
+  CHECK(info.rank_base == 4);
+  CHECK(info.restart_count == 2);
+  CHECK(info.round == 5);
+  CHECK(info.node_names == std::vector<std::string>{"host", "a", "c"});
+}
+
+TEST_CASE("without a hosting member the workers use the rendezvous store", "[c10d]") {
+  const C10dAssignment a =
+      assign_ranks(0, 0, {{1, {"a", "10.0.0.1", 1, false, "", 0}}}, {"store", 29400});
+  CHECK(a.master_addr == "store");
+  CHECK(a.master_port == 29400);
+}
+
+TEST_CASE("descriptors and assignments survive encoding", "[c10d]") {
+  const C10dNodeDesc desc{"n_1", "::1", 8, true, "::1", 1234};
+  const C10dNodeDesc back = decode_node_desc(encode(desc), "node");
+  CHECK(back.name == "n_1");
+  CHECK(back.addr == "::1");
+  CHECK(back.local_world_size == 8);
+  CHECK(back.is_host);
+  CHECK(back.master_port == 1234);
+
+  C10dAssignment a;
+  a.round = 3;
+  a.restart_count = 1;
+  a.master_addr = "10.0.0.1";
+  a.master_port = 99;
+  a.members = {{"x", 2, 3}, {"y", 1, 1}};
+  const C10dAssignment b = decode_assignment(encode(a), "assignment");
+  CHECK(b.round == 3);
+  CHECK(b.restart_count == 1);
+  CHECK(b.master_addr == "10.0.0.1");
+  REQUIRE(b.members.size() == 2);
+  CHECK(b.members[0].name == "x");
+  CHECK(b.members[0].join_index == 2);
+  CHECK(b.members[1].local_world_size == 1);
+}
+
+TEST_CASE("a document that is not ours is an error naming the key", "[c10d]") {
+  CHECK_THROWS_WITH(decode_node_desc(to_bytes("garbage"), "r0/node/1"),
+                    Catch::Contains("r0/node/1"));
+  CHECK_THROWS_AS(decode_assignment(to_bytes("{\"version\":7}"), "a"), ddp::InternalError);
+}
+
+TEST_CASE("the change log yields the event to act on and the next round's size", "[c10d]") {
+  Bytes log;
+  CHECK(parse_changes(log).empty());
+  CHECK_FALSE(parse_changes(log).first_event().has_value());
+
+  auto append = [&log](const Bytes& line) { log.insert(log.end(), line.begin(), line.end()); };
+  append(waiting_line("late"));
+  append(waiting_line("late"));
+  C10dChanges c = parse_changes(log);
+  CHECK(c.waiting == std::vector<std::string>{"late"});
+  REQUIRE(c.first_event().has_value());
+  CHECK(c.first_event()->change == RoundChange::kNodeWaiting);
+  CHECK(c.expected_next(2, 4) == 3);
+
+  append(lost_line("dead"));
+  c = parse_changes(log);
+  CHECK(c.first_event()->change == RoundChange::kNodeLost);
+  CHECK(c.first_event()->detail.find("dead") != std::string::npos);
+  CHECK(c.expected_next(2, 4) == 2);
+  CHECK(c.expected_next(4, 4) == 4);
+
+  append(failed_line("n1", "exit code 3\nsecond line"));
+  c = parse_changes(log);
+  CHECK(c.first_event()->change == RoundChange::kPeerFailed);
+  CHECK(c.failed.front() == "n1 exit code 3 second line");
+
+  append(to_bytes("closed half a li"));  // being appended: not read yet
+  CHECK_FALSE(parse_changes(log).closed.has_value());
+}

@@ -1,0 +1,78 @@
+// Node loss on one io_context: a node "dies" when its C10dRendezvous is destroyed mid-round (its
+// heartbeats stop, as when its agent is SIGKILLed).
+
+#include <catch2/catch.hpp>
+
+#include <set>
+
+#include "c10d_test_util.hpp"
+#include "ddp/error.hpp"
+
+using namespace ddp::rdzv;
+using namespace ddp::rdzv::test;
+
+TEST_CASE("a node that stops heartbeating is lost; survivors re-form at once", "[c10d]") {
+  C10dSettings s = fast_settings(2, 3);
+  s.last_call_timeout = 60s;  // rounds close at max, then at the size the change log predicts
+  Cluster c(s);
+  for (int i = 0; i < 3; ++i) c.add_node();
+  REQUIRE(all_done(c.next_round({0, 1, 2})));
+
+  auto w0 = spawn(c.io, c.nodes[0]->watch_round());
+  auto w1 = spawn(c.io, c.nodes[1]->watch_round());
+  c.nodes[2].reset();  // killed
+  REQUIRE(run_until(c.io, [&] { return w0->done && w1->done; }));
+  CHECK(w0->get().change == RoundChange::kNodeLost);
+  CHECK(w1->get().change == RoundChange::kNodeLost);
+  CHECK_THAT(w0->get().detail, Catch::Contains("n2"));
+
+  auto next = c.next_round({0, 1});
+  REQUIRE(all_done(next));
+  std::set<int> ranks;
+  for (const auto& o : next) {
+    CHECK(o->get().group_world_size == 2);
+    CHECK(o->get().restart_count == 0);  // losing a node spends no restart
+    ranks.insert(o->get().group_rank);
+  }
+  CHECK(ranks == std::set<int>{0, 1});
+}
+
+TEST_CASE("losing nodes below the minimum fails naming the lost node", "[c10d]") {
+  Cluster c(fast_settings(3, 3));
+  for (int i = 0; i < 3; ++i) c.add_node();
+  REQUIRE(all_done(c.next_round({0, 1, 2})));
+  auto w0 = spawn(c.io, c.nodes[0]->watch_round());
+  auto w1 = spawn(c.io, c.nodes[1]->watch_round());
+  c.nodes[2].reset();
+  REQUIRE(run_until(c.io, [&] { return w0->done && w1->done; }));
+  auto next = c.next_round({0, 1});
+  REQUIRE(all_done(next));
+  for (const auto& o : next) {
+    CHECK_THROWS_AS(o->get(), ddp::RendezvousClosedError);
+    CHECK_THAT(o->error_text(), Catch::Contains("n2") && Catch::Contains("min is 3"));
+  }
+}
+
+TEST_CASE("a node arriving at a full round stands by and fills the next free slot", "[c10d]") {
+  C10dSettings s = fast_settings(2, 2);
+  Cluster c(s);
+  for (int i = 0; i < 3; ++i) c.add_node();
+  REQUIRE(all_done(c.next_round({0, 1})));
+  auto w0 = spawn(c.io, c.nodes[0]->watch_round());
+  auto w1 = spawn(c.io, c.nodes[1]->watch_round());
+  auto standby = spawn(c.io, c.nodes[2]->next_round(1));
+  run_until(c.io, [&] { return w0->done || w1->done || standby->done; }, 300ms);
+  CHECK_FALSE(w0->done);  // a full job is not restarted for a spare node
+  CHECK_FALSE(standby->done);
+
+  c.nodes[1].reset();
+  REQUIRE(run_until(c.io, [&] { return w0->done; }));
+  CHECK(w0->get().change == RoundChange::kNodeLost);
+  auto next = c.next_round({0});
+  REQUIRE(all_done(next));
+  REQUIRE(run_until(c.io, [&] { return standby->done; }));
+  CHECK(next[0]->get().group_world_size == 2);
+  CHECK(standby->get().group_world_size == 2);
+  CHECK(standby->get().round == 1);
+  w1.reset();
+}

@@ -1,0 +1,195 @@
+// The c10d protocol on one io_context over a MemoryStore: rounds, ranks, last call, late nodes,
+// restarts and the exit barrier.
+
+#include <catch2/catch.hpp>
+
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <set>
+
+#include "c10d_test_util.hpp"
+#include "ddp/error.hpp"
+
+using namespace ddp::rdzv;
+using namespace ddp::rdzv::test;
+
+TEST_CASE("four nodes get group ranks 0..3 exactly once, the store host rank 0", "[c10d]") {
+  Cluster c(fast_settings(4, 4));
+  c.add_node();
+  c.add_node();
+  c.add_node(/*host=*/true);
+  c.add_node();
+  const auto out = c.next_round({0, 1, 2, 3}, 2);
+  REQUIRE(all_done(out));
+  std::set<int> ranks;
+  for (const auto& o : out) {
+    const RendezvousInfo info = o->get();
+    ranks.insert(info.group_rank);
+    CHECK(info.group_world_size == 4);
+    CHECK(info.world_size == 8);
+    CHECK(info.rank_base == 2 * info.group_rank);
+    CHECK(info.round == 0);
+    CHECK(info.restart_count == 0);
+    CHECK(info.run_id == "test");
+    CHECK(info.master_addr == "10.0.0.2");  // the host's worker store of round 0
+    CHECK(info.master_port == 1000);
+    CHECK(info.node_names.size() == 4);
+    CHECK(info.node_names.front() == "n2");
+  }
+  CHECK(ranks == std::set<int>{0, 1, 2, 3});
+  CHECK(out[2]->get().group_rank == 0);
+}
+
+TEST_CASE("a round closes at max nodes at once, without the last call", "[c10d]") {
+  C10dSettings s = fast_settings(2, 3);
+  s.last_call_timeout = 60s;
+  Cluster c(s);
+  for (int i = 0; i < 3; ++i) c.add_node();
+  const auto out = c.next_round({0, 1, 2});
+  REQUIRE(all_done(out));
+  for (const auto& o : out) CHECK(o->get().group_world_size == 3);
+}
+
+TEST_CASE("a round closes with every node present once the last call passes", "[c10d]") {
+  Cluster c(fast_settings(2, 4));
+  for (int i = 0; i < 3; ++i) c.add_node();
+  const auto out = c.next_round({0, 1, 2});
+  REQUIRE(all_done(out));
+  for (const auto& o : out) {
+    CHECK(o->get().group_world_size == 3);
+    CHECK(o->get().world_size == 3);
+  }
+}
+
+TEST_CASE("too few nodes time out with a message naming who joined", "[c10d]") {
+  C10dSettings s = fast_settings(3, 3);
+  s.join_timeout = 300ms;
+  Cluster c(s);
+  c.add_node();
+  c.add_node();
+  const auto out = c.next_round({0, 1});
+  REQUIRE(all_done(out));
+  for (const auto& o : out) {
+    REQUIRE(o->error);
+    CHECK_THROWS_AS(o->get(), ddp::TimeoutError);
+    CHECK_THAT(o->error_text(), Catch::Contains("2/3 nodes joined") &&
+                                    Catch::Contains("1 more needed") &&
+                                    Catch::Contains("n0") && Catch::Contains("n1"));
+  }
+}
+
+TEST_CASE("a late node makes running nodes restart into a bigger round", "[c10d]") {
+  C10dSettings s = fast_settings(2, 3);
+  Cluster c(s);
+  for (int i = 0; i < 3; ++i) c.add_node();
+  auto first = c.next_round({0, 1});
+  REQUIRE(all_done(first));
+  CHECK(first[0]->get().group_world_size == 2);
+
+  auto w0 = spawn(c.io, c.nodes[0]->watch_round());
+  auto w1 = spawn(c.io, c.nodes[1]->watch_round());
+  auto late = spawn(c.io, c.nodes[2]->next_round(1));
+  REQUIRE(run_until(c.io, [&] { return w0->done && w1->done; }));
+  CHECK(w0->get().change == RoundChange::kNodeWaiting);
+  CHECK(w1->get().change == RoundChange::kNodeWaiting);
+  CHECK_THAT(w0->get().detail, Catch::Contains("n2"));
+
+  auto again = c.next_round({0, 1});
+  REQUIRE(all_done(again));
+  REQUIRE(run_until(c.io, [&] { return late->done; }));
+  again.push_back(late);
+  std::set<int> ranks;
+  for (const auto& o : again) {
+    const RendezvousInfo info = o->get();
+    CHECK(info.round == 1);
+    CHECK(info.group_world_size == 3);
+    CHECK(info.restart_count == 0);  // scale-up spends no restart
+    ranks.insert(info.group_rank);
+  }
+  CHECK(ranks == std::set<int>{0, 1, 2});
+}
+
+TEST_CASE("a failure spends one job-wide restart per round, whoever reports", "[c10d]") {
+  Cluster c(fast_settings(2, 2));
+  c.add_node();
+  c.add_node();
+  REQUIRE(all_done(c.next_round({0, 1})));
+  auto watch = spawn(c.io, c.nodes[1]->watch_round());
+  auto r0 = spawn(c.io, c.nodes[0]->report_failure("local_rank 0 exit code 3"));
+  auto r1 = spawn(c.io, c.nodes[1]->report_failure("local_rank 1 exit code 1"));
+  REQUIRE(run_until(c.io, [&] { return r0->done && r1->done && watch->done; }));
+  CHECK(r0->get() == 1);
+  CHECK(r1->get() == 1);
+  CHECK(watch->get().change == RoundChange::kPeerFailed);
+
+  auto next = c.next_round({0, 1});
+  REQUIRE(all_done(next));
+  CHECK(next[0]->get().restart_count == 1);
+  CHECK(next[1]->get().round == 1);
+
+  auto again = spawn(c.io, c.nodes[1]->report_failure("again"));
+  REQUIRE(run_until(c.io, [&] { return again->done; }));
+  CHECK(again->get() == 2);
+}
+
+TEST_CASE("the exit barrier holds every node until the last one finishes", "[c10d]") {
+  Cluster c(fast_settings(2, 2));
+  c.add_node(/*host=*/true);
+  c.add_node();
+  REQUIRE(all_done(c.next_round({0, 1})));
+  auto f0 = spawn(c.io, c.nodes[0]->finish(true));
+  run_until(c.io, [&] { return f0->done; }, 300ms);
+  CHECK_FALSE(f0->done);
+  auto f1 = spawn(c.io, c.nodes[1]->finish(true));
+  REQUIRE(run_until(c.io, [&] { return f0->done && f1->done; }));
+  CHECK_FALSE(f0->error);
+  CHECK_FALSE(f1->error);
+
+  // The job is over: a node arriving now is told so.
+  c.add_node();
+  auto late = c.next_round({2});
+  REQUIRE(all_done(late));
+  CHECK_THROWS_AS(late[0]->get(), ddp::RendezvousClosedError);
+  CHECK_THAT(late[0]->error_text(), Catch::Contains("job finished"));
+}
+
+TEST_CASE("a failed node short-circuits the exit barrier and closes the job", "[c10d]") {
+  Cluster c(fast_settings(2, 2));
+  c.add_node();
+  c.add_node();
+  REQUIRE(all_done(c.next_round({0, 1})));
+  auto f0 = spawn(c.io, c.nodes[0]->finish(true));
+  auto r1 = spawn(c.io, c.nodes[1]->report_failure("exit code 7"));
+  REQUIRE(run_until(c.io, [&] { return r1->done; }));
+  auto f1 = spawn(c.io, c.nodes[1]->finish(false));
+  REQUIRE(run_until(c.io, [&] { return f0->done && f1->done; }));
+  CHECK_FALSE(f0->error);
+  auto next = c.next_round({0});
+  REQUIRE(all_done(next));
+  CHECK_THROWS_AS(next[0]->get(), ddp::RendezvousClosedError);
+  CHECK_THAT(next[0]->error_text(), Catch::Contains("n1") && Catch::Contains("exit code 7"));
+}
+
+TEST_CASE("watch_round can be cancelled by the agent racing it", "[c10d]") {
+  using namespace boost::asio::experimental::awaitable_operators;
+  Cluster c(fast_settings(2, 2));
+  c.add_node();
+  c.add_node();
+  REQUIRE(all_done(c.next_round({0, 1})));
+  auto race = [&]() -> boost::asio::awaitable<int> {
+    boost::asio::steady_timer t(c.io, 50ms);
+    auto winner = co_await (c.nodes[0]->watch_round() ||
+                            t.async_wait(boost::asio::use_awaitable));
+    co_return static_cast<int>(winner.index());
+  };
+  auto out = spawn(c.io, race());
+  REQUIRE(run_until(c.io, [&] { return out->done; }));
+  CHECK(out->get() == 1);
+  // The round is still healthy: both nodes can still see a later change.
+  auto w = spawn(c.io, c.nodes[0]->watch_round());
+  auto r = spawn(c.io, c.nodes[1]->report_failure("x"));
+  REQUIRE(run_until(c.io, [&] { return w->done && r->done; }));
+  CHECK(w->get().change == RoundChange::kPeerFailed);
+}

@@ -1,0 +1,61 @@
+// The c10d protocol over real sockets: a TcpStoreServer on port 0, the host using its in-process
+// store and the other nodes TcpStoreClients, all on one io_context.
+
+#include <catch2/catch.hpp>
+
+#include <set>
+
+#include "c10d_test_util.hpp"
+#include "ddp/error.hpp"
+#include "rendezvous/tcp_store_client.hpp"
+#include "rendezvous/tcp_store_server.hpp"
+
+using namespace ddp::rdzv;
+using namespace ddp::rdzv::test;
+
+namespace {
+
+std::unique_ptr<TcpStoreClient> connect_client(asio::io_context& io, std::uint16_t port) {
+  ConnectOptions options;
+  options.connect_timeout = 5s;
+  options.call_timeout = 5s;
+  auto out = spawn(io, TcpStoreClient::connect("127.0.0.1", port, options));
+  REQUIRE(run_until(io, [&] { return out->done; }));
+  auto client = std::move(*out->value);
+  client->set_timeout(5s);
+  return client;
+}
+
+}  // namespace
+
+TEST_CASE("four nodes over TCP get ranks 0..3 and lose the store host cleanly", "[c10d][tcp]") {
+  asio::io_context io;
+  TcpStoreServer server(io, "127.0.0.1", 0);
+  server.start();
+  C10dSettings s = fast_settings(4, 4);
+  std::vector<std::unique_ptr<TcpStoreClient>> clients;
+  std::vector<std::unique_ptr<C10dRendezvous>> nodes;
+  nodes.push_back(std::make_unique<C10dRendezvous>(io.get_executor(), server.store(), s,
+                                                   C10dNode{"127.0.0.1", "host", true}));
+  for (int i = 1; i < 4; ++i) {
+    clients.push_back(connect_client(io, server.port()));
+    nodes.push_back(std::make_unique<C10dRendezvous>(
+        io.get_executor(), *clients.back(), s,
+        C10dNode{"127.0.0.1", "n" + std::to_string(i), false}));
+  }
+  std::vector<std::shared_ptr<Outcome<RendezvousInfo>>> out;
+  for (int i = 3; i >= 0; --i) out.push_back(spawn(io, nodes[static_cast<std::size_t>(i)]->next_round(2)));
+  REQUIRE(run_until(io, [&] { return all_done(out); }));
+  std::set<int> ranks;
+  for (const auto& o : out) ranks.insert(o->get().group_rank);
+  CHECK(ranks == std::set<int>{0, 1, 2, 3});
+  CHECK(out.back()->get().group_rank == 0);  // the host
+  CHECK(out.front()->get().world_size == 8);
+
+  // The store host dies: every client's watch ends with an error, none hangs.
+  std::vector<std::shared_ptr<Outcome<RoundEvent>>> watches;
+  for (std::size_t i = 1; i < 4; ++i) watches.push_back(spawn(io, nodes[i]->watch_round()));
+  server.stop();
+  REQUIRE(run_until(io, [&] { return all_done(watches); }));
+  for (const auto& w : watches) CHECK(w->error);
+}
