@@ -99,12 +99,12 @@ struct ChildWatch::Impl : std::enable_shared_from_this<ChildWatch::Impl> {
   }
 
   void arm_pidfd(Entry& entry) {
-    entry.pidfd->async_wait(asio::posix::descriptor_base::wait_read,
-                            [weak = weak_from_this(), pid = entry.pid](boost::system::error_code ec) {
-                              auto self = weak.lock();
-                              if (!self || ec) return;
-                              self->on_pidfd_ready(pid);
-                            });
+    auto on_ready = [weak = weak_from_this(), pid = entry.pid](boost::system::error_code ec) {
+      auto self = weak.lock();
+      if (!self || ec) return;
+      self->on_pidfd_ready(pid);
+    };
+    entry.pidfd->async_wait(asio::posix::descriptor_base::wait_read, std::move(on_ready));
   }
 
   void on_pidfd_ready(pid_t pid) {

@@ -91,7 +91,9 @@ std::string resolve_program(const std::string& name, const std::vector<std::stri
 }  // namespace
 
 ExecImage::ExecImage(const std::vector<std::string>& argv, const std::vector<std::string>& env) {
-  if (argv.empty() || argv.front().empty()) throw IoError("cannot start worker: empty command line");
+  if (argv.empty() || argv.front().empty()) {
+    throw IoError("cannot start worker: empty command line");
+  }
   name_ = argv.front();
   program_ = resolve_program(name_, env);
   argv_.reserve(argv.size() + 1);

@@ -3,7 +3,14 @@
 
 #include <catch2/catch.hpp>
 
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <sys/wait.h>
+
 #include <csignal>
+#include <variant>
 
 #include "agent/worker_group.hpp"
 #include "agent_test_util.hpp"
@@ -191,6 +198,58 @@ TEST_CASE("workers get exactly the spec's argv and environment", "[worker_group]
   group.start({spec});
   REQUIRE(run_until(f.io, [&] { return !group.running(); }));
   CHECK(f.out.text() == "7|a b|$c\n");
+}
+
+TEST_CASE("wait_first_failure can be cancelled by a racing operation and waited on again",
+          "[worker_group]") {
+  using namespace boost::asio::experimental::awaitable_operators;
+  Fixture f;
+  WorkerGroup group(f.io, f.options());
+  group.start({sh_worker("exec sleep 30", 0)});
+  boost::asio::steady_timer timer(f.io, 20ms);
+  using Raced = std::variant<std::optional<WorkerExit>, std::monostate>;
+  auto race = [&]() -> boost::asio::awaitable<Raced> {
+    co_return co_await (group.wait_first_failure() ||
+                        timer.async_wait(boost::asio::use_awaitable));
+  };
+  const Raced raced = run_until_done(f.io, race());
+  CHECK(raced.index() == 1);  // the timer won; the group's wait was cancelled quietly
+  CHECK(group.running());
+  run_until_done(f.io, group.stop(SIGKILL, 1s));
+  const auto failure = run_until_done(f.io, group.wait_first_failure());
+  REQUIRE(failure.has_value());
+  CHECK(failure->signal == SIGKILL);
+}
+
+TEST_CASE("a subreaper reaps orphans its workers leave behind", "[worker_group]") {
+  // In a forked child: being a subreaper changes the whole process.
+  const pid_t agent = ::fork();
+  REQUIRE(agent >= 0);
+  if (agent == 0) {
+    int code = 1;
+    try {
+      become_child_subreaper();
+      boost::asio::io_context io;
+      test::TempDir dir;
+      test::ConsoleCapture out(dir.file("out"));
+      OutputOptions options;
+      options.stdout_fd = out.fd();
+      WorkerGroup group(io, options);
+      group.start({sh_worker("sleep 0.1 >/dev/null & echo $!", 0)});
+      run_until(io, [&] { return !group.running(); });
+      const pid_t orphan = std::stoi(out.text());
+      // Reaped (gone from /proc), not merely dead: it was reparented to us.
+      const bool reaped = run_until(
+          io, [&] { return !std::filesystem::exists("/proc/" + std::to_string(orphan)); }, 5s);
+      code = reaped ? 0 : 2;
+    } catch (...) {
+    }
+    ::_exit(code);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(agent, &status, 0) == agent);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
 }
 
 TEST_CASE("an empty group has nothing to wait for", "[worker_group]") {
