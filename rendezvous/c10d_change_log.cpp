@@ -60,9 +60,12 @@ C10dChanges parse_changes(const Bytes& log) {
   return changes;
 }
 
-std::optional<RoundEvent> C10dChanges::first_event() const {
-  if (closed) return RoundEvent{RoundChange::kPeerFailed, "job closed: " + *closed};
+std::optional<RoundEvent> C10dChanges::first_event(bool finishing) const {
+  if (closed && !(finishing && finished())) {
+    return RoundEvent{RoundChange::kPeerFailed, "job closed: " + *closed};
+  }
   if (!failed.empty()) return RoundEvent{RoundChange::kPeerFailed, "workers failed on " + failed.front()};
+  if (finishing) return std::nullopt;
   if (!lost.empty()) return RoundEvent{RoundChange::kNodeLost, "lost node(s): " + joined(lost)};
   if (!waiting.empty()) {
     return RoundEvent{RoundChange::kNodeWaiting, "node(s) waiting to join: " + joined(waiting)};

@@ -12,6 +12,8 @@
 
 namespace ddp::rdzv {
 
+inline constexpr const char* kJobFinished = "job finished";
+
 struct C10dChanges {
   std::vector<std::string> lost;     // nodes that stopped heartbeating (distinct)
   std::vector<std::string> waiting;  // late nodes waiting to join (distinct)
@@ -19,8 +21,12 @@ struct C10dChanges {
   std::optional<std::string> closed; // the job ended: why
 
   bool empty() const { return lost.empty() && waiting.empty() && failed.empty() && !closed; }
-  // The event the agent acts on: failure or close first, then loss, then waiting nodes.
-  std::optional<RoundEvent> first_event() const;
+  // The job ended because every node finished (not because one failed).
+  bool finished() const { return closed && *closed == kJobFinished; }
+  // The event the agent acts on: failure or close first, then loss, then waiting nodes. While
+  // this node is in the exit barrier (`finishing`) only failures count: a waiting node does not
+  // restart a job that is done, and a lost node only shortens the barrier.
+  std::optional<RoundEvent> first_event(bool finishing = false) const;
   // Members the next round should expect: this round's size minus the lost plus the waiting,
   // at most max_nodes.
   int expected_next(int size, int max_nodes) const;

@@ -25,17 +25,17 @@ using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 struct C10dRendezvous::Monitor {
-  Monitor(asio::any_io_executor ex) : tick(ex), signal(ex) {
+  explicit Monitor(asio::any_io_executor ex) : tick(ex), signal(ex) {
     signal.expires_at(Clock::time_point::max());
   }
   void wake() { signal.cancel(); }
+  std::optional<RoundEvent> event() const { return changes.first_event(finishing); }
 
   asio::steady_timer tick;    // the poll period
   asio::steady_timer signal;  // never expires; cancelled to wake watch_round / finish
   bool stopped = false;
-  bool done = false;
-  std::optional<RoundEvent> event;
-  C10dChanges changes;
+  bool finishing = false;  // this node is in the exit barrier
+  C10dChanges changes;     // the round's change log as last read
   std::exception_ptr error;
   int round = 0;
   int index = 0;            // this node's arrival index
@@ -87,36 +87,39 @@ void C10dRendezvous::start_monitor(const C10dAssignment& assignment, int group_r
         const std::string change_key = keys::change(m->round);
         const std::string my_beat = keys::heartbeat(m->round, m->index);
         const std::string their_beat = keys::heartbeat(m->round, m->neighbour_index);
+        std::size_t log_size = 0;
+        bool neighbour_lost = false;
         while (!m->stopped) {
           if (Clock::now() >= next_beat) {
             co_await store.set(my_beat, to_bytes(std::to_string(++beat)));
             next_beat += interval;
             if (m->stopped) break;
           }
-          if (!m->event) {
-            std::vector<std::string> watched{change_key};
-            if (m->neighbour_index != 0) watched.push_back(their_beat);
-            const std::vector<Bytes> values = co_await store.multi_get(watched);
-            if (m->stopped) break;
+          const bool watch_neighbour = m->neighbour_index != 0 && !neighbour_lost;
+          std::vector<std::string> watched{change_key};
+          if (watch_neighbour) watched.push_back(their_beat);
+          const std::vector<Bytes> values = co_await store.multi_get(watched);
+          if (m->stopped) break;
+          if (values[0].size() != log_size) {
+            log_size = values[0].size();
             m->changes = parse_changes(values[0]);
-            m->event = m->changes.first_event();
-            if (!m->event && m->neighbour_index != 0) {
-              const Clock::time_point now = Clock::now();
-              if (values[1] != last_seen) {
-                last_seen = values[1];
-                last_change = now;
-              } else if (now - last_change >= lost_after) {
-                logger()->warn("node {} missed its heartbeats for {} ms: declaring it lost",
-                               m->neighbour,
-                               std::chrono::duration_cast<milliseconds>(now - last_change).count());
-                co_await store.append(change_key, lost_line(m->neighbour));
-                m->changes.lost.push_back(m->neighbour);
-                m->event = m->changes.first_event();
-              }
+            if (const auto event = m->changes.first_event()) {
+              logger()->info("round {} changes: {}", m->round, event->detail);
             }
-            if (m->event) {
-              logger()->info("round {} changes: {}", m->round, m->event->detail);
-              m->wake();
+            m->wake();
+          }
+          if (watch_neighbour) {
+            const Clock::time_point now = Clock::now();
+            if (values[1] != last_seen) {
+              last_seen = values[1];
+              last_change = now;
+            } else if (now - last_change >= lost_after) {
+              neighbour_lost = true;
+              logger()->warn("node {} missed its heartbeats for {} ms: declaring it lost",
+                             m->neighbour,
+                             std::chrono::duration_cast<milliseconds>(now - last_change).count());
+              co_await store.append(change_key, lost_line(m->neighbour));
+              continue;  // read the log back at once
             }
           }
           m->tick.expires_after(poll_period(interval));
@@ -125,7 +128,6 @@ void C10dRendezvous::start_monitor(const C10dAssignment& assignment, int group_r
         }
       },
       [m](std::exception_ptr error) {
-        m->done = true;
         if (error && !m->stopped) {
           try {
             std::rethrow_exception(error);
@@ -156,7 +158,7 @@ asio::awaitable<RoundEvent> C10dRendezvous::watch_round() {
   }
   for (;;) {
     if (m->error) std::rethrow_exception(m->error);
-    if (m->event) co_return *m->event;
+    if (const auto event = m->event()) co_return *event;
     if (m->stopped) throw RendezvousClosedError("c10d round ended: the rendezvous moved on");
     co_await wait_signal(m->signal);
   }
@@ -166,20 +168,29 @@ asio::awaitable<void> C10dRendezvous::exit_barrier() {
   const int round = current_->round;
   const auto size = static_cast<std::int64_t>(current_->members.size());
   const std::shared_ptr<Monitor> m = monitor_;
+  if (m) m->finishing = true;
   if (co_await store_.add(keys::finished(round), 1) == size) {
     co_await store_.set(keys::all_finished(round), to_bytes("1"));
   }
   asio::steady_timer tick(executor_);
   const milliseconds period = std::min(poll_period(settings_.keep_alive_interval),
                                        milliseconds(200));
+  std::int64_t lost = 0;
   for (;;) {
     if (co_await store_.check(c10d_keys::one(keys::all_finished(round)))) break;
     if (m && m->error) {
       logger()->warn("exit barrier abandoned: the store is gone");
       co_return;
     }
-    if (m && m->event && m->event->change != RoundChange::kNodeWaiting) {
-      logger()->warn("exit barrier short-circuited: {}", m->event->detail);
+    if (m && m->changes.closed && !m->changes.finished()) {
+      logger()->warn("exit barrier short-circuited: job closed: {}", *m->changes.closed);
+      co_return;
+    }
+    // A lost node never finishes: the barrier waits only for the live ones.
+    lost = m ? static_cast<std::int64_t>(m->changes.lost.size()) : 0;
+    if (lost > 0 && co_await store_.add(keys::finished(round), 0) + lost >= size) {
+      logger()->warn("exit barrier passed without lost node(s): {}",
+                     fmt::format("{}", fmt::join(m->changes.lost, ", ")));
       break;
     }
     tick.expires_after(period);
@@ -188,7 +199,7 @@ asio::awaitable<void> C10dRendezvous::exit_barrier() {
   const auto left = co_await store_.add(keys::left(round), 1);
   if (!self_.is_host) co_return;
   // The host keeps the store up until every live member has read the barrier's result (bounded).
-  const auto live = size - static_cast<std::int64_t>(m ? m->changes.lost.size() : 0);
+  const auto live = size - lost;
   const Clock::time_point until = Clock::now() + settings_.close_timeout;
   for (auto n = left; n < live && Clock::now() < until;
        n = co_await store_.add(keys::left(round), 0)) {

@@ -307,7 +307,7 @@ asio::awaitable<void> C10dRendezvous::finish(bool success) {
   }
   if (current_) co_await exit_barrier();
   stop_monitor();
-  if (current_) co_await close_job("job finished");
+  if (current_) co_await close_job(kJobFinished);
 }
 
 }  // namespace ddp::rdzv

@@ -193,3 +193,33 @@ TEST_CASE("watch_round can be cancelled by the agent racing it", "[c10d]") {
   REQUIRE(run_until(c.io, [&] { return w->done && r->done; }));
   CHECK(w->get().change == RoundChange::kPeerFailed);
 }
+
+TEST_CASE("a node waiting to join does not restart nodes in the exit barrier", "[c10d]") {
+  Cluster c(fast_settings(2, 3));
+  for (int i = 0; i < 3; ++i) c.add_node();
+  REQUIRE(all_done(c.next_round({0, 1})));
+  auto f0 = spawn(c.io, c.nodes[0]->finish(true));
+  auto w0 = spawn(c.io, c.nodes[0]->watch_round());
+  auto late = spawn(c.io, c.nodes[2]->next_round(1));
+  run_until(c.io, [&] { return w0->done || f0->done; }, 300ms);
+  CHECK_FALSE(w0->done);
+  CHECK_FALSE(f0->done);
+  auto f1 = spawn(c.io, c.nodes[1]->finish(true));
+  REQUIRE(run_until(c.io, [&] { return f0->done && f1->done && late->done; }));
+  CHECK_FALSE(w0->done);
+  CHECK_THROWS_AS(late->get(), ddp::RendezvousClosedError);
+}
+
+TEST_CASE("a lost node does not hold the exit barrier", "[c10d]") {
+  Cluster c(fast_settings(2, 3));
+  c.add_node(/*host=*/true);
+  c.add_node();
+  c.add_node();
+  REQUIRE(all_done(c.next_round({0, 1, 2})));
+  auto f0 = spawn(c.io, c.nodes[0]->finish(true));
+  auto f1 = spawn(c.io, c.nodes[1]->finish(true));
+  c.nodes[2].reset();
+  REQUIRE(run_until(c.io, [&] { return f0->done && f1->done; }));
+  CHECK_FALSE(f0->error);
+  CHECK_FALSE(f1->error);
+}
