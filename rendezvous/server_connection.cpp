@@ -106,7 +106,7 @@ bool ServerConnection::consume(std::span<const std::uint8_t> data, wire::Buffer&
     }
     try {
       session_.handle(parser_.take_request(), reply);
-    } catch (const Error& e) {
+    } catch (const std::exception& e) {  // ddp::Error, or bad_alloc for a huge reply
       log::get("store")->warn("closing store connection from {}: {}", peer_, e.what());
       return false;
     }

@@ -108,18 +108,19 @@ asio::awaitable<void> accept_loop(std::shared_ptr<Shared> shared, KeyTable* tabl
     shared->live.emplace(key, connection);
     asio::co_spawn(executor, connection->serve(),
                    [shared, key, log](std::exception_ptr error) {
+                     auto it = shared->live.find(key);
+                     if (it == shared->live.end()) return;  // stop() closed it
                      if (error) {
                        try {
                          std::rethrow_exception(error);
                        } catch (const std::exception& e) {
-                         log->warn("store connection ended by an error: {}", e.what());
+                         log->warn("closing store connection from {}: {}", it->second->peer(),
+                                   e.what());
                        }
-                     }
-                     auto it = shared->live.find(key);
-                     if (it != shared->live.end()) {
                        it->second->close();
-                       shared->live.erase(it);
                      }
+                     // Otherwise serve() has closed it, or its last write will.
+                     shared->live.erase(it);
                    });
   }
 }

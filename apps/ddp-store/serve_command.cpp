@@ -30,8 +30,11 @@ int run_serve(const std::vector<std::string>& args) {
   std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 parses a reversed vector
   try {
     app.parse(reversed);
-  } catch (const CLI::ParseError& e) {
+  } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "ddp-store serve: %s\n", e.what());
+    return 2;
   }
 
   try {
