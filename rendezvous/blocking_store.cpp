@@ -65,7 +65,9 @@ std::unique_ptr<BlockingStore> BlockingStore::connect(const std::string& host, s
   auto impl = std::make_unique<Impl>();
   impl->client = impl->run(TcpStoreClient::connect(host, port, options));
   impl->prefix = std::move(prefix);
-  if (!impl->prefix.empty()) impl->prefixed = std::make_unique<PrefixStore>(impl->prefix, *impl->client);
+  if (!impl->prefix.empty()) {
+    impl->prefixed = std::make_unique<PrefixStore>(impl->prefix, *impl->client);
+  }
   return std::unique_ptr<BlockingStore>(new BlockingStore(std::move(impl)));
 }
 

@@ -144,7 +144,8 @@ asio::awaitable<void> StoreConnection::open() {
     } catch (const TimeoutError& e) {
       last_error = e.what();
     } catch (const boost::system::system_error& e) {
-      last_error = e.code().message();
+      // An attempt cut short by the overall deadline says less than the one before it.
+      if (e.code() != asio::error::timed_out || last_error.empty()) last_error = e.code().message();
     }
     close();
     const auto now = Clock::now();

@@ -11,7 +11,9 @@ namespace ddp::rdzv::wire {
 namespace {
 
 void put_le(ByteVec& out, std::uint64_t value, std::size_t width) {
-  for (std::size_t i = 0; i < width; ++i) out.push_back(static_cast<std::uint8_t>(value >> (8 * i)));
+  for (std::size_t i = 0; i < width; ++i) {
+    out.push_back(static_cast<std::uint8_t>(value >> (8 * i)));
+  }
 }
 
 void put_bytes(ByteVec& out, const void* data, std::size_t size) {

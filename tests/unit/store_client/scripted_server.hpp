@@ -86,7 +86,8 @@ asio::awaitable<std::string> thrown(asio::awaitable<T> op) {
 inline asio::awaitable<bool> read_until_eof(tcp::socket& s) {
   ByteVec buf(256);
   for (;;) {
-    auto [ec, n] = co_await s.async_read_some(asio::buffer(buf), asio::as_tuple(asio::use_awaitable));
+    auto [ec, n] =
+        co_await s.async_read_some(asio::buffer(buf), asio::as_tuple(asio::use_awaitable));
     if (ec) co_return ec == asio::error::eof;
   }
 }
