@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "ddp/error.hpp"
+#include "rendezvous/c10d_backend.hpp"
 #include "rendezvous/static_rendezvous.hpp"
 
 namespace ddp::agent {
@@ -34,14 +35,33 @@ std::unique_ptr<rdzv::Rendezvous> make_static(const LaunchConfig& config,
   return std::make_unique<rdzv::StaticRendezvous>(io, std::move(options));
 }
 
+// c10d: --nnodes MIN:MAX, --rdzv_endpoint (default port 29400) and torchrun's --rdzv_conf keys.
+std::unique_ptr<rdzv::Rendezvous> make_c10d(const LaunchConfig& config,
+                                            boost::asio::io_context& io) {
+  const RdzvConf& conf = config.rdzv_conf;
+  rdzv::C10dOptions options;
+  options.settings.run_id = config.rdzv_id;
+  options.settings.min_nodes = config.nnodes_min;
+  options.settings.max_nodes = config.nnodes_max;
+  options.settings.join_timeout = conf.join_timeout();
+  options.settings.last_call_timeout = conf.last_call_timeout();
+  options.settings.close_timeout = conf.close_timeout();
+  options.settings.keep_alive_interval = conf.keep_alive_interval();
+  options.settings.keep_alive_max_attempt = conf.keep_alive_max_attempt();
+  options.endpoint_host = config.rdzv_endpoint.host;
+  options.endpoint_port = static_cast<std::uint16_t>(config.rdzv_endpoint.port.value_or(29400));
+  options.is_host = conf.is_host();
+  options.local_addr = config.local_addr ? config.local_addr : conf.get("local_addr");
+  options.read_timeout = conf.read_timeout();
+  return rdzv::make_c10d_rendezvous(options, io);
+}
+
 }  // namespace
 
 std::unique_ptr<rdzv::Rendezvous> make_rendezvous(const LaunchConfig& config,
                                                   boost::asio::io_context& io) {
   if (config.rdzv_backend == "static") return make_static(config, io);
-  if (config.rdzv_backend == "c10d") {
-    throw ConfigError("--rdzv_backend=c10d: not supported yet");
-  }
+  if (config.rdzv_backend == "c10d") return make_c10d(config, io);
   throw ConfigError(fmt::format("--rdzv_backend={}: not supported yet", config.rdzv_backend));
 }
 
