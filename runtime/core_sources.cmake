@@ -1,3 +1,15 @@
-# libddp core sources (init, context): target_sources(ddp PRIVATE ...) and links.
-target_sources(ddp PRIVATE src/launcher_env.cpp)
-target_link_libraries(ddp PUBLIC ddp_common)
+# libddp core sources (init, backend choice, launcher env): target_sources(ddp PRIVATE ...) and links.
+target_sources(ddp PRIVATE
+  src/launcher_env.cpp    # RANK, WORLD_SIZE, ... readers naming the variable on error
+  src/backend_choice.cpp  # DDP_BACKEND, else nccl with a visible GPU, else gloo
+  src/local_address.cpp   # the address peers reach this rank at (route toward MASTER_ADDR)
+  src/store_dialect.cpp   # DDP_STORE_DIALECT
+  src/init.cpp)           # ddp::init
+if(DDP_WITH_CUDA)
+  target_sources(ddp PRIVATE src/cuda_probe.cpp)
+  target_link_libraries(ddp PRIVATE CUDA::cudart)
+  target_compile_definitions(ddp PRIVATE DDP_WITH_CUDA=1)
+else()
+  target_sources(ddp PRIVATE src/cuda_probe_none.cpp)
+endif()
+target_link_libraries(ddp PRIVATE ddp_collectives ddp_rendezvous Boost::headers)

@@ -1,0 +1,20 @@
+// CUDA build: the runtime API answers. Errors mean "no GPU" (cudaErrorInsufficientDriver on a
+// machine without a driver, cudaErrorNoDevice without a device).
+#include "runtime/src/cuda_probe.hpp"
+
+#include <cuda_runtime_api.h>
+
+namespace ddp::runtime {
+
+bool built_with_cuda() { return true; }
+
+int visible_cuda_devices() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky error for later callers
+    return 0;
+  }
+  return count;
+}
+
+}  // namespace ddp::runtime

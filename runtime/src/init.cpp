@@ -1,0 +1,98 @@
+// ddp::init: launcher environment -> store connection under the attempt's prefix -> default group.
+// Keys of attempt N live under "ddp/attempt_N/", so a restarted job never reads the addresses or
+// arrival marks its previous attempt left in the agent's store.
+#include "ddp/init.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+
+#include "collectives/blocking_group_store.hpp"
+#include "collectives/gloo/gloo_process_group.hpp"
+#include "common/check.hpp"
+#include "common/log.hpp"
+#include "ddp/error.hpp"
+#include "runtime/src/backend_choice.hpp"
+#include "runtime/src/launcher_env.hpp"
+#include "runtime/src/local_address.hpp"
+#include "runtime/src/store_dialect.hpp"
+#ifdef DDP_WITH_CUDA
+#include "collectives/nccl/nccl_process_group.hpp"
+#endif
+
+namespace ddp {
+namespace {
+
+constexpr int kMaxRanks = 1 << 20;
+
+std::string env_or(const char* name, const std::string& fallback) {
+  const char* value = std::getenv(name);
+  return value != nullptr && *value != '\0' ? value : fallback;
+}
+
+Context read_context() {
+  Context c;
+  c.world_size = runtime::required_env_int("WORLD_SIZE", 1, kMaxRanks);
+  c.rank = runtime::required_env_int("RANK", 0, kMaxRanks - 1);
+  if (c.rank >= c.world_size) {
+    throw ConfigError(fmt::format("environment variable RANK={} is not below WORLD_SIZE={}",
+                                  c.rank, c.world_size));
+  }
+  c.local_world_size = runtime::required_env_int("LOCAL_WORLD_SIZE", 1, kMaxRanks);
+  c.local_rank = runtime::required_env_int("LOCAL_RANK", 0, kMaxRanks - 1);
+  if (c.local_rank >= c.local_world_size) {
+    throw ConfigError(
+        fmt::format("environment variable LOCAL_RANK={} is not below LOCAL_WORLD_SIZE={}",
+                    c.local_rank, c.local_world_size));
+  }
+  c.master_addr = runtime::required_env("MASTER_ADDR");
+  c.master_port = runtime::required_env_int("MASTER_PORT", 1, 65535);
+  c.restart_count = runtime::env_int_or("TORCHELASTIC_RESTART_COUNT", 0, 0, 1 << 30);
+  return c;
+}
+
+std::shared_ptr<coll::GroupStore> connect_store(const Context& c, const InitOptions& options) {
+  rdzv::ConnectOptions connect;
+  connect.connect_timeout = options.store_timeout;
+  connect.call_timeout = options.store_timeout;
+  connect.dialect = runtime::store_dialect_from_env();
+  auto store = rdzv::BlockingStore::connect(c.master_addr, static_cast<std::uint16_t>(c.master_port),
+                                            connect, fmt::format("ddp/attempt_{}", c.restart_count));
+  store->set_timeout(options.store_timeout);
+  return std::make_shared<coll::BlockingGroupStore>(std::move(store));
+}
+
+std::shared_ptr<ProcessGroup> make_gloo_group(const Context& c, const InitOptions& options,
+                                              std::shared_ptr<coll::GroupStore> store) {
+  coll::GlooOptions gloo;
+  gloo.iface = env_or("GLOO_SOCKET_IFNAME", "");
+  if (gloo.iface.empty()) gloo.hostname = runtime::local_address_toward(c.master_addr, c.master_port);
+  gloo.timeout = options.timeout;
+  gloo.algorithm = coll::parse_allreduce_algorithm(env_or("DDP_ALLREDUCE_ALGORITHM", "ring"),
+                                                   "environment variable DDP_ALLREDUCE_ALGORITHM");
+  return coll::GlooProcessGroup::create(std::move(store), c.rank, c.world_size, gloo);
+}
+
+}  // namespace
+
+Context init(const InitOptions& options) {
+  Context c = read_context();
+  const std::string backend = runtime::choose_backend(options.backend);
+  auto store = connect_store(c, options);
+  auto world = store->with_prefix("world/");
+  if (backend == "nccl") {
+#ifdef DDP_WITH_CUDA
+    c.group = coll::make_nccl_group(std::move(world), c.rank, c.world_size, c.local_rank,
+                                    options.timeout);
+#endif
+  } else {
+    c.group = make_gloo_group(c, options, std::move(world));
+  }
+  DDP_CHECK(c.group != nullptr, "backend {} made no group", backend);
+  log::get("worker")->debug("ddp init rank={} world_size={} backend={} store={}:{} attempt={}",
+                            c.rank, c.world_size, backend, c.master_addr, c.master_port,
+                            c.restart_count);
+  return c;
+}
+
+}  // namespace ddp

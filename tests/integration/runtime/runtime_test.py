@@ -1,0 +1,50 @@
+"""libddp end to end: runtime_worker scenarios on N real processes (see runtime_launch.py).
+
+usage: runtime_test.py ops|subgroups|timeout|restart NPROC
+"""
+
+import sys
+
+import ddptest
+import runtime_launch
+from runtime_launch import MIB
+
+
+def expect_ok(nproc, args, code, out, scenario):
+    ddptest.check(code == 0, f"{scenario} exited {code}:\n{out}")
+    ok = out.count(f"OK {scenario}")
+    ddptest.check(ok == nproc, f"{ok} of {nproc} ranks printed 'OK {scenario}':\n{out}")
+
+
+def main():
+    scenario, nproc = sys.argv[1], int(sys.argv[2])
+    if scenario == "ops":
+        # sizes 1 and odd on every op x dtype (send/recv too), then 64 MiB tensors.
+        code, out = runtime_launch.launch(nproc, ["ops", "1", "1001"])
+        expect_ok(nproc, [], code, out, "ops")
+        code, out = runtime_launch.launch(nproc, ["ops-big", str(64 * MIB)], timeout=110)
+        expect_ok(nproc, [], code, out, "ops-big")
+    elif scenario == "subgroups":
+        code, out = runtime_launch.launch(nproc, ["subgroups"])
+        expect_ok(nproc, [], code, out, "subgroups")
+    elif scenario == "timeout":
+        code, out = runtime_launch.launch(nproc, ["timeout"])
+        leaver = nproc - 1
+        ddptest.check(f"LEAVING rank={leaver}" in out, f"rank {leaver} did not leave:\n{out}")
+        ddptest.check(out.count("OK timeout") == nproc - 1,
+                      f"not every remaining rank named rank {leaver}:\n{out}")
+        ddptest.check(f"rank [{leaver}] of {nproc} never arrived" in out,
+                      f"error does not name the missing rank:\n{out}")
+        ddptest.check(code == 0, f"exit code {code}:\n{out}")
+    elif scenario == "restart":
+        code, out = runtime_launch.launch(nproc, ["restart"], max_restarts=1)
+        ddptest.check("FAILING attempt=0 rank=1" in out, f"attempt 0 did not fail:\n{out}")
+        expect_ok(nproc, [], code, out, "restart attempt=1")
+    else:
+        ddptest.fail(f"unknown scenario {scenario}")
+    print(f"PASS runtime {scenario} nproc={nproc} "
+          f"({'ddprun' if runtime_launch.have_ddprun() else 'store + env by hand'})")
+
+
+if __name__ == "__main__":
+    main()
