@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# store.sh: PyTorch 1.13's own TCPStore server next to `ddp-store serve`, in one run, driven by
+# `ddp-bench store` at 64 clients, then again with 10,000 extra idle connections held open.
+# Both servers get the same client and the same bytes (the 1.13 dialect, which torch's server
+# requires). Prints a table of ops/s, p50 and p99 per server, and ddp-store's ops/s over torch's.
+#
+#   scripts/bench/store.sh [BUILD_DIR=build]
+# Env: SECONDS_PER_RUN (5), CLIENTS (64), IDLE (10000), OPS ("add get mixed").
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+build="$(cd "${1:-$here/../../build}" && pwd)"
+seconds="${SECONDS_PER_RUN:-5}"
+clients="${CLIENTS:-64}"
+idle="${IDLE:-10000}"
+ops="${OPS:-add get mixed}"
+bench="$build/bin/ddp-bench"
+work="$(mktemp -d /tmp/ddp-bench-store.XXXXXX)"
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+ulimit -n "$(ulimit -Hn)"
+
+# Starts a server whose first stdout line is "listening on H:P"; prints H:P.
+start_server() {
+  local name="$1"; shift
+  "$@" >"$work/$name.out" 2>"$work/$name.err" &
+  pids+=($!)
+  for _ in $(seq 1 300); do
+    if grep -q '^listening on ' "$work/$name.out" 2>/dev/null; then
+      awk '/^listening on /{print $3; exit}' "$work/$name.out"
+      return
+    fi
+    sleep 0.05
+  done
+  echo "store.sh: $name did not start: $(cat "$work/$name.err")" >&2
+  exit 1
+}
+
+torch_addr=$(start_server torch /usr/bin/python3 -c '
+import resource, signal, torch.distributed as dist
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+store = dist.TCPStore("127.0.0.1", 0, is_master=True, wait_for_workers=False)
+print(f"listening on 127.0.0.1:{store.port}", flush=True)
+signal.pause()')
+ddp_addr=$(start_server ddp-store "$build/bin/ddp-store" serve --host 127.0.0.1 --port 0)
+
+echo "store benchmark: $clients clients, ${seconds}s per run, dialect 1.13, $(nproc) cores"
+echo "torch 1.13 TCPStore at $torch_addr; ddp-store at $ddp_addr"
+printf '%-6s %-7s | %12s %8s %8s | %12s %8s %8s | %6s\n' op idle \
+  "torch ops/s" "p50 us" "p99 us" "ddp ops/s" "p50 us" "p99 us" ratio
+for extra in 0 "$idle"; do
+  for op in $ops; do
+    t=$("$bench" store --addr "$torch_addr" --clients "$clients" --seconds "$seconds" --op "$op" \
+        --idle "$extra" --dialect 113 --json)
+    d=$("$bench" store --addr "$ddp_addr" --clients "$clients" --seconds "$seconds" --op "$op" \
+        --idle "$extra" --dialect 113 --json)
+    printf '%-6s %-7s | %12.0f %8d %8d | %12.0f %8d %8d | %6.2f\n' "$op" "$extra" \
+      "$(jq .ops_per_s <<<"$t")" "$(jq .p50_us <<<"$t")" "$(jq .p99_us <<<"$t")" \
+      "$(jq .ops_per_s <<<"$d")" "$(jq .p50_us <<<"$d")" "$(jq .p99_us <<<"$d")" \
+      "$(jq -n "$(jq .ops_per_s <<<"$d") / $(jq .ops_per_s <<<"$t")")"
+  done
+done
