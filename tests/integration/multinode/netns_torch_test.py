@@ -11,6 +11,8 @@ from ddptest import check
 from netns_rig import Cluster, addr
 
 TRAIN = os.path.join(ddptest.SOURCE_DIR, "tests/integration/workers/torch_ddp_train.py")
+# Gloo picks its address by resolving the host name, which is 127.0.0.1 in every namespace.
+ENV = {"GLOO_SOCKET_IFNAME": "eth0"}
 
 
 def check_results(out_dir, world, what):
@@ -28,7 +30,7 @@ def static_two_nodes():
         with Cluster(2) as c:
             agents = [c.start(n, ["--nnodes=2", f"--node_rank={n - 1}", f"--master_addr={addr(1)}",
                                   "--master_port=29500", "--nproc_per_node=1",
-                                  "--python", ddptest.TORCH_PYTHON, TRAIN, out_dir])
+                                  "--python", ddptest.TORCH_PYTHON, TRAIN, out_dir], env=ENV)
                       for n in (1, 2)]
             for n, p in enumerate(agents, 1):
                 rc, err = netns_rig.finish(p, 90, f"static agent on node {n}")
@@ -44,11 +46,11 @@ def c10d_three_nodes():
         with Cluster(3) as c:
             args = netns_rig.c10d_args("3", "torch3")
             args[args.index("--python") + 1] = ddptest.TORCH_PYTHON
-            agents = [c.start(n, args + [TRAIN, out_dir]) for n in (3, 2, 1)]
+            agents = [c.start(n, args + [TRAIN, out_dir], env=ENV) for n in (3, 2, 1)]
             for p in agents:
                 rc, err = netns_rig.finish(p, 90, "c10d agent")
                 check(rc == 0, f"c10d agent exited {rc}\n{err}")
-                check(f"advertises" in err or "hosts the store" in err, "no address logged")
+                check("advertises" in err or "hosts the store" in err, "no address logged")
         check_results(out_dir, 3, "c10d 3-node")
     finally:
         ddptest.remove_tree(out_dir)
