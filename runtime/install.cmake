@@ -18,5 +18,7 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/ddpConfig.cmake
               ${CMAKE_CURRENT_BINARY_DIR}/ddpConfigVersion.cmake
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ddp)
 
+# ddp.pc finds its prefix relative to itself (${pcfiledir}), so an installed tree can be moved.
+file(RELATIVE_PATH DDP_PC_TO_PREFIX /${CMAKE_INSTALL_LIBDIR}/pkgconfig /)
 configure_file(cmake/ddp.pc.in ${CMAKE_CURRENT_BINARY_DIR}/ddp.pc @ONLY)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/ddp.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -14,9 +14,9 @@ def have_ddprun():
     return os.path.exists(os.path.join(ddptest.BIN_DIR, "ddprun"))
 
 
-def launch(nproc, worker_args, max_restarts=0, timeout=90, env=None):
-    """Runs the worker on nproc ranks; returns (exit code, combined output)."""
-    worker = ddptest.bin_path("runtime_worker")
+def launch(nproc, worker_args, max_restarts=0, timeout=90, env=None, program=None):
+    """Runs program (default runtime_worker) on nproc ranks; returns (exit code, output)."""
+    worker = program or ddptest.bin_path("runtime_worker")
     if have_ddprun():
         cmd = [ddptest.bin_path("ddprun"), f"--nproc_per_node={nproc}",
                f"--max_restarts={max_restarts}", "--monitor_interval=0.1", worker] + worker_args
