@@ -45,6 +45,26 @@ try:
     check(int(ok("num-keys", dialect="113")) == int(ok("num-keys", dialect="2")) == 2,
           "num-keys in both dialects")
 
+    # The rest of the Store API through BlockingStore, in both dialects (append in 2.x only).
+    for dialect in ("2", "113"):
+        prefix = f"/p{dialect}"
+        ok("set", prefix + "/from_peer", "hi", dialect="113")
+        probe = subprocess.run([ddptest.bin_path("store-client-probe"), "127.0.0.1",
+                                ADDR.split(":")[1], dialect, prefix],
+                               capture_output=True, text=True, timeout=30)
+        check(probe.returncode == 0, f"probe {dialect}: exit {probe.returncode}: {probe.stderr}")
+        lines = dict(line.split("=", 1) for line in probe.stdout.split())
+        expected = {"multi_get": "1,22", "check_present": "1", "check_missing": "0", "add": "41",
+                    "compare_set": "33", "delete": "1", "get_from_peer": "hi"}
+        if dialect == "2":
+            expected["append"] = "33x"
+        for name, value in expected.items():
+            check(lines.get(name) == value,
+                  f"probe {dialect} {name}={lines.get(name)!r}, expected {value!r}")
+        written = expected.get("append", "33").encode()
+        check(ok("get", prefix + "/b", dialect="113").strip() == written,
+              "verb reads what the probe wrote")
+
     # A 2.x wait that times out cancels with CANCEL_WAIT; a 1.13 one closes its connection.
     for dialect in ("2", "113"):
         result = verb("wait", "/never", dialect=dialect, timeout=0.3)

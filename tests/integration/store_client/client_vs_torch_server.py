@@ -81,6 +81,22 @@ check(b"wait(/never) timed out after 500ms at " + ADDR.encode() in result.stderr
 # After that timed-out wait (1.13 has no CANCEL_WAIT) the server still serves everyone.
 check(store.get("a") == binary, "server unhappy after a timed-out wait")
 
+# The rest of the Store API through BlockingStore with a key prefix: multi_get and multi_set
+# (one GET/SET per key in this dialect), check, add, compare_set, delete, get, num_keys.
+store.set("pfx/from_peer", "hello")
+keys_before = store.num_keys()
+probe = subprocess.run([ddptest.bin_path("store-client-probe"), "127.0.0.1", str(store.port),
+                        "113", "/pfx"], capture_output=True, text=True, timeout=30)
+check(probe.returncode == 0, f"probe: exit {probe.returncode}: {probe.stderr}")
+lines = dict(line.split("=", 1) for line in probe.stdout.split())
+expected = {"multi_get": "1,22", "check_present": "1", "check_missing": "0", "add": "41",
+            "compare_set": "33", "delete": "1", "get_from_peer": "hello"}
+for name, value in expected.items():
+    check(lines.get(name) == value, f"probe {name}={lines.get(name)!r}, expected {value!r}")
+check(store.get("pfx/b") == b"33" and store.get("pfx/n") == b"41", "PyTorch reads probe's keys")
+check(int(lines["num_keys"]) == store.num_keys() == keys_before + 2,
+      f"num_keys {lines['num_keys']} vs PyTorch {store.num_keys()}")
+
 # The 2.x dialect against a 1.13 server: refused at once with a hint, not retried until timeout.
 start = time.monotonic()
 result = verb("get", "/a", dialect="2", timeout=20)
