@@ -54,6 +54,7 @@ void ServerConnection::close() {
   socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
   socket_.close(ignored);
   drained_.cancel();
+  if (auto on_close = std::exchange(on_close_, nullptr)) on_close();
 }
 
 asio::awaitable<void> ServerConnection::serve() {

@@ -11,6 +11,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -27,6 +28,9 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   boost::asio::awaitable<void> serve();
   // Closes the socket and detaches from the table (the table may be destroyed after this).
   void close();
+  // Called once, from close(): the server forgets the connection. The caller of close() must
+  // hold a reference of its own.
+  void set_on_close(std::function<void()> on_close) { on_close_ = std::move(on_close); }
 
   // "host:port" of the peer, for log lines.
   const std::string& peer() const { return peer_; }
@@ -47,7 +51,8 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   bool writing_ = false;
   bool finished_ = false;  // serve() has returned; close once the queue is written
   bool closed_ = false;
-  boost::asio::steady_timer drained_;  // cancelled when queued output falls below the high mark
+  boost::asio::steady_timer drained_;
+  std::function<void()> on_close_;  // cancelled when queued output falls below the high mark
 };
 
 }  // namespace ddp::rdzv

@@ -106,21 +106,20 @@ asio::awaitable<void> accept_loop(std::shared_ptr<Shared> shared, KeyTable* tabl
                                                          std::span(shared->read_buffer));
     ServerConnection* key = connection.get();
     shared->live.emplace(key, connection);
+    // Forgotten when closed: at the end of serve(), or after its last write, or by stop().
+    connection->set_on_close([weak = std::weak_ptr<Shared>(shared), key] {
+      if (auto alive = weak.lock()) alive->live.erase(key);
+    });
     asio::co_spawn(executor, connection->serve(),
-                   [shared, key, log](std::exception_ptr error) {
-                     auto it = shared->live.find(key);
-                     if (it == shared->live.end()) return;  // stop() closed it
-                     if (error) {
-                       try {
-                         std::rethrow_exception(error);
-                       } catch (const std::exception& e) {
-                         log->warn("closing store connection from {}: {}", it->second->peer(),
-                                   e.what());
-                       }
-                       it->second->close();
+                   [connection, log](std::exception_ptr error) {
+                     if (!error) return;
+                     try {
+                       std::rethrow_exception(error);
+                     } catch (const std::exception& e) {
+                       log->warn("closing store connection from {}: {}", connection->peer(),
+                                 e.what());
                      }
-                     // Otherwise serve() has closed it, or its last write will.
-                     shared->live.erase(it);
+                     connection->close();
                    });
   }
 }

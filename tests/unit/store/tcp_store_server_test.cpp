@@ -112,6 +112,7 @@ TEST_CASE("a waiting client that disconnects is forgotten") {
     return false;
   }();
   CHECK(forgotten);
+  CHECK(server.connection_count() == 1);  // the waiter's connection is gone too
   other.send(cat({byte(0), str("/never"), str("x")}));
   CHECK(other.call(hex("06"), 8) == u64le(1));
 }
