@@ -104,6 +104,7 @@ void OrphanGuard::start() {
     log::get("agent")->warn("orphan guard not started: fork: {}", std::strerror(fork_errno));
     return;
   }
+  ::setpgid(pid, pid);  // from this side too, so no Ctrl-C can reach it before it runs
   watchdog_ = pid;
   socket_ = fds[0];
 }

@@ -285,6 +285,9 @@ bool WorkerGroup::running() const { return impl_->any_running(); }
 
 void become_child_subreaper() {
   make_child_subreaper();
+  // A console reader that goes away (ddprun ... | head) must not kill the supervisor: console
+  // writes then fail with EPIPE and that stream stops. Workers get SIGPIPE back at exec.
+  std::signal(SIGPIPE, SIG_IGN);
   OrphanGuard::instance();  // fork the watchdog now, while the agent is small
 }
 

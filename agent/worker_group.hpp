@@ -81,7 +81,9 @@ class WorkerGroup {
 };
 
 // Makes this process a child subreaper (grandchildren whose parent dies are reparented to us and
-// reaped). Call once from main before any worker starts.
+// reaped), starts the orphan guard's watchdog, and ignores SIGPIPE (a closed console must not
+// kill the agent). Call once from main before any worker starts. Throws IoError if the kernel
+// refuses the subreaper attribute.
 void become_child_subreaper();
 
 }  // namespace ddp::agent

@@ -75,7 +75,7 @@ TEST_CASE("a partial last line is flushed when the worker exits", "[output]") {
   CHECK(f.err.text() == "err\n");
 }
 
-TEST_CASE("--label prefixes every console line with [host:rank]", "[output]") {
+TEST_CASE("with label on, every console line starts with [host:rank] (--label)", "[output]") {
   Fixture f;
   auto options = f.options();
   options.label = true;
@@ -87,7 +87,7 @@ TEST_CASE("--label prefixes every console line with [host:rank]", "[output]") {
   CHECK(f.err.text() == "[node7:5]: oops\n");
 }
 
-TEST_CASE("--redirects writes the files and keeps the console clean", "[output]") {
+TEST_CASE("redirected streams go to their files, not the console (--redirects)", "[output]") {
   Fixture f;
   WorkerGroup group(f.io, f.options());
   auto spec = sh_worker("echo to-out; echo to-err >&2; printf tail >&2");
@@ -112,7 +112,7 @@ TEST_CASE("--redirects writes the files and keeps the console clean", "[output]"
   }
 }
 
-TEST_CASE("--tee writes the files and the console with torchrun's [default0]: prefix",
+TEST_CASE("teed streams go to the files and the console with a [default0]: prefix (--tee)",
           "[output]") {
   Fixture f;
   auto spec = sh_worker("echo a; echo b >&2", 2);
