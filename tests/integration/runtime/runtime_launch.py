@@ -51,6 +51,7 @@ def _run_attempt(nproc, worker, worker_args, port, attempt, timeout, env, output
         worker_env.update({"RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": str(nproc),
                            "LOCAL_WORLD_SIZE": str(nproc), "GROUP_RANK": "0",
                            "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port,
+                           "TORCHELASTIC_USE_AGENT_STORE": "True",
                            "TORCHELASTIC_RESTART_COUNT": str(attempt)})
         procs.append(ddptest.spawn([worker] + worker_args, env=worker_env, stdout=subprocess.PIPE,
                                    stderr=subprocess.STDOUT, text=True))

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# allreduce.sh: float32 sum all_reduce, side by side in one run on NPROC ranks: libddp
+# (ddp-bench allreduce --mode ddp), Gloo called directly with the same algorithm (--mode gloo),
+# and PyTorch 1.13's gloo all_reduce (torch_allreduce.py under /usr/bin/python3). Prints bus
+# bandwidth per size and the ratios ddp/gloo (goal >= 0.95) and ddp/torch (goal >= 1).
+# Each launch goes through `ddprun --nproc_per_node=NPROC` when it is built.
+#
+#   scripts/bench/allreduce.sh [BUILD_DIR=build] [SIZES=4K..256M]
+# Env: NPROC (2), ALGORITHM (ring), ROUNDS (1: each mode runs ROUNDS times, interleaved; the
+# best busbw per size is kept, which damps the noise of a shared 2-core machine).
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+build="$(cd "${1:-$here/../../build}" && pwd)"
+sizes="${2:-4K..256M}"
+nproc="${NPROC:-2}"
+algorithm="${ALGORITHM:-ring}"
+rounds="${ROUNDS:-1}"
+work="$(mktemp -d /tmp/ddp-bench-allreduce.XXXXXX)"
+store_pid=""
+cleanup() {
+  [ -n "$store_pid" ] && kill "$store_pid" 2>/dev/null || true
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+# launch PROGRAM ARGS...: runs PROGRAM on $nproc ranks, stdout of all ranks to stdout.
+launch() {
+  if [ -x "$build/bin/ddprun" ]; then
+    PYTHON_EXEC=/usr/bin/python3 "$build/bin/ddprun" --nproc_per_node="$nproc" "$@"
+    return
+  fi
+  # No ddprun yet: a fresh ddp-store per launch (no stale keys) and the launcher's variables.
+  "$build/bin/ddp-store" serve --host 127.0.0.1 --port 0 >"$work/store.out" 2>/dev/null &
+  store_pid=$!
+  for _ in $(seq 100); do grep -q listening "$work/store.out" && break; sleep 0.05; done
+  local port pids=() rank
+  port="$(sed -n 's/^listening on .*:\([0-9]*\)$/\1/p' "$work/store.out")"
+  local program="$1"; shift
+  case "$program" in *.py) set -- -u "$program" "$@"; program=/usr/bin/python3 ;; esac
+  for ((rank = 0; rank < nproc; rank++)); do
+    RANK=$rank LOCAL_RANK=$rank WORLD_SIZE=$nproc LOCAL_WORLD_SIZE=$nproc GROUP_RANK=0 \
+      MASTER_ADDR=127.0.0.1 MASTER_PORT="$port" TORCHELASTIC_RESTART_COUNT=0 \
+      TORCHELASTIC_USE_AGENT_STORE=True \
+      "$program" "$@" &
+    pids+=($!)
+  done
+  for pid in "${pids[@]}"; do wait "$pid"; done
+  kill "$store_pid"
+  wait "$store_pid" 2>/dev/null || true
+  store_pid=""
+}
+
+for ((round = 0; round < rounds; round++)); do
+  launch "$build/bin/ddp-bench" allreduce --mode ddp --algorithm "$algorithm" --sizes "$sizes" \
+    --json --check >>"$work/ddp.jsonl"
+  launch "$build/bin/ddp-bench" allreduce --mode gloo --algorithm "$algorithm" --sizes "$sizes" \
+    --json >>"$work/gloo.jsonl"
+  byte_sizes="$(sed -n 's/.*"size_bytes":\([0-9]*\).*/\1/p' "$work/ddp.jsonl" | sort -un | tr '\n' ' ')"
+  # shellcheck disable=SC2086
+  launch "$here/torch_allreduce.py" $byte_sizes >>"$work/torch.jsonl"
+done
+
+python3 - "$work" "$nproc" "$algorithm" <<'PY'
+import json, os, sys
+work, nproc, algorithm = sys.argv[1], sys.argv[2], sys.argv[3]
+best = {}
+for mode in ("ddp", "gloo", "torch"):
+    for line in open(os.path.join(work, f"{mode}.jsonl")):
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        r = json.loads(line)
+        if r.get("check", "ok") != "ok":
+            sys.exit(f"ddp all_reduce gave a wrong result at {r['size_bytes']} bytes")
+        key = (mode, r["size_bytes"])
+        best[key] = max(best.get(key, 0.0), r["busbw_gbps"])
+sizes = sorted({s for (_, s) in best})
+def fmt(n):
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n % (1 << shift) == 0:
+            return f"{n >> shift}{unit}"
+    return f"{n}B"
+print(f"all_reduce float32 sum, {nproc} ranks, {algorithm}: bus bandwidth GB/s (best of rounds)")
+print(f"{'size':>8} {'ddp':>8} {'gloo':>8} {'torch':>8} {'ddp/gloo':>9} {'ddp/torch':>10}")
+for s in sizes:
+    d, g, t = (best.get((m, s), float("nan")) for m in ("ddp", "gloo", "torch"))
+    print(f"{fmt(s):>8} {d:8.3f} {g:8.3f} {t:8.3f} {d / g:9.2f} {d / t:10.2f}")
+PY
