@@ -5,6 +5,7 @@
 #include "rendezvous/c10d_backend.hpp"
 
 #include <boost/asio/ip/address.hpp>
+#include <boost/asio/ip/tcp.hpp>
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -29,6 +30,19 @@ bool is_v6_literal(const std::string& host) {
   return !ec && addr.is_v6();
 }
 
+// True when binding host:port fails because the address is in use (port 0 is never taken).
+bool port_is_taken(const std::string& host, std::uint16_t port) {
+  if (port == 0) return false;
+  boost::asio::io_context io;
+  boost::asio::ip::tcp::acceptor probe(io);
+  const boost::asio::ip::tcp::endpoint endpoint(asio::ip::make_address(host), port);
+  boost::system::error_code ec;
+  probe.open(endpoint.protocol(), ec);
+  if (!ec) probe.set_option(boost::asio::socket_base::reuse_address(true), ec);
+  if (!ec) probe.bind(endpoint, ec);
+  return ec == boost::asio::error::address_in_use;
+}
+
 class C10dBackend final : public Rendezvous {
  public:
   C10dBackend(boost::asio::io_context& io, const C10dOptions& options)
@@ -36,7 +50,12 @@ class C10dBackend final : public Rendezvous {
     C10dSettings& s = options_.settings;
     bind_host_ = is_v6_literal(options_.endpoint_host) ? "::" : "0.0.0.0";
     const bool want_host = options_.is_host.value_or(is_local_host(options_.endpoint_host));
-    if (want_host) {
+    if (want_host && !options_.is_host && port_is_taken(bind_host_, options_.endpoint_port)) {
+      // Another agent on this machine hosts it already (many agents on one host): be a client
+      // without the server's costly search for the port's owner.
+      logger()->info("c10d: port {} is taken on this machine; joining as a client",
+                     options_.endpoint_port);
+    } else if (want_host) {
       try {
         server_ = std::make_unique<TcpStoreServer>(io_, bind_host_, options_.endpoint_port);
         server_->start();
@@ -115,6 +134,9 @@ class C10dBackend final : public Rendezvous {
       ConnectOptions connect_options;
       connect_options.connect_timeout = s.join_timeout;
       connect_options.call_timeout = options_.read_timeout;
+      // Agents usually start together and the host may bind a moment after its clients try:
+      // retry often (the client adds jitter), so nobody sleeps through the round.
+      connect_options.max_backoff = std::chrono::milliseconds(200);
       client_ = co_await TcpStoreClient::connect(options_.endpoint_host, s.store_port,
                                                  connect_options);
       client_->set_timeout(options_.read_timeout);

@@ -173,11 +173,18 @@ asio::awaitable<void> C10dRendezvous::exit_barrier() {
     co_await store_.set(keys::all_finished(round), to_bytes("1"));
   }
   asio::steady_timer tick(executor_);
-  const milliseconds period = std::min(poll_period(settings_.keep_alive_interval),
-                                       milliseconds(200));
+  // A bounded wait, not a poll: it returns as soon as the last node finishes, and it holds the
+  // connection at most half a heartbeat interval, so the monitor's heartbeats still go out.
+  const milliseconds period = poll_period(settings_.keep_alive_interval);
   std::int64_t lost = 0;
   for (;;) {
-    if (co_await store_.check(c10d_keys::one(keys::all_finished(round)))) break;
+    bool all_finished = true;
+    try {
+      co_await store_.wait(c10d_keys::one(keys::all_finished(round)), period);
+    } catch (const TimeoutError&) {
+      all_finished = false;
+    }
+    if (all_finished) break;
     if (m && m->error) {
       logger()->warn("exit barrier abandoned: the store is gone");
       co_return;
@@ -193,8 +200,6 @@ asio::awaitable<void> C10dRendezvous::exit_barrier() {
                      fmt::format("{}", fmt::join(m->changes.lost, ", ")));
       break;
     }
-    tick.expires_after(period);
-    co_await tick.async_wait(asio::use_awaitable);
   }
   const auto left = co_await store_.add(keys::left(round), 1);
   if (!self_.is_host) co_return;

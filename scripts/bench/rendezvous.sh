@@ -37,6 +37,7 @@ run_agents() {  # run_agents LAUNCHER K OUT [extra ddprun args...]; waits for ev
     fi
     pids+=($!)
   done
+  LAUNCHED=$(now)
   local failed=0
   for p in "${pids[@]}"; do wait "$p" || failed=$((failed + 1)); done
   [ "$failed" = 0 ] || echo "  warning: $failed agent(s) exited non-zero (logs in $out.agent*.log)" >&2
@@ -54,8 +55,8 @@ scale() {  # scale LAUNCHER K
   started=$(ls "$out" | grep -c "^world${k}_rank" || true)
   local last
   last=$(latest_start "$out" "$k")
-  printf '%-8s K=%-5d workers started %d/%d  first agent start -> last worker start: %.2f s\n' \
-    "$launcher" "$k" "$started" "$k" "$(echo "$last - $t0" | bc -l)"
+  printf '%-8s K=%-5d workers started %d/%d  first agent start -> last worker start: %.2f s (last agent launched at %.2f s)\n' \
+    "$launcher" "$k" "$started" "$k" "$(echo "$last - $t0" | bc -l)" "$(echo "$LAUNCHED - $t0" | bc -l)"
   PORT=$((PORT + 1))
 }
 
