@@ -11,7 +11,9 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -54,10 +56,16 @@ struct Run {
   int running = 0;
 };
 
-// Opens `count` plain connections (at most kInFlight connecting at once, so the server's listen
-// backlog is not flooded) and keeps them in `out`. Idle sockets are what a 1.13 client's callback
-// socket is, and what every waiting worker looks like to the store.
+// Opens `count` connections (at most kInFlight connecting at once, so the server's listen backlog
+// is not flooded) and keeps them in `out`, silent: what every waiting worker looks like to the
+// store. Each first makes one round trip (the 2.x handshake, or a 1.13 GETNUMKEYS), so that the
+// server has accepted and registered all of them before the clock starts.
 asio::awaitable<void> open_idle(const Options& o, int count, std::vector<tcp::socket>& out) {
+  const bool is_113 = o.dialect == "113";
+  const std::vector<std::uint8_t> get_num_keys{0x06};
+  const std::vector<std::uint8_t> validate_ping{0x00, 0xCE, 0xF7, 0x85, 0x3C, 0x0D, 1, 2, 3, 4};
+  const auto& hello = is_113 ? get_num_keys : validate_ping;
+  const std::size_t reply_bytes = is_113 ? 8 : 4;
   constexpr int kInFlight = 128;
   auto executor = co_await asio::this_coro::executor;
   tcp::resolver resolver(executor);
@@ -69,6 +77,9 @@ asio::awaitable<void> open_idle(const Options& o, int count, std::vector<tcp::so
       ++next;
       tcp::socket socket(executor);
       co_await asio::async_connect(socket, endpoints, asio::use_awaitable);
+      co_await asio::async_write(socket, asio::buffer(hello), asio::use_awaitable);
+      std::vector<std::uint8_t> reply(reply_bytes);
+      co_await asio::async_read(socket, asio::buffer(reply), asio::use_awaitable);
       out.push_back(std::move(socket));
     }
   };
