@@ -64,14 +64,23 @@ asio::awaitable<void> ServerConnection::serve() {
   socket_.non_blocking(true, ec);
   socket_.set_option(asio::ip::tcp::no_delay(true), ec);
   wire::Buffer reply;
+  // Asio's reactor is edge-triggered and an async_wait is not speculative: readiness that the
+  // reactor saw while no wait was queued is not reported again. Between a read and the next
+  // wait this coroutine does not yield, so only after a yield (the start, a backpressure pause)
+  // is a read tried before waiting.
+  bool read_before_waiting = true;
   while (!closed_) {
-    co_await socket_.async_wait(asio::ip::tcp::socket::wait_read,
-                                asio::redirect_error(asio::use_awaitable, ec));
-    if (closed_ || ec) break;
+    if (!read_before_waiting) {
+      co_await socket_.async_wait(asio::ip::tcp::socket::wait_read,
+                                  asio::redirect_error(asio::use_awaitable, ec));
+      if (closed_ || ec) break;
+    }
+    read_before_waiting = false;
     // Drain what the kernel has, then flush the replies of the whole batch in one write.
     bool open = true;
     while (open && !closed_) {
-      const std::size_t n = socket_.read_some(asio::buffer(read_buffer_.data(), read_buffer_.size()), ec);
+      const std::size_t n =
+          socket_.read_some(asio::buffer(read_buffer_.data(), read_buffer_.size()), ec);
       if (ec == asio::error::would_block || ec == asio::error::try_again) break;
       if (ec || n == 0) {
         if (ec && ec != asio::error::eof && ec != asio::error::connection_reset) {
@@ -88,6 +97,7 @@ asio::awaitable<void> ServerConnection::serve() {
     while (!closed_ && pending_.size() + in_flight_.size() > kHighWater) {
       drained_.expires_at(asio::steady_timer::time_point::max());
       co_await drained_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+      read_before_waiting = true;
     }
   }
   // Let queued replies (e.g. to the request before a bad one) go out before closing.
@@ -117,6 +127,15 @@ bool ServerConnection::consume(std::span<const std::uint8_t> data, wire::Buffer&
 
 void ServerConnection::send(wire::Buffer bytes) {
   if (closed_) return;
+  if (!writing_ && pending_.empty()) {
+    // Most replies fit the socket buffer: write them now, without a completion handler. An
+    // error here is reported by the async_write below (never close from inside a KeyTable
+    // callback).
+    boost::system::error_code ec;
+    const std::size_t n = socket_.write_some(asio::buffer(bytes), ec);
+    if (!ec && n == bytes.size()) return;
+    bytes.erase(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(ec ? 0 : n));
+  }
   if (pending_.empty()) {
     pending_ = std::move(bytes);
   } else {
