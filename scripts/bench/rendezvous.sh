@@ -73,10 +73,14 @@ node_loss() {
     pids+=($!)
   done
   until [ "$(ls "$out" | grep -c '^world3_' || true)" = 3 ]; do sleep 0.05; done
+  # Kill an agent that does not host the store (group rank 0 hosts it).
+  local victim
+  victim=$(grep -L "hosts the store" "$out".agent*.log | head -1 | sed 's/.*agent\([0-9]*\)\.log/\1/')
   local t0
   t0=$(now)
-  kill -9 "${pids[2]}"
-  wait "${pids[0]}" "${pids[1]}" || true
+  kill -9 "${pids[$victim]}"
+  unset "pids[$victim]"
+  wait "${pids[@]}" || true
   local last
   last=$(latest_start "$out" 2)
   printf 'node loss (interval 1 s, 2 attempts): SIGKILL -> both survivors restarted: %.2f s\n' \
