@@ -13,7 +13,6 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <boost/asio/use_future.hpp>
 
 #include <catch2/catch.hpp>
 
@@ -99,11 +98,17 @@ void run_both(WireDialect dialect) {
   asio::io_context io;
   TcpStoreServer server(io, "127.0.0.1", 0);
   server.start();
-  auto done = asio::co_spawn(io, exercise(server.port(), dialect, server), asio::use_future);
+  bool finished = false;
+  std::exception_ptr error;
+  asio::co_spawn(io, exercise(server.port(), dialect, server), [&](std::exception_ptr e) {
+    finished = true;
+    error = e;
+    server.stop();
+    io.stop();
+  });
   io.run_for(30s);
-  server.stop();
-  REQUIRE(done.wait_for(0s) == std::future_status::ready);
-  done.get();
+  REQUIRE(finished);
+  if (error) std::rethrow_exception(error);
 }
 
 }  // namespace

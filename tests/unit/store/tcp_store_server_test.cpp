@@ -174,3 +174,27 @@ TEST_CASE("a large value arrives intact in both directions") {
   const ByteVec reply = client.call(cat({byte(2), str("/big")}), 8 + value.size());
   CHECK(reply == cat({u64le(value.size()), value}));
 }
+
+TEST_CASE("requests sent right after connecting are answered") {
+  ServerThread server;
+  for (int i = 0; i < 300; ++i) {
+    RawClient client(server.port());
+    CHECK(client.call(hex("06"), 8) == u64le(0));
+  }
+}
+
+TEST_CASE("a client that reads its replies late is paused, then served in full") {
+  ServerThread server;
+  RawClient client(server.port());
+  const ByteVec value(1 << 20, 0xAB);
+  client.send(cat({byte(0), str("/mb"), u64le(value.size()), value}));
+  // 40 GETs: 40 MiB of replies, past the 16 MiB the server queues before it stops reading.
+  ByteVec requests;
+  for (int i = 0; i < 40; ++i) requests = cat({requests, byte(2), str("/mb")});
+  client.send(requests);
+  for (int i = 0; i < 40; ++i) {
+    INFO("reply " << i);
+    REQUIRE(client.recv(8 + value.size()) == cat({u64le(value.size()), value}));
+  }
+  CHECK(client.call(hex("06"), 8) == u64le(1));
+}
