@@ -37,15 +37,16 @@ std::minstd_rand& rng() {
   return engine;
 }
 
+}  // namespace
+
 // "Equal jitter": half the backoff is fixed, the other half random, so that many clients started
 // together (every worker of a job) spread out without any of them retrying too eagerly.
 std::chrono::milliseconds jittered(std::chrono::milliseconds backoff) {
   const auto half = std::max<std::int64_t>(backoff.count() / 2, 1);
-  std::uniform_int_distribution<std::int64_t> extra(0, half);
+  const auto spread = std::max<std::int64_t>(backoff.count() - half, 0);
+  std::uniform_int_distribution<std::int64_t> extra(0, spread);
   return std::chrono::milliseconds(half + extra(rng()));
 }
-
-}  // namespace
 
 std::string format_duration(std::chrono::milliseconds d) {
   if (d.count() % 1000 == 0) return fmt::format("{}s", d.count() / 1000);

@@ -83,4 +83,8 @@ class StoreConnection {
 // "30s" for whole seconds, else "1500ms": how durations appear in error messages.
 std::string format_duration(std::chrono::milliseconds d);
 
+// The pause before the next connect attempt: a random duration in [backoff/2, backoff] (at least
+// 1 ms).
+std::chrono::milliseconds jittered(std::chrono::milliseconds backoff);
+
 }  // namespace ddp::rdzv::detail

@@ -166,7 +166,10 @@ DecodeStatus ReplyDecoder::consume(ByteSpan data, std::size_t& used) {
       scalar_bytes_ = 0;
       in_body_ = true;
       values_.emplace_back();
-      values_.back().reserve(body_left_);
+      // Reserve what has arrived or a bounded amount, not what the peer claims: a length near
+      // the limit must not allocate before its bytes come.
+      values_.back().reserve(static_cast<std::size_t>(
+          std::min<std::uint64_t>(body_left_, std::max<std::size_t>(data.size() - pos, 1 << 16))));
     }
     const auto take = static_cast<std::size_t>(
         std::min<std::uint64_t>(body_left_, data.size() - pos));

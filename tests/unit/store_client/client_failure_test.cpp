@@ -3,7 +3,10 @@
 // names host:port and the operation.
 #include "rendezvous/tcp_store_client.hpp"
 
+#include <set>
+
 #include "ddp/error.hpp"
+#include "rendezvous/store_connection.hpp"
 #include "tests/unit/store_client/scripted_server.hpp"
 
 namespace ddp::rdzv {
@@ -177,3 +180,30 @@ TEST_CASE("a PING answered with the wrong nonce fails the connect", "[client][io
 
 }  // namespace
 }  // namespace ddp::rdzv
+
+namespace ddp::rdzv::detail {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST_CASE("connect pauses are jittered within half to all of the backoff", "[client][backoff]") {
+  std::set<std::int64_t> seen;
+  for (int i = 0; i < 200; ++i) {
+    const auto pause = jittered(100ms);
+    CHECK(pause >= 50ms);
+    CHECK(pause <= 100ms);
+    seen.insert(pause.count());
+  }
+  CHECK(seen.size() > 10);  // spread out, not one fixed value
+  CHECK(jittered(1ms) >= 1ms);
+  CHECK(jittered(0ms) >= 1ms);
+}
+
+TEST_CASE("durations in messages are whole seconds or milliseconds", "[client]") {
+  CHECK(format_duration(30s) == "30s");
+  CHECK(format_duration(1500ms) == "1500ms");
+  CHECK(format_duration(0ms) == "0s");
+}
+
+}  // namespace
+}  // namespace ddp::rdzv::detail
