@@ -11,7 +11,7 @@ namespace ddp::rdzv::c10d_keys {
 inline constexpr const char* kClosed = "closed";      // why the job ended (failed, finished)
 inline constexpr const char* kRestarts = "restarts";  // counter: job-wide restarts spent
 inline constexpr const char* kLatest = "latest";      // the last round that closed
-inline constexpr const char* kClosedSize = "closed";  // value of r<N>/size when the job ended
+inline constexpr const char* kClosedSize = "closed";  // r<N>/size and r<N>/assignment of a round the job ended before
 
 // A one-key list for check/wait. (A braced list inside a co_await expression trips GCC 12.)
 inline std::vector<std::string> one(std::string key) { return std::vector<std::string>(1, std::move(key)); }

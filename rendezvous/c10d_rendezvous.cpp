@@ -74,12 +74,14 @@ asio::awaitable<RendezvousInfo> C10dRendezvous::next_round(int local_world_size)
   }
   current_.reset();
   Joined joined;
+  C10dAssignment assignment;
   for (;;) {
     joined = co_await join(round, local_world_size, expected);
-    joined.size = co_await wait_closed(joined, expected, deadline);
-    if (joined.index <= joined.size) break;
+    assignment = co_await wait_closed(joined, expected, deadline);
+    if (assignment.group_rank_of(joined.index)) break;
     // Late: the round closed without us. Running members restart for us when there is room
     // ("waiting"); a full round only learns that we stand by for the next one.
+    joined.size = static_cast<int>(assignment.members.size());
     if (joined.size < settings_.max_nodes) {
       co_await store_.append(keys::change(round), waiting_line(self_.name));
       logger()->info("round {} of run {} closed with {} node(s) before this node joined; waiting "
@@ -93,21 +95,15 @@ asio::awaitable<RendezvousInfo> C10dRendezvous::next_round(int local_world_size)
     expected = co_await expected_members(round);
     ++round;
   }
-  const C10dAssignment assignment = decode_assignment(
-      co_await store_.get(keys::assignment(round)), keys::assignment(round));
-  const std::optional<int> group_rank = assignment.group_rank_of(joined.index);
-  if (!group_rank) {
-    throw InternalError(fmt::format("c10d rendezvous: node {} (arrival {}) is missing from the "
-                                    "assignment of round {}", self_.name, joined.index, round));
-  }
+  const int group_rank = *assignment.group_rank_of(joined.index);
   current_ = assignment;
   current_index_ = joined.index;
-  RendezvousInfo info = info_for(assignment, *group_rank, settings_.run_id);
+  RendezvousInfo info = info_for(assignment, group_rank, settings_.run_id);
   logger()->info("round closed run={} round={} group_rank={} group_world_size={} world_size={} "
                  "restart_count={} master={}:{}", settings_.run_id, round, info.group_rank,
                  info.group_world_size, info.world_size, info.restart_count, info.master_addr,
                  info.master_port);
-  start_monitor(assignment, *group_rank);
+  start_monitor(assignment, group_rank);
   co_return info;
 }
 
@@ -159,7 +155,7 @@ asio::awaitable<C10dRendezvous::Joined> C10dRendezvous::join(int round, int loca
   co_return joined;
 }
 
-asio::awaitable<int> C10dRendezvous::wait_closed(const Joined& joined, int expected,
+asio::awaitable<C10dAssignment> C10dRendezvous::wait_closed(const Joined& joined, int expected,
                                                  Clock::time_point deadline) {
   const int round = joined.round;
   if (joined.index == settings_.max_nodes ||
@@ -174,21 +170,21 @@ asio::awaitable<int> C10dRendezvous::wait_closed(const Joined& joined, int expec
     if (last_call) wake = std::min(wake, *last_call);
     const auto wait_for = std::max(milliseconds(1),
                                    std::chrono::duration_cast<milliseconds>(wake - now));
+    // The assignment, not the size: one wake-up and one read per node when the round closes.
     bool closed = true;
     try {
-      co_await store_.wait(c10d_keys::one(keys::size(round)), wait_for);
+      co_await store_.wait(c10d_keys::one(keys::assignment(round)), wait_for);
     } catch (const TimeoutError&) {
       closed = false;
     }
     if (closed) {
-      const Bytes value = co_await store_.get(keys::size(round));
-      const auto size = leading_int(value);
-      if (!size) {
+      const Bytes value = co_await store_.get(keys::assignment(round));
+      if (value == to_bytes(keys::kClosedSize)) {
         co_await throw_if_closed();
         throw RendezvousClosedError(fmt::format("c10d rendezvous run={} round={} was closed",
                                                 settings_.run_id, round));
       }
-      co_return static_cast<int>(*size);
+      co_return decode_assignment(value, keys::assignment(round));
     }
     const int arrived = static_cast<int>(co_await store_.add(keys::join(round), 0));
     if (last_call && Clock::now() >= *last_call) {
@@ -293,7 +289,10 @@ asio::awaitable<void> C10dRendezvous::close_job(const std::string& why) {
   if (current_) {
     co_await store_.append(keys::change(current_->round), closed_line(why));
     // Nodes already waiting for the next round wake up and see the job closed.
-    co_await store_.compare_set(keys::size(current_->round + 1), {}, to_bytes(keys::kClosedSize));
+    const Bytes closed = to_bytes(keys::kClosedSize);
+    if (co_await store_.compare_set(keys::size(current_->round + 1), {}, closed) == closed) {
+      co_await store_.set(keys::assignment(current_->round + 1), closed);
+    }
   }
 }
 

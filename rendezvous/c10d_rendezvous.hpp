@@ -46,14 +46,14 @@ class C10dRendezvous final : public Rendezvous {
   struct Joined {  // this node's place in a round it joined
     int round = 0;
     int index = 0;  // join index
-    int size = 0;   // 0: not closed yet
+    int size = 0;   // members of the closed round
   };
   struct Monitor;  // the running round's heartbeat and change watcher (c10d_monitor.cpp)
 
   asio::awaitable<int> first_round();
   asio::awaitable<int> expected_members(int round);
   asio::awaitable<Joined> join(int round, int local_world_size, int expected);
-  asio::awaitable<int> wait_closed(const Joined& joined, int expected,
+  asio::awaitable<C10dAssignment> wait_closed(const Joined& joined, int expected,
                                    std::chrono::steady_clock::time_point deadline);
   asio::awaitable<void> close_round(int round, int size);
   asio::awaitable<void> publish_assignment(int round, int size);
