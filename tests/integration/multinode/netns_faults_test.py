@@ -77,7 +77,7 @@ def store_host_killed():
             wait_world(out_dir, 3, 3, "store host killed")
             os.killpg(agents[1].pid, signal.SIGKILL)
             for n in (2, 3):
-                rc, err = netns_rig.finish(agents[n], 60, f"agent on node {n} after the host died")
+                rc, err = netns_rig.finish(agents[n], 30, f"agent on node {n} after the host died")
                 check(rc != 0, f"agent on node {n} exited 0 after the store host died")
                 check("store" in err and "unreachable" in err,
                       f"agent on node {n}: no clear store error\n{err}")
