@@ -1,5 +1,6 @@
-"""4 agents x 2 workers on loopback, static and c10d: ranks 0..7 exactly once, WORLD_SIZE 8,
-one GROUP_RANK per agent, every agent exits 0 and leaves no process behind."""
+"""4 agents x 2 workers on loopback, static and c10d (IPv4 and IPv6 endpoints): ranks 0..7
+exactly once, WORLD_SIZE 8, one GROUP_RANK per agent, every agent exits 0 and leaves no process
+behind."""
 
 import glob
 import json
@@ -22,7 +23,8 @@ def launch(backend, port, out_dir, tag):
         if backend == "static":
             cmd += [f"--node_rank={node}", "--master_addr=127.0.0.1", f"--master_port={port}"]
         else:
-            cmd += ["--rdzv_backend=c10d", f"--rdzv_endpoint=127.0.0.1:{port}",
+            host = "[::1]" if backend == "c10d-ipv6" else "127.0.0.1"
+            cmd += ["--rdzv_backend=c10d", f"--rdzv_endpoint={host}:{port}",
                     "--rdzv_id=loopback", "--rdzv_conf=join_timeout=30"]
         cmd += [WORKER, out_dir]
         procs.append(ddptest.spawn(cmd, env={"DDP_TEST_TAG": tag}, stdout=ddptest.subprocess.PIPE,
@@ -53,7 +55,7 @@ def check_run(backend):
                   f"{backend}: RANK/GROUP_RANK/LOCAL_RANK disagree: {env['RANK']}")
         masters = {(r["env"]["MASTER_ADDR"], r["env"]["MASTER_PORT"]) for r in records}
         check(len(masters) == 1, f"{backend}: workers disagree on the store: {masters}")
-        if backend == "c10d":
+        if backend.startswith("c10d"):
             hosts = [log for log in logs if "hosts the store" in log]
             check(len(hosts) == 1, f"c10d: {len(hosts)} agents say they host the store")
             check(all("round closed" in log for log in logs), "c10d: an agent logged no round")
@@ -69,6 +71,6 @@ def check_run(backend):
         ddptest.remove_tree(out_dir)
 
 
-for backend in ("static", "c10d"):
+for backend in ("static", "c10d", "c10d-ipv6"):
     check_run(backend)
     print(f"ok {backend}: ranks 0..{NODES * NPROC - 1} once, WORLD_SIZE {NODES * NPROC}")

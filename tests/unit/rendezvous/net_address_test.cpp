@@ -25,3 +25,8 @@ TEST_CASE("an endpoint that cannot be resolved is an error naming it", "[net]") 
   CHECK_THROWS_WITH(route_address("no-such-host.invalid", 1),
                     Catch::Contains("no-such-host.invalid"));
 }
+
+TEST_CASE("IPv6 endpoints route and resolve without brackets", "[net]") {
+  CHECK(route_address("::1", 29400) == "::1");
+  CHECK(is_local_host("::1"));
+}
