@@ -13,6 +13,7 @@
 #include "common/log.hpp"
 #include "ddp/error.hpp"
 #include "runtime/src/backend_choice.hpp"
+#include "runtime/src/hosted_store.hpp"
 #include "runtime/src/launcher_env.hpp"
 #include "runtime/src/local_address.hpp"
 #include "runtime/src/store_dialect.hpp"
@@ -78,6 +79,7 @@ std::shared_ptr<ProcessGroup> make_gloo_group(const Context& c, const InitOption
 Context init(const InitOptions& options) {
   Context c = read_context();
   const std::string backend = runtime::choose_backend(options.backend);
+  if (runtime::must_host_store(c.rank)) runtime::host_store(c.master_port);
   auto store = connect_store(c, options);
   auto world = store->with_prefix("world/");
   if (backend == "nccl") {

@@ -27,7 +27,11 @@ trap cleanup EXIT
 # launch PROGRAM ARGS...: runs PROGRAM on $nproc ranks, stdout of all ranks to stdout.
 launch() {
   if [ -x "$build/bin/ddprun" ]; then
-    PYTHON_EXEC=/usr/bin/python3 "$build/bin/ddprun" --nproc_per_node="$nproc" "$@"
+    local program="$1"; shift
+    case "$program" in
+      *.py) PYTHON_EXEC=/usr/bin/python3 "$build/bin/ddprun" --nproc_per_node="$nproc" "$program" "$@" ;;
+      *) "$build/bin/ddprun" --nproc_per_node="$nproc" --no_python "$program" "$@" ;;
+    esac
     return
   fi
   # No ddprun yet: a fresh ddp-store per launch (no stale keys) and the launcher's variables.

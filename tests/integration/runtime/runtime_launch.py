@@ -19,7 +19,8 @@ def launch(nproc, worker_args, max_restarts=0, timeout=90, env=None, program=Non
     worker = program or ddptest.bin_path("runtime_worker")
     if have_ddprun():
         cmd = [ddptest.bin_path("ddprun"), f"--nproc_per_node={nproc}",
-               f"--max_restarts={max_restarts}", "--monitor_interval=0.1", worker] + worker_args
+               f"--max_restarts={max_restarts}", "--monitor_interval=0.1", "--no_python",
+               worker] + worker_args
         result = ddptest.run(cmd, timeout=timeout, env=env)
         return result.returncode, result.stdout + result.stderr
     return _launch_by_hand(nproc, worker, worker_args, max_restarts, timeout, env)

@@ -22,8 +22,9 @@ def main():
         # sizes 1 and odd on every op x dtype (send/recv too), then 64 MiB tensors.
         code, out = runtime_launch.launch(nproc, ["ops", "1", "1001"])
         expect_ok(nproc, [], code, out, "ops")
-        code, out = runtime_launch.launch(nproc, ["ops-big", str(64 * MIB)], timeout=110)
-        expect_ok(nproc, [], code, out, "ops-big")
+        if nproc <= 2:  # 64 MiB on 4 ranks costs a minute on 2 cores; 2 ranks cover the size
+            code, out = runtime_launch.launch(nproc, ["ops-big", str(64 * MIB)], timeout=110)
+            expect_ok(nproc, [], code, out, "ops-big")
     elif scenario == "subgroups":
         code, out = runtime_launch.launch(nproc, ["subgroups"])
         expect_ok(nproc, [], code, out, "subgroups")
