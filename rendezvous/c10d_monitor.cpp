@@ -81,7 +81,9 @@ void C10dRendezvous::start_monitor(const C10dAssignment& assignment, int group_r
       executor_,
       [m, &store, interval, lost_after]() -> asio::awaitable<void> {
         std::int64_t beat = 0;
-        Clock::time_point next_beat = Clock::now() + interval;
+        // The first beat goes out at once: watchers start timing when their own monitor starts,
+        // so a neighbour that read the assignment a little later is not mistaken for lost.
+        Clock::time_point next_beat = Clock::now();
         Bytes last_seen;
         Clock::time_point last_change = Clock::now();
         const std::string change_key = keys::change(m->round);
@@ -89,13 +91,20 @@ void C10dRendezvous::start_monitor(const C10dAssignment& assignment, int group_r
         const std::string their_beat = keys::heartbeat(m->round, m->neighbour_index);
         std::size_t log_size = 0;
         bool neighbour_lost = false;
+        bool was_watching = true;
         while (!m->stopped) {
           if (Clock::now() >= next_beat) {
             co_await store.set(my_beat, to_bytes(std::to_string(++beat)));
             next_beat += interval;
             if (m->stopped) break;
           }
-          const bool watch_neighbour = m->neighbour_index != 0 && !neighbour_lost;
+          // Once the round is ending, members leave it at their own pace: a neighbour that
+          // stopped beating has usually moved on, not died. Nodes in the exit barrier still
+          // watch, because a lost node must not hold the barrier.
+          const bool watch_neighbour = m->neighbour_index != 0 && !neighbour_lost &&
+                                       (m->finishing || !m->changes.first_event());
+          if (watch_neighbour && !was_watching) last_change = Clock::now();  // timing restarts
+          was_watching = watch_neighbour;
           std::vector<std::string> watched{change_key};
           if (watch_neighbour) watched.push_back(their_beat);
           const std::vector<Bytes> values = co_await store.multi_get(watched);
