@@ -76,3 +76,26 @@ TEST_CASE("a node arriving at a full round stands by and fills the next free slo
   CHECK(standby->get().round == 1);
   w1.reset();
 }
+
+TEST_CASE("a node slow to leave an ending round does not declare the others lost", "[c10d]") {
+  C10dSettings s = fast_settings(2, 4);
+  s.last_call_timeout = 60s;  // every round must close by max or by the predicted size
+  Cluster c(s);
+  for (int i = 0; i < 4; ++i) c.add_node();
+  REQUIRE(all_done(c.next_round({0, 1, 2, 3})));
+  auto w1 = spawn(c.io, c.nodes[1]->watch_round());
+  c.nodes[3].reset();  // lost
+  REQUIRE(run_until(c.io, [&] { return w1->done; }));
+  CHECK(w1->get().change == RoundChange::kNodeLost);
+  // Nodes 0 and 2 leave at once (their heartbeats stop); node 1 takes its time, longer than the
+  // loss threshold, and must not count them as lost too.
+  auto fast = std::vector<std::shared_ptr<Outcome<RendezvousInfo>>>{
+      spawn(c.io, c.nodes[0]->next_round(1)), spawn(c.io, c.nodes[2]->next_round(1))};
+  run_until(c.io, [] { return false; }, 400ms);
+  auto slow = spawn(c.io, c.nodes[1]->next_round(1));
+  REQUIRE(run_until(c.io, [&] { return all_done(fast) && slow->done; }));
+  for (const auto& o : {fast[0], fast[1], slow}) {
+    CHECK(o->get().round == 1);
+    CHECK(o->get().group_world_size == 3);
+  }
+}
