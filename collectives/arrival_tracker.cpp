@@ -35,11 +35,15 @@ ArrivalTracker::~ArrivalTracker() {
 }
 
 void ArrivalTracker::arrive(std::uint64_t seq) {
+  bool wake = false;
   {
     std::lock_guard lock(mutex_);
     latest_ = seq;
+    wake = writer_idle_;
   }
-  changed_.notify_all();
+  // Only an idle writer needs waking: one inside its write interval picks the value up when the
+  // interval ends, so a burst of operations costs no context switches.
+  if (wake) changed_.notify_all();
 }
 
 void ArrivalTracker::write_mark(std::uint64_t seq) {
@@ -50,7 +54,9 @@ void ArrivalTracker::write_mark(std::uint64_t seq) {
 void ArrivalTracker::write_loop() {
   std::unique_lock lock(mutex_);
   for (;;) {
+    writer_idle_ = true;
     changed_.wait(lock, [&] { return stopping_ || latest_ > written_; });
+    writer_idle_ = false;
     if (stopping_) return;
     const std::uint64_t seq = latest_;
     lock.unlock();

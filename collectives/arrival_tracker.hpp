@@ -46,6 +46,7 @@ class ArrivalTracker {
   std::uint64_t latest_ = 0;   // guarded by mutex_
   std::uint64_t written_ = 0;  // guarded by mutex_
   bool stopping_ = false;      // guarded by mutex_
+  bool writer_idle_ = false;   // guarded by mutex_: the writer waits for a new mark
   std::thread writer_;
 };
 
