@@ -1,6 +1,6 @@
 """libddp end to end: runtime_worker scenarios on N real processes (see runtime_launch.py).
 
-usage: runtime_test.py ops|subgroups|timeout|restart NPROC
+usage: runtime_test.py ops|ops-bcube|subgroups|timeout|restart NPROC
 """
 
 import sys
@@ -25,6 +25,10 @@ def main():
         if nproc <= 2:  # 64 MiB on 4 ranks costs a minute on 2 cores; 2 ranks cover the size
             code, out = runtime_launch.launch(nproc, ["ops-big", str(64 * MIB)], timeout=110)
             expect_ok(nproc, [], code, out, "ops-big")
+    elif scenario == "ops-bcube":  # the other Gloo all_reduce algorithm, odd world size included
+        code, out = runtime_launch.launch(nproc, ["ops", "1", "1001"],
+                                          env={"DDP_ALLREDUCE_ALGORITHM": "bcube"})
+        expect_ok(nproc, [], code, out, "ops")
     elif scenario == "subgroups":
         code, out = runtime_launch.launch(nproc, ["subgroups"])
         expect_ok(nproc, [], code, out, "subgroups")
