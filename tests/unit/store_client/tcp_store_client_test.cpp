@@ -188,6 +188,35 @@ TEST_CASE("a 1.13 wait past its deadline drops the connection and the next call 
   run_pair(io, server(), client());
 }
 
+TEST_CASE("a call cancelled by the caller closes the connection and the next call reconnects",
+          "[client]") {
+  asio::io_context io;
+  auto acceptor = make_acceptor(io);
+  const auto port = acceptor.local_endpoint().port();
+  auto server = [&]() -> asio::awaitable<void> {
+    auto first = co_await acceptor.async_accept(asio::use_awaitable);
+    co_await answer_handshake(first);
+    co_await expect_bytes(first, "06 0100000000000000 0200000000000000 2f6b");  // never answered
+    const bool eof = co_await read_until_eof(first);
+    CHECK(eof);
+    auto second = co_await acceptor.async_accept(asio::use_awaitable);
+    co_await answer_handshake(second);
+    co_await expect_bytes(second, "07");
+    co_await write_all(second, hex("0400000000000000"));
+  };
+  auto client = [&]() -> asio::awaitable<void> {
+    auto c = co_await TcpStoreClient::connect("127.0.0.1", port, options(WireDialect::kTorch2));
+    using namespace asio::experimental::awaitable_operators;
+    asio::steady_timer give_up(co_await asio::this_coro::executor, 30ms);
+    // The timer wins the race; the get is cancelled while it waits for STOP_WAITING.
+    auto winner = co_await (c->get("/k") || give_up.async_wait(asio::use_awaitable));
+    CHECK(winner.index() == 1);
+    const auto n = co_await c->num_keys();
+    CHECK(n == 4);
+  };
+  run_pair(io, server(), client());
+}
+
 TEST_CASE("concurrent calls on one client go out one at a time", "[client]") {
   asio::io_context io;
   auto acceptor = make_acceptor(io);
