@@ -8,7 +8,7 @@
 
 using namespace ddp::rdzv;
 
-TEST_CASE("assign_ranks puts the store host first, then arrival order", "[c10d]") {
+TEST_CASE("assign_ranks puts the store host first and then arrival order", "[c10d]") {
   std::vector<std::pair<int, C10dNodeDesc>> nodes = {
       {1, {"a", "10.0.0.1", 2, false, "", 0}},
       {2, {"host", "10.0.0.2", 4, true, "10.0.0.2", 4711}},

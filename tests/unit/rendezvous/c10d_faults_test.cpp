@@ -11,7 +11,7 @@
 using namespace ddp::rdzv;
 using namespace ddp::rdzv::test;
 
-TEST_CASE("a node that stops heartbeating is lost; survivors re-form at once", "[c10d]") {
+TEST_CASE("a node that stops heartbeating is lost and the survivors re-form at once", "[c10d]") {
   C10dSettings s = fast_settings(2, 3);
   s.last_call_timeout = 60s;  // rounds close at max, then at the size the change log predicts
   Cluster c(s);

@@ -15,7 +15,7 @@
 using namespace ddp::rdzv;
 using namespace ddp::rdzv::test;
 
-TEST_CASE("four nodes get group ranks 0..3 exactly once, the store host rank 0", "[c10d]") {
+TEST_CASE("four nodes get group ranks 0..3 exactly once and the store host gets rank 0", "[c10d]") {
   Cluster c(fast_settings(4, 4));
   c.add_node();
   c.add_node();
@@ -42,7 +42,7 @@ TEST_CASE("four nodes get group ranks 0..3 exactly once, the store host rank 0",
   CHECK(out[2]->get().group_rank == 0);
 }
 
-TEST_CASE("a round closes at max nodes at once, without the last call", "[c10d]") {
+TEST_CASE("a round closes at max nodes at once without the last call", "[c10d]") {
   C10dSettings s = fast_settings(2, 3);
   s.last_call_timeout = 60s;
   Cluster c(s);
@@ -111,7 +111,7 @@ TEST_CASE("a late node makes running nodes restart into a bigger round", "[c10d]
   CHECK(ranks == std::set<int>{0, 1, 2});
 }
 
-TEST_CASE("a failure spends one job-wide restart per round, whoever reports", "[c10d]") {
+TEST_CASE("a failure spends one job-wide restart per round whoever reports it", "[c10d]") {
   Cluster c(fast_settings(2, 2));
   c.add_node();
   c.add_node();

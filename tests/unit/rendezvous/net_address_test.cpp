@@ -13,7 +13,7 @@ TEST_CASE("the route to a loopback endpoint is the loopback address", "[net]") {
   CHECK((via_name.rfind("127.", 0) == 0 || via_name == "::1"));
 }
 
-TEST_CASE("loopback names and literals are this host; other addresses are not", "[net]") {
+TEST_CASE("loopback names and literals are this host but other addresses are not", "[net]") {
   CHECK(is_local_host("localhost"));
   CHECK(is_local_host("127.0.0.1"));
   CHECK(is_local_host("127.0.0.5"));
