@@ -17,7 +17,7 @@ torch_out="$(PET_REDIRECTS=9:1 PET_TEE=9:1 /usr/bin/torchrun --standalone --npro
   --monitor_interval=0.1 "$here/torch_mlp_ddp.py" --epochs "$epochs" 2>&1 | tee /dev/stderr)"
 
 echo "== ddp-train under ddprun (2 ranks, epochs=$epochs)"
-ours_out="$("$build/bin/ddprun" --nproc_per_node=2 "$build/bin/ddp-train" --epochs "$epochs" \
+ours_out="$("$build/bin/ddprun" --nproc_per_node=2 --no_python "$build/bin/ddp-train" --epochs "$epochs" \
   --log_every 200 2>&1 | tee /dev/stderr)"
 
 torch_sps="$(field samples_per_s <<<"$torch_out")"
