@@ -5,6 +5,9 @@
 
 #include "rendezvous/c10d_rendezvous.hpp"
 
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -62,6 +65,10 @@ C10dRendezvous::~C10dRendezvous() { stop_monitor(); }
 
 asio::awaitable<RendezvousInfo> C10dRendezvous::next_round(int local_world_size) {
   stop_monitor();
+  if (current_ && co_await store_.check(c10d_keys::one(keys::kClosed))) {
+    // Tell a store host that is failing the job that we have read why, so it may exit.
+    co_await store_.add(keys::left(current_->round), 1);
+  }
   co_await throw_if_closed();
   const Clock::time_point deadline = Clock::now() + settings_.join_timeout;
   int round = 0;
@@ -302,11 +309,24 @@ asio::awaitable<void> C10dRendezvous::finish(bool success) {
     const std::string why = fmt::format("workers failed on node {}{}", self_.name,
                                         failure_ ? ": " + *failure_ : std::string{});
     co_await close_job(why);
+    if (self_.is_host && current_) co_await wait_until_read(current_->round);
     co_return;
   }
   if (current_) co_await exit_barrier();
   stop_monitor();
   if (current_) co_await close_job(kJobFinished);
+}
+
+asio::awaitable<void> C10dRendezvous::wait_until_read(int round) {
+  // The other members learn why the job failed from this store: keep it up until each has read
+  // it (they count themselves in r<N>/left), at most close_timeout.
+  const auto others = static_cast<std::int64_t>(current_->members.size()) - 1;
+  const Clock::time_point until = Clock::now() + settings_.close_timeout;
+  asio::steady_timer tick(executor_);
+  while (co_await store_.add(keys::left(round), 0) < others && Clock::now() < until) {
+    tick.expires_after(milliseconds(20));
+    co_await tick.async_wait(asio::use_awaitable);
+  }
 }
 
 }  // namespace ddp::rdzv

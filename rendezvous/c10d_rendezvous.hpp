@@ -64,6 +64,7 @@ class C10dRendezvous final : public Rendezvous {
   void start_monitor(const C10dAssignment& assignment, int group_rank);
   void stop_monitor();
   asio::awaitable<void> exit_barrier();
+  asio::awaitable<void> wait_until_read(int round);
   asio::awaitable<void> close_job(const std::string& why);
 
   asio::any_io_executor executor_;

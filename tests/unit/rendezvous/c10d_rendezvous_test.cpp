@@ -223,3 +223,21 @@ TEST_CASE("a lost node does not hold the exit barrier", "[c10d]") {
   CHECK_FALSE(f0->error);
   CHECK_FALSE(f1->error);
 }
+
+TEST_CASE("a failing store host stays up until the others have read why", "[c10d]") {
+  Cluster c(fast_settings(2, 2));
+  c.add_node(/*host=*/true);
+  c.add_node();
+  REQUIRE(all_done(c.next_round({0, 1})));
+  auto w1 = spawn(c.io, c.nodes[1]->watch_round());
+  auto r0 = spawn(c.io, c.nodes[0]->report_failure("exit code 9"));
+  REQUIRE(run_until(c.io, [&] { return r0->done && w1->done; }));
+  auto f0 = spawn(c.io, c.nodes[0]->finish(false));
+  run_until(c.io, [&] { return f0->done; }, 200ms);
+  CHECK_FALSE(f0->done);
+  auto next = c.next_round({1});
+  REQUIRE(all_done(next));
+  CHECK_THAT(next[0]->error_text(), Catch::Contains("exit code 9"));
+  REQUIRE(run_until(c.io, [&] { return f0->done; }));
+  CHECK_FALSE(f0->error);
+}
