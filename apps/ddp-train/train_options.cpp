@@ -19,13 +19,13 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv) {
                "ddp-train");
   app.add_option("--data", o.data_dir, "directory of the four Fashion-MNIST .gz IDX files");
   app.add_option("--hidden", o.hidden, "hidden layer widths")->delimiter(',')->expected(0, -1);
-  app.add_option("--epochs", o.epochs, "epochs to train")->check(CLI::NonNegativeNumber);
+  app.add_option("--epochs", o.epochs, "epochs to train")->check(CLI::Range(0, 1 << 30));
   app.add_option("--max_steps", o.max_steps, "stop after this many optimizer steps (0: none)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, 1 << 30));
   app.add_option("--batch_size", o.batch_size, "samples per rank per micro-step")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, 1 << 30));
   app.add_option("--grad_accum", o.grad_accum, "micro-steps per optimizer step (no_sync)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, 1 << 30));
   auto* lr = app.add_option("--lr", o.optimizer.lr, "learning rate (sgd 0.05, adamw 0.001)");
   app.add_option("--momentum", o.optimizer.momentum, "SGD momentum");
   app.add_option("--weight_decay", o.optimizer.weight_decay,
@@ -35,15 +35,15 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv) {
       ->check(CLI::IsMember({"sgd", "adamw"}));
   app.add_flag("--scale_lr", o.scale_lr, "multiply the learning rate by the world size");
   app.add_option("--bucket_cap_mb", o.bucket_cap_mb, "gradient bucket cap in MiB")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1e-6, 1e6));
   app.add_option("--checkpoint", o.checkpoint, "safetensors checkpoint: resumed from, written to");
   app.add_option("--checkpoint_every", o.checkpoint_every, "steps between checkpoints (0: end)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, 1 << 30));
   app.add_option("--fail_at_step", o.fail_at_step, "fault injection: exit 3 once at this step");
   app.add_option("--fail_rank", o.fail_rank, "fault injection: the rank that fails")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, 1 << 30));
   app.add_option("--log_every", o.log_every, "steps between progress lines")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, 1 << 30));
   app.add_option("--backend", o.backend, "gloo or nccl (default: libddp's choice)");
   bool weight_decay_given = false;
   try {
@@ -54,7 +54,7 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv) {
     std::cout << app.help();
     return std::nullopt;
   } catch (const CLI::ParseError& e) {
-    throw ConfigError(fmt::format("ddp-train: {}", e.what()));
+    throw ConfigError(e.what());
   }
   if (o.optimizer.name == "adamw") {
     if (!lr_given) o.optimizer.lr = 0.001f;
