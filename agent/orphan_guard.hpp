@@ -21,6 +21,14 @@ class OrphanGuard {
   void add(pid_t pgid);
   void remove(pid_t pgid);
 
+  // For a forked worker between fork and exec (async-signal-safe): guards the caller's own
+  // process group (it must lead one) through the inherited `socket`. Registering from the child
+  // closes the race where the worker, scheduled first, starts grandchildren before the agent
+  // gets to add() it. The socket is CLOEXEC, so the worker does not keep it.
+  static void add_self(int socket) noexcept;
+
+  // The agent's end of the watchdog socket (-1 when inactive), for add_self.
+  int socket() const { return socket_; }
   bool is_active() const { return socket_ >= 0; }
   pid_t watchdog_pid() const { return watchdog_; }
 

@@ -124,6 +124,12 @@ void OrphanGuard::send(int op, pid_t pgid) {
 
 void OrphanGuard::add(pid_t pgid) { send(kAdd, pgid); }
 
+void OrphanGuard::add_self(int socket) noexcept {
+  const Record r{kAdd, static_cast<int32_t>(::getpid())};
+  while (::send(socket, &r, sizeof r, MSG_NOSIGNAL) < 0 && errno == EINTR) {
+  }
+}
+
 void OrphanGuard::remove(pid_t pgid) { send(kRemove, pgid); }
 
 }  // namespace ddp::agent

@@ -35,9 +35,10 @@ class ForkedChild {
  public:
   // Forks; the child joins a new process group (its own pid), sets PR_SET_PDEATHSIG=SIGKILL,
   // unblocks every signal, restores SIGPIPE/SIGXFSZ to default, makes `stdout_fd`/`stderr_fd`
-  // its fds 1 and 2, closes every other fd but 0 at exec, and execs the image.
+  // its fds 1 and 2, closes every other fd but 0 at exec, and execs the image. With
+  // `guard_socket` >= 0 the child registers its process group with the OrphanGuard before exec.
   // Throws IoError when fork or pipe creation fails.
-  ForkedChild(const ExecImage& image, int stdout_fd, int stderr_fd);
+  ForkedChild(const ExecImage& image, int stdout_fd, int stderr_fd, int guard_socket = -1);
   ~ForkedChild();
   ForkedChild(const ForkedChild&) = delete;
   ForkedChild& operator=(const ForkedChild&) = delete;

@@ -18,6 +18,7 @@
 
 #include <fmt/format.h>
 
+#include "agent/orphan_guard.hpp"
 #include "ddp/error.hpp"
 
 namespace ddp::agent {
@@ -60,8 +61,10 @@ std::string resolve_program(const std::string& name, const std::vector<std::stri
 
 // Runs in the forked child: async-signal-safe calls only.
 [[noreturn]] void exec_child(const char* program, char* const* argv, char* const* envp,
-                             pid_t parent, int stdout_fd, int stderr_fd, int status_fd) {
+                             pid_t parent, int stdout_fd, int stderr_fd, int status_fd,
+                             int guard_socket) {
   ::setpgid(0, 0);
+  if (guard_socket >= 0) OrphanGuard::add_self(guard_socket);
   if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) write_errno_and_exit(status_fd, errno);
   // The parent may have died between fork and prctl: then no death signal will ever come.
   if (::getppid() != parent) ::_exit(127);
@@ -104,7 +107,8 @@ ExecImage::ExecImage(const std::vector<std::string>& argv, const std::vector<std
   envp_.push_back(nullptr);
 }
 
-ForkedChild::ForkedChild(const ExecImage& image, int stdout_fd, int stderr_fd) {
+ForkedChild::ForkedChild(const ExecImage& image, int stdout_fd, int stderr_fd,
+                         int guard_socket) {
   int status_pipe[2];
   if (::pipe2(status_pipe, O_CLOEXEC) != 0) {
     throw IoError(fmt::format("cannot start worker '{}': pipe: {}", image.name(),
@@ -115,7 +119,7 @@ ForkedChild::ForkedChild(const ExecImage& image, int stdout_fd, int stderr_fd) {
   if (pid == 0) {
     ::close(status_pipe[0]);
     exec_child(image.program_.c_str(), image.argv_.data(), image.envp_.data(), parent, stdout_fd,
-               stderr_fd, status_pipe[1]);
+               stderr_fd, status_pipe[1], guard_socket);
   }
   const int fork_errno = errno;
   ::close(status_pipe[1]);

@@ -197,12 +197,12 @@ void WorkerGroup::start(const std::vector<WorkerSpec>& specs) {
       w.error_file = spec.error_file;
       w.out = std::make_shared<OutputRouter>(g.io, g.route_for(spec, kStdOut), g.buffer);
       w.err = std::make_shared<OutputRouter>(g.io, g.route_for(spec, kStdErr), g.buffer);
-      auto child =
-          std::make_unique<ForkedChild>(images[i], w.out->child_end(), w.err->child_end());
+      // The child registers its group with the guard itself, before exec (see add_self).
+      auto child = std::make_unique<ForkedChild>(images[i], w.out->child_end(),
+                                                 w.err->child_end(), guard.socket());
       w.pid = child->pid();
       w.out->close_child_end();
       w.err->close_child_end();
-      guard.add(w.pid);
       g.watch.watch(w.pid);
       w.out->start();
       w.err->start();

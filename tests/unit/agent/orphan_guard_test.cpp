@@ -78,6 +78,9 @@ TEST_CASE("SIGKILL to the agent kills its workers and their grandchildren within
   int status = 0;
   REQUIRE(::waitpid(agent, &status, 0) == agent);
   const bool dead = all_dead_within({worker, grandchild}, 1s);
+  INFO("worker " << worker << ": " << test::read_file("/proc/" + std::to_string(worker) + "/stat"));
+  INFO("grandchild " << grandchild << ": "
+                     << test::read_file("/proc/" + std::to_string(grandchild) + "/stat"));
   if (!dead) {  // do not leave them behind for the next test
     ::kill(-worker, SIGKILL);
     ::kill(grandchild, SIGKILL);
