@@ -71,13 +71,22 @@ bool Trainer::is_done() const {
 
 int Trainer::run() {
   auto log = ddp::log::get("train");
-  if (!options_.checkpoint.empty() && std::filesystem::exists(options_.checkpoint)) {
+  // Rank 0 reads the checkpoint and broadcasts what it restored (weights, optimizer state,
+  // position), so the ranks agree even when only rank 0's node can see the file.
+  if (rank_ == 0 && !options_.checkpoint.empty() && std::filesystem::exists(options_.checkpoint)) {
     pos_ = restore_checkpoint(options_.checkpoint, model_, *optimizer_, options_.optimizer.name);
     log->info("resumed from {} epoch={} step={}", options_.checkpoint, pos_.epoch, pos_.step);
   }
   if (group_) {
-    Tensor all{model_.flat_values().data(), model_.flat_values().size()};
-    group_->broadcast(all, 0)->wait();
+    std::vector<std::shared_ptr<Work>> works;
+    works.push_back(group_->broadcast({model_.flat_values().data(), model_.flat_values().size()}, 0));
+    for (const StateTensor& s : optimizer_->state()) {
+      works.push_back(group_->broadcast({s.data, s.count}, 0));
+    }
+    std::int64_t position[3] = {pos_.epoch, pos_.step, pos_.micro_in_epoch};
+    works.push_back(group_->broadcast({position, 3, DType::kInt64}, 0));
+    for (auto& w : works) w->wait();
+    pos_ = TrainPosition{position[0], position[1], position[2]};
   }
   if (rank_ == 0) {
     log->info("training world_size={} batch_size={} grad_accum={} steps_per_epoch={} buckets={}",

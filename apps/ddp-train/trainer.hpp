@@ -1,6 +1,7 @@
 #pragma once
-// Trainer: one rank's training run. Joins the job through ddp::init() when a launcher started the
-// process (RANK is set), otherwise trains alone; broadcasts rank 0's parameters, then runs the
+// Trainer: one rank's training run (the caller joins the job through ddp::init() when a launcher
+// started the process, or passes no group to train alone). Rank 0 resumes from --checkpoint and
+// broadcasts parameters, optimizer state and position to every rank, then the trainer runs the
 // epochs with a DistributedSampler, the bucketing Reducer, periodic rank-0 checkpoints and a
 // sharded test evaluation per epoch. Rank 0 prints progress lines and a last summary line.
 
