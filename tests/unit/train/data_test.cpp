@@ -5,6 +5,7 @@
 #include <zlib.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -119,6 +120,9 @@ TEST_CASE("labels and images of different counts are reported", "[data]") {
 
 TEST_CASE("the installed Fashion-MNIST loads with 60000 + 10000 samples", "[data]") {
   if (!fs::exists(ddp::train::kDefaultDataDir)) {
+    // A skip on a developer's machine; under scripts/test.sh (DDP_REQUIRE_ALL=1) a failure.
+    const char* require_all = std::getenv("DDP_REQUIRE_ALL");
+    REQUIRE_FALSE((require_all != nullptr && std::string(require_all) == "1"));
     WARN("no " << ddp::train::kDefaultDataDir << " (apt-get install dataset-fashion-mnist)");
     return;
   }
