@@ -24,30 +24,31 @@ cleanup() {
 trap cleanup EXIT
 ulimit -n "$(ulimit -Hn)"
 
-# Starts a server whose first stdout line is "listening on H:P"; prints H:P.
+# Starts a server whose first stdout line is "listening on H:P" and waits for that line. Runs in
+# this shell (not in $(...)), so that the cleanup trap knows the server's pid.
 start_server() {
   local name="$1"; shift
   "$@" >"$work/$name.out" 2>"$work/$name.err" &
   pids+=($!)
   for _ in $(seq 1 300); do
-    if grep -q '^listening on ' "$work/$name.out" 2>/dev/null; then
-      awk '/^listening on /{print $3; exit}' "$work/$name.out"
-      return
-    fi
+    grep -q '^listening on ' "$work/$name.out" 2>/dev/null && return
     sleep 0.05
   done
   echo "store.sh: $name did not start: $(cat "$work/$name.err")" >&2
   exit 1
 }
+addr_of() { awk '/^listening on /{print $3; exit}' "$work/$1.out"; }
 
-torch_addr=$(start_server torch /usr/bin/python3 -c '
+start_server torch /usr/bin/python3 -c '
 import resource, signal, torch.distributed as dist
 soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
 resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 store = dist.TCPStore("127.0.0.1", 0, is_master=True, wait_for_workers=False)
 print(f"listening on 127.0.0.1:{store.port}", flush=True)
-signal.pause()')
-ddp_addr=$(start_server ddp-store "$build/bin/ddp-store" serve --host 127.0.0.1 --port 0)
+signal.pause()'
+start_server ddp-store "$build/bin/ddp-store" serve --host 127.0.0.1 --port 0
+torch_addr=$(addr_of torch)
+ddp_addr=$(addr_of ddp-store)
 
 echo "store benchmark: $clients clients, ${seconds}s per run, dialect 1.13, $(nproc) cores"
 echo "torch 1.13 TCPStore at $torch_addr; ddp-store at $ddp_addr"
