@@ -137,8 +137,11 @@ asio::awaitable<int> ElasticAgent::run() {
     prepare_attempt_log_dir(attempt_dir, config_.nproc_per_node);
     const auto specs = make_worker_specs(config_, info, parent_env_, attempt_dir);
     group.reset();  // the previous attempt's processes are all gone by now
-    group = std::make_unique<WorkerGroup>(
-        io_, OutputOptions{host_, config_.label, config_.log_line_prefix_template});
+    OutputOptions output;
+    output.host = host_;
+    output.label = config_.label;
+    output.log_line_prefix_template = config_.log_line_prefix_template;
+    group = std::make_unique<WorkerGroup>(io_, output);
     group->start(specs);
     std::vector<std::int64_t> pids;
     for (pid_t pid : group->pids()) pids.push_back(pid);

@@ -1,0 +1,88 @@
+// ddprun: torchrun's command line -> LaunchConfig -> ElasticAgent::run() -> exit code.
+// Exit codes: 0 success; 2 bad usage; 1 when the job could not run (rendezvous, store, spawn);
+// the root-cause worker's exit code (128+N for signal N) when workers failed; 128+S for a
+// handled signal S.
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <exception>
+#include <iostream>
+
+#include "agent/dry_run.hpp"
+#include "agent/elastic_agent.hpp"
+#include "agent/event_log.hpp"
+#include "agent/launch_config.hpp"
+#include "agent/rendezvous_factory.hpp"
+#include "agent/worker_group.hpp"
+#include "common/log.hpp"
+#include "ddp/error.hpp"
+
+extern char** environ;
+
+namespace {
+
+int report_error(const char* message, int exit_code) {
+  std::fflush(stdout);
+  fmt::print(stderr, "ddprun: error: {}\n", message);
+  return exit_code;
+}
+
+// Runs the agent on one io_context thread until it returns; rethrows what it threw.
+int run_agent(const ddp::agent::LaunchConfig& config,
+              const std::map<std::string, std::string>& env) {
+  boost::asio::io_context io(1);
+  int exit_code = 1;
+  std::exception_ptr error;
+  {
+    const auto events = ddp::agent::make_event_sink(config.event_log ? &*config.event_log : nullptr);
+    const auto rendezvous = ddp::agent::make_rendezvous(config, io);
+    ddp::agent::ElasticAgent agent(io, config, env, *rendezvous, *events);
+    boost::asio::co_spawn(io, agent.run(), [&](std::exception_ptr e, int code) {
+      error = e;
+      exit_code = code;
+      io.stop();  // abandoned background waits end with the process
+    });
+    io.run();
+  }
+  if (error) std::rethrow_exception(error);
+  return exit_code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const auto env = ddp::agent::environment_from(environ);
+  ddp::agent::LaunchConfig config;
+  try {
+    config = ddp::agent::parse_launch_config(argc, argv, env);
+    if (config.help) {
+      std::cout << ddp::agent::usage();
+      return 0;
+    }
+    if (config.dry_run) {
+      ddp::agent::print_dry_run(config, env, std::cout);
+      return 0;
+    }
+    if (config.log_level.empty()) {
+      ddp::log::load_env_levels();
+    } else {
+      ddp::log::set_level(config.log_level);
+    }
+    const auto unsupported = config.unsupported_features();
+    if (!unsupported.empty()) throw ddp::ConfigError(unsupported.front());
+  } catch (const ddp::ConfigError& e) {
+    return report_error(e.what(), 2);
+  }
+  ddp::agent::log_launch_config(config);
+  try {
+    ddp::agent::become_child_subreaper();
+    return run_agent(config, env);
+  } catch (const ddp::ConfigError& e) {
+    return report_error(e.what(), 2);
+  } catch (const std::exception& e) {
+    return report_error(e.what(), 1);
+  }
+}
