@@ -1,0 +1,154 @@
+// StaticRendezvous with real nodes in one process: node 0 hosts the store on a free port, the
+// others connect over loopback. Everything runs on one io_context, as in the agent.
+
+#include <catch2/catch.hpp>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <optional>
+#include <stdexcept>
+
+#include "ddp/error.hpp"
+#include "rendezvous/static_rendezvous.hpp"
+
+namespace ddp::rdzv {
+namespace {
+
+using namespace boost::asio::experimental::awaitable_operators;
+using std::chrono::milliseconds;
+
+StaticRendezvousOptions node_options(int nnodes, int rank, std::uint16_t port) {
+  StaticRendezvousOptions options;
+  options.run_id = "test";
+  options.nnodes = nnodes;
+  options.node_rank = rank;
+  options.master_port = port;
+  options.timeout = std::chrono::seconds(10);
+  options.leave_timeout = std::chrono::seconds(5);
+  options.max_restarts = 1;
+  options.node_name = "node" + std::to_string(rank);
+  return options;
+}
+
+// Runs `body` on a fresh io_context until it completes; rethrows what it threw.
+template <typename Body>
+void run(boost::asio::io_context& io, Body body) {
+  std::exception_ptr error;
+  bool done = false;
+  boost::asio::co_spawn(io, body(), [&](std::exception_ptr e) {
+    error = e;
+    done = true;
+    io.stop();
+  });
+  io.run_for(std::chrono::seconds(30));
+  REQUIRE(done);
+  if (error) std::rethrow_exception(error);
+}
+
+TEST_CASE("one node gets a free port and a watch that only ends when cancelled", "[static]") {
+  boost::asio::io_context io;
+  StaticRendezvous node(io, node_options(1, 0, 0));
+  CHECK(node.store_port() != 0);
+  run(io, [&]() -> asio::awaitable<void> {
+    const auto info = co_await node.next_round(4);
+    CHECK(info.world_size == 4);
+    CHECK(info.rank_base == 0);
+    CHECK(info.master_port == node.store_port());
+    CHECK(info.restart_count == 0);
+    boost::asio::steady_timer timer(io, milliseconds(20));
+    auto raced = co_await (node.watch_round() || timer.async_wait(asio::use_awaitable));
+    CHECK(raced.index() == 1);
+    const int first = co_await node.report_failure("rank 0 exited with 1");
+    CHECK(first == 1);
+    const auto again = co_await node.next_round(4);
+    CHECK(again.restart_count == 1);
+    const int second = co_await node.report_failure("rank 0 exited with 1");
+    CHECK(second == 2);
+    CHECK_THROWS_AS(co_await node.next_round(4), RendezvousClosedError);
+  });
+}
+
+TEST_CASE("a taken port is an error naming it", "[static]") {
+  boost::asio::io_context io;
+  boost::asio::ip::tcp::acceptor taken(io, {boost::asio::ip::tcp::v4(), 0});
+  const auto port = taken.local_endpoint().port();
+  CHECK_THROWS_WITH(StaticRendezvous(io, node_options(1, 0, port)),
+                    Catch::Contains(std::to_string(port)));
+}
+
+TEST_CASE("two nodes get contiguous ranks, restart together and pass the exit barrier",
+          "[static]") {
+  boost::asio::io_context io;
+  StaticRendezvous host(io, node_options(2, 0, 0));
+  StaticRendezvous other(io, node_options(2, 1, host.store_port()));
+  run(io, [&]() -> asio::awaitable<void> {
+    auto infos = co_await (host.next_round(2) && other.next_round(3));
+    const auto& [h, o] = infos;
+    CHECK(h.group_rank == 0);
+    CHECK(o.group_rank == 1);
+    CHECK(h.world_size == 5);
+    CHECK(o.world_size == 5);
+    CHECK(h.rank_base == 0);
+    CHECK(o.rank_base == 2);
+    CHECK(o.node_names == std::vector<std::string>{"node0", "node1"});
+    CHECK(o.master_port == host.store_port());
+
+    // A failure on node 1 ends node 0's round; one restart is spent for the job.
+    auto failed = co_await (host.watch_round() && other.report_failure("rank 3 exited with 5"));
+    CHECK(std::get<0>(failed).change == RoundChange::kPeerFailed);
+    CHECK(std::get<0>(failed).detail.find("rank 3 exited with 5") != std::string::npos);
+    CHECK(std::get<1>(failed) == 1);
+
+    auto next = co_await (host.next_round(2) && other.next_round(3));
+    CHECK(std::get<0>(next).restart_count == 1);
+    CHECK(std::get<1>(next).restart_count == 1);
+    co_await (host.finish(true) && other.finish(true));
+  });
+}
+
+TEST_CASE("when the restarts are spent the other node's next round is closed", "[static]") {
+  boost::asio::io_context io;
+  auto options = node_options(2, 0, 0);
+  options.max_restarts = 0;
+  StaticRendezvous host(io, options);
+  options = node_options(2, 1, host.store_port());
+  options.max_restarts = 0;
+  StaticRendezvous other(io, options);
+  run(io, [&]() -> asio::awaitable<void> {
+    co_await (host.next_round(1) && other.next_round(1));
+    auto watched = co_await (other.watch_round() && host.report_failure("rank 0 exited with 2"));
+    CHECK(std::get<1>(watched) == 1);
+    bool closed = false;
+    try {
+      co_await (host.finish(false) && other.next_round(1));
+    } catch (const RendezvousClosedError&) {
+      closed = true;
+    }
+    CHECK(closed);
+  });
+}
+
+TEST_CASE("a node that never comes is named", "[static]") {
+  boost::asio::io_context io;
+  auto options = node_options(2, 0, 0);
+  options.timeout = milliseconds(300);
+  StaticRendezvous host(io, options);
+  run(io, [&]() -> asio::awaitable<void> {
+    bool timed_out = false;
+    try {
+      co_await host.next_round(1);
+    } catch (const TimeoutError& e) {
+      timed_out = true;
+      CHECK(std::string(e.what()).find("node(s) 1 of --nnodes=2 did not join") != std::string::npos);
+    }
+    CHECK(timed_out);
+  });
+}
+
+}  // namespace
+}  // namespace ddp::rdzv
