@@ -11,6 +11,7 @@
 
 #include <csignal>
 #include <cstdio>
+#include <optional>
 #include <set>
 
 #include "agent/failure_report.hpp"
@@ -27,6 +28,29 @@ namespace {
 namespace asio = boost::asio;
 using namespace asio::experimental::awaitable_operators;
 using asio::use_awaitable;
+
+// Asio's `||` waits for the first operation that *succeeds*: an exception in one branch would
+// wait for the others. Branches that may throw therefore return their exception as a value.
+template <typename T>
+struct Caught {
+  std::optional<T> value;
+  std::exception_ptr error;
+  T get() && {
+    if (error) std::rethrow_exception(error);
+    return std::move(*value);
+  }
+};
+
+template <typename T>
+asio::awaitable<Caught<T>> caught(asio::awaitable<T> op) {
+  Caught<T> result;
+  try {
+    result.value.emplace(co_await std::move(op));
+  } catch (...) {
+    result.error = std::current_exception();
+  }
+  co_return result;
+}
 
 std::string describe(const WorkerExit& exit) {
   return exit.signal != 0
@@ -115,15 +139,16 @@ asio::awaitable<int> ElasticAgent::run() {
 
   std::unique_ptr<WorkerGroup> group;
   for (;;) {
-    auto joined = co_await (rdzv::abandonable(rendezvous_.next_round(config_.nproc_per_node)) ||
-                            wait_signal());
+    auto joined =
+        co_await (caught(rdzv::abandonable(rendezvous_.next_round(config_.nproc_per_node))) ||
+                  wait_signal());
     if (joined.index() == 1) {
       const int signal = std::get<1>(joined);
       log->warn("received {} during rendezvous; no workers running", signal_name(signal));
       emit_finish(events_, 128 + signal, "signal");
       co_return 128 + signal;
     }
-    const rdzv::RendezvousInfo info = std::get<0>(std::move(joined));
+    const rdzv::RendezvousInfo info = std::get<0>(std::move(joined)).get();
     events_.emit(Event("rendezvous")
                      .with("round", info.round)
                      .with("group_rank", info.group_rank)
@@ -154,7 +179,8 @@ asio::awaitable<int> ElasticAgent::run() {
     std::size_t emitted = 0;
 
     auto outcome =
-        co_await (group->wait_first_failure() || rendezvous_.watch_round() || wait_signal());
+        co_await (caught(group->wait_first_failure()) || caught(rendezvous_.watch_round()) ||
+                  wait_signal());
 
     if (outcome.index() == 2) {  // a handled signal: forward it, grace, kill, exit 128+N
       const int signal = std::get<2>(outcome);
@@ -167,7 +193,7 @@ asio::awaitable<int> ElasticAgent::run() {
     }
 
     if (outcome.index() == 1) {  // another node: restart with it, no restart spent
-      const auto event = std::get<1>(outcome);
+      const auto event = std::get<1>(std::move(outcome)).get();
       log->warn("round ended by another node: {}; restarting workers", event.detail);
       co_await group->stop(SIGTERM, config_.shutdown_timeout);
       emit_stopped(events_, *group, emitted, "round_change");
@@ -175,12 +201,13 @@ asio::awaitable<int> ElasticAgent::run() {
       continue;
     }
 
-    const auto failure = std::get<0>(outcome);
+    const auto failure = std::get<0>(std::move(outcome)).get();
     if (!failure) {  // every worker exited 0: the exit barrier, unless another node fails now
       emit_exits(events_, *group, emitted);
-      auto done = co_await (rdzv::abandonable(finish_success()) || rendezvous_.watch_round() ||
-                            wait_signal());
+      auto done = co_await (caught(rdzv::abandonable(finish_success())) ||
+                            caught(rendezvous_.watch_round()) || wait_signal());
       if (done.index() == 0) {
+        std::get<0>(std::move(done)).get();
         log->info("workers succeeded");
         emit_finish(events_, 0, "succeeded");
         co_return 0;
@@ -190,7 +217,7 @@ asio::awaitable<int> ElasticAgent::run() {
         emit_finish(events_, 128 + signal, "signal");
         co_return 128 + signal;
       }
-      const auto event = std::get<1>(done);
+      const auto event = std::get<1>(std::move(done)).get();
       log->warn("workers succeeded but another node failed: {}; restarting", event.detail);
       events_.emit(Event("restart").with("reason", event.detail).with("restart_spent", 0));
       continue;
