@@ -1,5 +1,5 @@
-"""Test worker: starts a grandchild (`sleep 1000`, in a new session so it leaves the worker's
-process group, as a careless data loader might), writes DIR/pids_rank<RANK> ("<worker> <grandchild>"),
+"""Test worker: starts a grandchild (`sleep 1000`, in the worker's process group, as a data
+loader process is), writes DIR/pids_rank<RANK> ("<worker> <grandchild>"),
 then sleeps forever.
 
 Usage: spawn_grandchild.py DIR
@@ -11,7 +11,7 @@ import time
 
 out_dir = sys.argv[1]
 rank = os.environ.get("RANK", "x")
-child = subprocess.Popen(["sleep", "1000"], start_new_session=True)
+child = subprocess.Popen(["sleep", "1000"])
 with open(os.path.join(out_dir, f"pids_rank{rank}.tmp"), "w") as f:
     f.write(f"{os.getpid()} {child.pid}")
 os.replace(os.path.join(out_dir, f"pids_rank{rank}.tmp"), os.path.join(out_dir, f"pids_rank{rank}"))
