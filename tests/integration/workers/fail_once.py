@@ -25,11 +25,21 @@ args = parser.parse_args()
 rank = int(os.environ["RANK"])
 attempt = os.environ["TORCHELASTIC_RESTART_COUNT"]
 marker = os.path.join(args.dir, f"failed_rank{rank}")
-with open(os.path.join(args.dir, f"env_rank{rank}_attempt{attempt}.json"), "w") as f:
+record_path = os.path.join(args.dir, f"env_rank{rank}_attempt{attempt}.json")
+with open(record_path + ".tmp", "w") as f:
     json.dump({"env": dict(os.environ), "pid": os.getpid(), "argv": sys.argv}, f)
+os.replace(record_path + ".tmp", record_path)
 
 if rank == args.rank and (args.always or not os.path.exists(marker)):
     open(marker, "w").close()
+    # Fail only once every rank of this attempt has written its record (up to 10 s), so tests
+    # see the whole attempt even on a loaded machine.
+    world = int(os.environ["WORLD_SIZE"])
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and sum(
+            os.path.exists(os.path.join(args.dir, f"env_rank{r}_attempt{attempt}.json"))
+            for r in range(world)) < world:
+        time.sleep(0.01)
     time.sleep(args.delay)
     for i in range(args.lines):
         print(f"stderr line {i} of rank {rank}", file=sys.stderr, flush=True)
