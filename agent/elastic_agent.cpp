@@ -194,7 +194,8 @@ asio::awaitable<int> ElasticAgent::run() {
 
     if (outcome.index() == 1) {  // another node: restart with it, no restart spent
       const auto event = std::get<1>(std::move(outcome)).get();
-      log->warn("round ended by another node: {}; restarting workers", event.detail);
+      log->warn("round ended by another node: {}; stopping workers for the next round",
+                event.detail);
       co_await group->stop(SIGTERM, config_.shutdown_timeout);
       emit_stopped(events_, *group, emitted, "round_change");
       events_.emit(Event("restart").with("reason", event.detail).with("restart_spent", 0));
