@@ -1,6 +1,7 @@
 """Static rendezvous across two agents on loopback (--nnodes=2, node ranks 0 and 1, 2 workers
 each): ranks 0..3 once, WORLD_SIZE 4, node 0's store; a worker failure on node 1 restarts the
-workers on node 0 too; a node that never comes is named in the error."""
+workers on node 0 too; when the restarts are spent, node 1 reports its worker and node 0 ends
+with a clear error; a node that never comes is named in the error."""
 import os
 import signal
 import subprocess
@@ -47,6 +48,18 @@ def two_nodes_restart_together(tmp):
                           f"attempt {attempt} rank {rank}: {env}")
 
 
+def restarts_spent_on_node1(tmp):
+    out = os.path.join(tmp, "spent"); os.mkdir(out)
+    port = ddptest.free_port()
+    procs = [start_agent(r, port, out, ["--max_restarts=0"], tmp) for r in (0, 1)]
+    codes = wait_all(procs, 60)
+    err0 = open(os.path.join(tmp, "agent0.err")).read()
+    err1 = open(os.path.join(tmp, "agent1.err")).read()
+    ddptest.check(codes == [1, 5], f"exit codes {codes}, expected [1, 5]\n{err0}\n{err1}")
+    ddptest.check("rank      : 3 (local_rank: 1)" in err1, f"node 1 report:\n{err1}")
+    ddptest.check("the job ended on another node" in err0, f"node 0 message:\n{err0}")
+
+
 def missing_node_named(tmp):
     out = os.path.join(tmp, "missing"); os.mkdir(out)
     port = ddptest.free_port()
@@ -61,6 +74,7 @@ def main():
     tmp = ddptest.temp_dir()
     try:
         two_nodes_restart_together(tmp)
+        restarts_spent_on_node1(tmp)
         missing_node_named(tmp)
     finally:
         ddptest.remove_tree(tmp)
