@@ -159,18 +159,18 @@ void C10dRendezvous::stop_monitor() {
 
 asio::awaitable<RoundEvent> C10dRendezvous::watch_round() {
   const std::shared_ptr<Monitor> m = monitor_;
-  if (!m) {
-    // Not in a running round: nothing can change it. Wait until cancelled.
-    asio::steady_timer forever(executor_, Clock::time_point::max());
-    co_await wait_signal(forever);
-    throw InternalError("c10d watch_round woke without a round");
-  }
-  for (;;) {
+  while (m && !m->stopped) {
     if (m->error) std::rethrow_exception(m->error);
     if (const auto event = m->event()) co_return *event;
-    if (m->stopped) throw RendezvousClosedError("c10d round ended: the rendezvous moved on");
     co_await wait_signal(m->signal);
   }
+  // Not in a running round, or this node itself left it (the exit barrier passed, or the agent
+  // moved on to the next round): nothing can change it any more. Wait until cancelled; the
+  // agent's race ends through its other branch. (`this` may be gone by now: a rendezvous
+  // destroyed mid-round stops its monitor too.)
+  asio::steady_timer forever(co_await asio::this_coro::executor, Clock::time_point::max());
+  co_await wait_signal(forever);
+  throw InternalError("c10d watch_round woke without a round");
 }
 
 asio::awaitable<void> C10dRendezvous::exit_barrier() {

@@ -194,6 +194,33 @@ TEST_CASE("watch_round can be cancelled by the agent racing it", "[c10d]") {
   CHECK(w->get().change == RoundChange::kPeerFailed);
 }
 
+TEST_CASE("the exit barrier wins the agent's race against watch_round", "[c10d]") {
+  // As the agent does after its workers succeed: finish(true) || watch_round(). Passing the
+  // barrier stops the round's monitor; that must not look like a round change.
+  using namespace boost::asio::experimental::awaitable_operators;
+  Cluster c(fast_settings(2, 2));
+  c.add_node(/*host=*/true);
+  c.add_node();
+  REQUIRE(all_done(c.next_round({0, 1})));
+  // The agent's branches return their exceptions as values, so a throwing branch wins too.
+  auto watch = [](C10dRendezvous& node) -> boost::asio::awaitable<bool> {
+    try {
+      co_await node.watch_round();
+    } catch (const std::exception&) {
+    }
+    co_return true;
+  };
+  auto race = [&](C10dRendezvous& node) -> boost::asio::awaitable<int> {
+    auto winner = co_await (node.finish(true) || watch(node));
+    co_return static_cast<int>(winner.index());
+  };
+  auto r0 = spawn(c.io, race(*c.nodes[0]));
+  auto r1 = spawn(c.io, race(*c.nodes[1]));
+  REQUIRE(run_until(c.io, [&] { return r0->done && r1->done; }));
+  CHECK(r0->get() == 0);
+  CHECK(r1->get() == 0);
+}
+
 TEST_CASE("a node waiting to join does not restart nodes in the exit barrier", "[c10d]") {
   Cluster c(fast_settings(2, 3));
   for (int i = 0; i < 3; ++i) c.add_node();
