@@ -5,7 +5,12 @@
 set -uo pipefail
 source "$(dirname "$0")/cluster-env.sh"
 [ "$(id -u)" = 0 ] || { echo "cluster-down: run as root" >&2; exit 1; }
-if ddpsl_alive "$DDPSL_DIR/slurmctld.pid"; then scancel --quiet --full -u root 2>/dev/null || true; fi
+if ddpsl_alive "$DDPSL_DIR/slurmctld.pid"; then
+  scancel --quiet --full -u root 2>/dev/null || true
+  # Why wait for the queue to empty: a slurmd stopped while its job is still COMPLETING takes the
+  # whole 10 s below to exit; the job itself leaves the queue about 2 s after its processes end.
+  for _ in $(seq 100); do [ -z "$(squeue -h 2>/dev/null)" ] && break; sleep 0.1; done
+fi
 pidfiles=("$DDPSL_DIR"/slurmd-*.pid "$DDPSL_DIR/slurmctld.pid" "$DDPSL_DIR/munged.pid")
 pids=()
 for f in "${pidfiles[@]}"; do

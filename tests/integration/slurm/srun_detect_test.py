@@ -2,13 +2,11 @@
 detection in each srun task, the one clear error for several tasks per node, and a batch script
 (single-node defaults outside srun, full detection in its srun step)."""
 import os
-import subprocess
 
 import ddptest
+import slurmtest
 
-SOURCE = os.environ.get("DDP_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", "..", ".."))
-SCRIPTS = os.path.join(SOURCE, "scripts", "slurm")
-ENV = {"SLURM_CONF": "/run/ddp-slurm/slurm.conf"}
+ENV = slurmtest.ENV
 
 
 def check_batch_script(probe):
@@ -35,12 +33,9 @@ def check_batch_script(probe):
 
 
 def main():
-    ddptest.require_root()
-    ddptest.require(subprocess.call(["sh", "-c", "command -v slurmctld slurmd srun munged"],
-                                    stdout=subprocess.DEVNULL) == 0, "SLURM not installed")
+    slurmtest.require_slurm()
     probe = ddptest.bin_path("slurm-probe")
-    try:
-        ddptest.run([os.path.join(SCRIPTS, "cluster-up.sh"), "2"], timeout=60, check_rc=0)
+    with slurmtest.cluster(2):
         one = ddptest.run(["srun", "-N2", "--ntasks-per-node=1", probe], timeout=30, env=ENV, check_rc=0)
         lines = sorted(one.stdout.split("\n")[:-1])
         ddptest.check(len(lines) == 2, f"two srun tasks expected, got {one.stdout!r}")
@@ -57,9 +52,6 @@ def main():
         ddptest.check("--ntasks-per-node=1" in two.stderr, f"error names the fix: {two.stderr!r}")
 
         check_batch_script(probe)
-    finally:
-        subprocess.run([os.path.join(SCRIPTS, "cluster-down.sh")], stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL, timeout=60)
     print("OK")
 
 
