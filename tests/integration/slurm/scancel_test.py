@@ -63,38 +63,33 @@ def senders(signals, ready):
             for name, pid, comm in signals[r]) for r in RANKS)
 
 
-def check_scancel_term(out_dir):
+def check_scancel_signal(out_dir, signal, number, scancel_flags, ddprun_flags):
+    """scancel [flags] JOB: every worker gets `signal`, both agents forward it and stop their
+    workers, srun exits 128+number, and no process with the job's marker is left."""
     tag = str(uuid.uuid4())
-    srun, job = start_job("ddpsl-term", tag, out_dir, [])
+    srun, job = start_job(f"ddpsl-{number}", tag, out_dir, ddprun_flags)
     start = time.monotonic()
-    slurmtest.slurm(["scancel", job], check_rc=0)
+    slurmtest.slurm(["scancel"] + scancel_flags + [job], check_rc=0)
     gone = slurmtest.wait_gone(f"DDP_TEST_TAG={tag}", timeout=KILL_WAIT + 5)
     rc, log = finish(srun)
     signals, ready = received(out_dir)
     for r in RANKS:
-        check(signals[r] and signals[r][0][0] == "SIGTERM", f"rank {r} got {signals[r]}\n{log}")
-    check(log.count("received SIGTERM: forwarding it to every worker") == 2,
-          f"both ddprun agents must forward SIGTERM:\n{log}")
-    check(rc == 143, f"srun must exit 143 (ddprun's 128+SIGTERM): {rc}\n{log}")
-    print(f"scancel: every ddprun and worker gone {gone:.2f}s after scancel "
-          f"({time.monotonic() - start:.2f}s until srun exited {rc}); {senders(signals, ready)}")
+        check(signals[r] and signals[r][0][0] == signal, f"rank {r} got {signals[r]}\n{log}")
+    check(log.count(f"received {signal}: forwarding it to every worker") == 2,
+          f"both ddprun agents must forward {signal}:\n{log}")
+    check(rc == 128 + number, f"srun must exit {128 + number} (ddprun's 128+{signal}): {rc}\n{log}")
+    print(f"scancel {' '.join(scancel_flags)}: every ddprun and worker gone {gone:.2f}s after "
+          f"scancel ({time.monotonic() - start:.2f}s until srun exited {rc}); "
+          f"{senders(signals, ready)}")
+
+
+def check_scancel_term(out_dir):
+    check_scancel_signal(out_dir, "SIGTERM", 15, [], [])
 
 
 def check_scancel_usr1(out_dir):
-    tag = str(uuid.uuid4())
-    srun, job = start_job("ddpsl-usr1", tag, out_dir,
-                          ["--signals_to_handle=SIGTERM,SIGINT,SIGHUP,SIGQUIT,SIGUSR1"])
-    slurmtest.slurm(["scancel", "--signal=USR1", job], check_rc=0)
-    gone = slurmtest.wait_gone(f"DDP_TEST_TAG={tag}", timeout=KILL_WAIT + 5)
-    rc, log = finish(srun)
-    signals, ready = received(out_dir)
-    for r in RANKS:
-        check(signals[r] and signals[r][0][0] == "SIGUSR1", f"rank {r} got {signals[r]}\n{log}")
-    check(log.count("received SIGUSR1: forwarding it to every worker") == 2,
-          f"both ddprun agents must forward SIGUSR1:\n{log}")
-    check(rc == 138, f"srun must exit 138 (ddprun's 128+SIGUSR1): {rc}\n{log}")
-    print(f"scancel --signal=USR1: every ddprun and worker gone {gone:.2f}s after; srun exited "
-          f"{rc}; {senders(signals, ready)}")
+    check_scancel_signal(out_dir, "SIGUSR1", 10, ["--signal=USR1"],
+                         ["--signals_to_handle=SIGTERM,SIGINT,SIGHUP,SIGQUIT,SIGUSR1"])
 
 
 def check_grace_before_kill_wait(out_dir):
