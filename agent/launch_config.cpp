@@ -248,13 +248,40 @@ void resolve_rendezvous(LaunchConfig& config) {
   } else {
     const int default_port = config.rdzv_backend == "c10d" ? kC10dDefaultPort : kEtcdDefaultPort;
     config.rdzv_endpoint = parse_endpoint(config.rdzv_endpoint_raw, default_port, origin);
-    // A fresh id per single-node job, so two jobs on one machine never join one rendezvous;
-    // several nodes must agree on the id, so they keep torchrun's "none" unless told.
+    // A fresh id per single-node job, so two jobs on one machine never join one rendezvous.
+    // Several nodes must agree on the id: derive_job_run_id() gives them one from the command.
     if (config.source_of("rdzv_id") == ValueSource::kDefault && config.is_single_node()) {
       config.rdzv_id = make_uuid4();
       config.sources["rdzv_id"] = ValueSource::kDerived;
     }
   }
+}
+
+// Multi-node c10d without --rdzv_id: every node runs the same command, so an id hashed from it
+// (FNV-1a 64) is shared by the nodes of one job and differs between two jobs that meet at one
+// endpoint. --nproc_per_node is left out: nodes may resolve "auto" or "gpu" differently.
+void derive_job_run_id(LaunchConfig& config) {
+  if (config.rdzv_backend != "c10d" || config.is_single_node() ||
+      config.source_of("rdzv_id") != ValueSource::kDefault) {
+    return;
+  }
+  std::uint64_t hash = 0xcbf29ce484222325ULL;
+  const auto mix = [&hash](std::string_view text) {
+    for (const char c : text) {
+      hash ^= static_cast<unsigned char>(c);
+      hash *= 0x100000001b3ULL;
+    }
+    hash ^= 0xff;  // a separator that no argument contains
+    hash *= 0x100000001b3ULL;
+  };
+  mix(config.rdzv_endpoint_raw);
+  mix(config.nnodes_raw);
+  mix(config.role);
+  mix(config.module ? "-m" : config.no_python ? "--no_python" : "");
+  mix(config.training_script);
+  for (const std::string& arg : config.training_script_args) mix(arg);
+  config.rdzv_id = fmt::format("job-{:012x}", hash >> 16);
+  config.sources["rdzv_id"] = ValueSource::kDerived;
 }
 
 void read_entrypoint(Reader& reader, LaunchConfig& config,
@@ -425,6 +452,7 @@ LaunchConfig parse_launch_config(int argc, const char* const* argv,
   config.dry_run = reader.flag("dry_run");
   config.training_script = std::move(raw.training_script);
   config.training_script_args = std::move(raw.training_script_args);
+  derive_job_run_id(config);
   return config;
 }
 
@@ -449,6 +477,11 @@ void log_launch_config(const LaunchConfig& config) {
       "rdzv_endpoint={} run_id={} max_restarts={}",
       entrypoint_name(config), config.nnodes_min, config.nnodes_max, config.nproc_per_node,
       config.rdzv_backend, to_string(config.rdzv_endpoint), config.rdzv_id, config.max_restarts);
+  if (config.rdzv_backend == "c10d" && !config.is_single_node() &&
+      config.source_of("rdzv_id") == ValueSource::kDerived) {
+    logger->info("run id {} is derived from the command line, the same on every node that runs "
+                 "it; give --rdzv_id if the nodes' commands differ", config.rdzv_id);
+  }
 }
 
 std::string entrypoint_name(const LaunchConfig& config) {

@@ -42,8 +42,8 @@ struct LaunchConfig {
   // master_addr:master_port (port unset when master_port is unset: pick a free one).
   Endpoint rdzv_endpoint;
   // TORCHELASTIC_RUN_ID. Given --rdzv_id wins. Else: static "none" (as torchrun); c10d on one
-  // node (or --standalone) a fresh uuid so two jobs never merge; c10d multi-node "none" (every
-  // node must agree); SLURM "slurm-<job>[.<step>]".
+  // node (or --standalone) a fresh uuid so two jobs never merge; c10d multi-node
+  // "job-<hash of the command>" (every node derives the same); SLURM "slurm-<job>[.<step>]".
   std::string rdzv_id = "none";
   RdzvConf rdzv_conf;  // "timeout" always present; static also carries "rank" = node_rank
   bool standalone = false;

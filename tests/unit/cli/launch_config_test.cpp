@@ -77,13 +77,24 @@ TEST_CASE("standalone is c10d on a free local port with a fresh run id", "[cli]"
   CHECK(a.source_of("rdzv_id") == ValueSource::kDerived);
 }
 
-TEST_CASE("c10d run ids: unique on one node, shared 'none' across nodes", "[cli]") {
+TEST_CASE("c10d run ids: unique on one node, derived from the command across nodes", "[cli]") {
   const auto one = parse({"--rdzv_backend=c10d", "s"});
   CHECK(one.rdzv_id.size() == 36);
   CHECK(one.rdzv_endpoint == Endpoint{"localhost", 29400});
-  const auto many = parse({"--rdzv_backend=c10d", "--nnodes=2", "--rdzv_endpoint=h", "s"});
-  CHECK(many.rdzv_id == "none");
+  const auto many = parse({"--rdzv_backend=c10d", "--nnodes=2", "--rdzv_endpoint=h", "s", "--lr", "1"});
+  CHECK_THAT(many.rdzv_id, Catch::StartsWith("job-"));
+  CHECK(many.rdzv_id.size() == 16);
+  CHECK(many.source_of("rdzv_id") == ValueSource::kDerived);
   CHECK(many.rdzv_endpoint == Endpoint{"h", 29400});
+  // Every node of the job derives the same id, whatever its worker count ...
+  CHECK(parse({"--rdzv_backend=c10d", "--nnodes=2", "--rdzv_endpoint=h", "--nproc_per_node=4", "s",
+               "--lr", "1"}).rdzv_id == many.rdzv_id);
+  // ... and another job on the same endpoint gets another one.
+  CHECK(parse({"--rdzv_backend=c10d", "--nnodes=2", "--rdzv_endpoint=h", "s", "--lr", "2"})
+            .rdzv_id != many.rdzv_id);
+  CHECK(parse({"--rdzv_backend=c10d", "--nnodes=2", "--rdzv_endpoint=h", "s", "--lr1"}).rdzv_id !=
+        parse({"--rdzv_backend=c10d", "--nnodes=2", "--rdzv_endpoint=h", "s", "--lr", "1"}).rdzv_id);
+  CHECK(parse({"--rdzv_backend=static", "--nnodes=2", "s"}).rdzv_id == "none");
   CHECK(parse({"--rdzv_backend=c10d", "--rdzv_id=j", "s"}).rdzv_id == "j");
 }
 
