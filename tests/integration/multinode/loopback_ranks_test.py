@@ -71,6 +71,48 @@ def check_run(backend):
         ddptest.remove_tree(out_dir)
 
 
+def check_two_jobs_one_endpoint():
+    """Two 2-node c10d jobs meet at one endpoint without --rdzv_id: each derives its own run id
+    from its command line, so neither takes the other's nodes."""
+    port = ddptest.free_port()
+    tag = str(uuid.uuid4())
+    dirs = [ddptest.temp_dir(), ddptest.temp_dir()]
+    procs = []
+    try:
+        for node in range(2):
+            for out_dir in dirs:  # interleaved: A0 B0 A1 B1
+                cmd = [ddptest.bin_path("ddprun"), "--nnodes=2", f"--nproc_per_node={NPROC}",
+                       "--python", sys.executable, "--rdzv_backend=c10d",
+                       f"--rdzv_endpoint=127.0.0.1:{port}", "--rdzv_conf=join_timeout=30",
+                       WORKER, out_dir]
+                procs.append(ddptest.spawn(cmd, env={"DDP_TEST_TAG": tag},
+                                           stdout=ddptest.subprocess.PIPE,
+                                           stderr=ddptest.subprocess.PIPE, text=True))
+        for p in procs:
+            out, err = p.communicate(timeout=60)
+            check(p.returncode == 0, f"two jobs: agent exited {p.returncode}\n{err}")
+        run_ids = []
+        for out_dir in dirs:
+            records = [json.load(open(f)) for f in glob.glob(os.path.join(out_dir, "env_rank*.json"))]
+            ranks = sorted(int(r["env"]["RANK"]) for r in records)
+            check(ranks == list(range(2 * NPROC)), f"two jobs: one job's ranks {ranks}")
+            ids = {r["env"]["TORCHELASTIC_RUN_ID"] for r in records}
+            check(len(ids) == 1 and next(iter(ids)).startswith("job-"), f"two jobs: run ids {ids}")
+            run_ids.append(ids.pop())
+        check(run_ids[0] != run_ids[1], f"two jobs share the run id {run_ids[0]}")
+    except ddptest.subprocess.TimeoutExpired:
+        fail("two jobs: agents did not finish in 60 s")
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                os.killpg(p.pid, 9)
+                p.wait()
+        for out_dir in dirs:
+            ddptest.remove_tree(out_dir)
+
+
 for backend in ("static", "c10d", "c10d-ipv6"):
     check_run(backend)
     print(f"ok {backend}: ranks 0..{NODES * NPROC - 1} once, WORLD_SIZE {NODES * NPROC}")
+check_two_jobs_one_endpoint()
+print("ok two c10d jobs on one endpoint without --rdzv_id: separate run ids, ranks 0..3 each")
