@@ -6,6 +6,8 @@
 #include "agent/launch_config.hpp"
 
 #include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <array>
 #include <cmath>
@@ -284,6 +286,43 @@ void derive_job_run_id(LaunchConfig& config) {
   config.sources["rdzv_id"] = ValueSource::kDerived;
 }
 
+// An executable program named by the user's path, or found in PATH for a bare name.
+bool is_executable_program(const std::string& entry,
+                           const std::map<std::string, std::string>& env) {
+  const auto executable = [](const std::string& path) {
+    struct stat st {};
+    return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+           (st.st_mode & (S_IXUSR | S_IXGRP | S_IXOTH)) != 0 && ::access(path.c_str(), X_OK) == 0;
+  };
+  if (entry.find('/') != std::string::npos || ::access(entry.c_str(), F_OK) == 0) {
+    return executable(entry);
+  }
+  const auto path = env.find("PATH");
+  if (path == env.end()) return false;
+  std::string_view dirs = path->second;
+  while (!dirs.empty()) {
+    const std::size_t colon = dirs.find(':');
+    const std::string_view dir = dirs.substr(0, colon);
+    if (!dir.empty() && executable(fmt::format("{}/{}", dir, entry))) return true;
+    dirs = colon == std::string_view::npos ? std::string_view{} : dirs.substr(colon + 1);
+  }
+  return false;
+}
+
+// torchrun runs every entry under Python. ddprun runs a .py entry under Python, and an
+// executable program that is not a .py file as given, as --no_python would: so
+// `ddprun build/bin/ddp-train` just works. A non-executable file still goes to Python.
+void infer_no_python(LaunchConfig& config, const std::map<std::string, std::string>& env) {
+  if (config.no_python || config.module || config.run_path || config.training_script.empty() ||
+      config.training_script.ends_with(".py")) {
+    return;
+  }
+  if (is_executable_program(config.training_script, env)) {
+    config.no_python = true;
+    config.sources["no_python"] = ValueSource::kDerived;
+  }
+}
+
 void read_entrypoint(Reader& reader, LaunchConfig& config,
                      const std::map<std::string, std::string>& env) {
   config.module = reader.flag("module");
@@ -452,6 +491,7 @@ LaunchConfig parse_launch_config(int argc, const char* const* argv,
   config.dry_run = reader.flag("dry_run");
   config.training_script = std::move(raw.training_script);
   config.training_script_args = std::move(raw.training_script_args);
+  infer_no_python(config, env);
   derive_job_run_id(config);
   return config;
 }
@@ -479,8 +519,10 @@ void log_launch_config(const LaunchConfig& config) {
       config.rdzv_backend, to_string(config.rdzv_endpoint), config.rdzv_id, config.max_restarts);
   if (config.rdzv_backend == "c10d" && !config.is_single_node() &&
       config.source_of("rdzv_id") == ValueSource::kDerived) {
-    logger->info("run id {} is derived from the command line, the same on every node that runs "
-                 "it; give --rdzv_id if the nodes' commands differ", config.rdzv_id);
+    logger->info(
+        "run id {} is derived from the command line, the same on every node that runs "
+        "it; give --rdzv_id if the nodes' commands differ",
+        config.rdzv_id);
   }
 }
 

@@ -5,13 +5,13 @@
 // values with its own steady clock, so no two machines' clocks are ever compared, and the store
 // sees O(nodes) reads per interval. One detected loss is enough: any loss ends the round for all.
 
+#include <fmt/format.h>
+
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
-
-#include <fmt/format.h>
 
 #include "common/log.hpp"
 #include "ddp/error.hpp"

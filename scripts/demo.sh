@@ -10,5 +10,5 @@ bash scripts/setup.sh
 cmake --preset default
 cmake --build --preset default --target ddprun ddp-train
 
-echo "demo: build/bin/ddprun --nproc_per_node=2 --no_python build/bin/ddp-train --epochs 3 $*"
-build/bin/ddprun --nproc_per_node=2 --no_python build/bin/ddp-train --epochs 3 "$@"
+echo "demo: build/bin/ddprun --nproc_per_node=2 build/bin/ddp-train --epochs 3 $*"
+build/bin/ddprun --nproc_per_node=2 build/bin/ddp-train --epochs 3 "$@"

@@ -1,4 +1,4 @@
-"""ddprun gives N workers torchrun's environment, runs .py, -m and --no_python entries with their
+"""ddprun gives N workers torchrun's environment, runs .py, -m, --no_python and executable entries with their
 arguments untouched, and --dry_run starts nothing."""
 import os
 
@@ -69,6 +69,15 @@ def main():
         ddptest.check(sorted(records) == [0, 1], f"--no_python ranks {sorted(records)}")
         for record in records.values():
             ddptest.check(record["argv"][2:] == ARGS, f"--no_python argv {record['argv']}")
+
+        # an executable entry that is not a .py file runs as given, without --no_python
+        out = os.path.join(tmp, "exe"); os.mkdir(out)
+        result = ddptest.run([agenttest.ddprun(), "--nproc_per_node=2",
+                              agenttest.PYTHON, agenttest.worker("env_dump.py"), out] + ARGS,
+                             env={**base_env, "DDP_TEST_INHERITED": "yes"}, timeout=60)
+        agenttest.expect_exit(result, 0, "executable entry")
+        records = agenttest.env_dumps(out)
+        ddptest.check(sorted(records) == [0, 1], f"executable entry ranks {sorted(records)}")
 
         # --dry_run prints the command lines and starts nothing
         out = os.path.join(tmp, "dry"); os.mkdir(out)

@@ -2,6 +2,8 @@
 
 #include <catch2/catch.hpp>
 #include <csignal>
+#include <filesystem>
+#include <fstream>
 
 #include "ddp/error.hpp"
 #include "tests/unit/cli/cli_test_util.hpp"
@@ -81,19 +83,23 @@ TEST_CASE("c10d run ids: unique on one node, derived from the command across nod
   const auto one = parse({"--rdzv_backend=c10d", "s"});
   CHECK(one.rdzv_id.size() == 36);
   CHECK(one.rdzv_endpoint == Endpoint{"localhost", 29400});
-  const auto many = parse({"--rdzv_backend=c10d", "--nnodes=2", "--rdzv_endpoint=h", "s", "--lr", "1"});
+  const auto many =
+      parse({"--rdzv_backend=c10d", "--nnodes=2", "--rdzv_endpoint=h", "s", "--lr", "1"});
   CHECK_THAT(many.rdzv_id, Catch::StartsWith("job-"));
   CHECK(many.rdzv_id.size() == 16);
   CHECK(many.source_of("rdzv_id") == ValueSource::kDerived);
   CHECK(many.rdzv_endpoint == Endpoint{"h", 29400});
   // Every node of the job derives the same id, whatever its worker count ...
   CHECK(parse({"--rdzv_backend=c10d", "--nnodes=2", "--rdzv_endpoint=h", "--nproc_per_node=4", "s",
-               "--lr", "1"}).rdzv_id == many.rdzv_id);
+               "--lr", "1"})
+            .rdzv_id == many.rdzv_id);
   // ... and another job on the same endpoint gets another one.
-  CHECK(parse({"--rdzv_backend=c10d", "--nnodes=2", "--rdzv_endpoint=h", "s", "--lr", "2"})
-            .rdzv_id != many.rdzv_id);
-  CHECK(parse({"--rdzv_backend=c10d", "--nnodes=2", "--rdzv_endpoint=h", "s", "--lr1"}).rdzv_id !=
-        parse({"--rdzv_backend=c10d", "--nnodes=2", "--rdzv_endpoint=h", "s", "--lr", "1"}).rdzv_id);
+  CHECK(
+      parse({"--rdzv_backend=c10d", "--nnodes=2", "--rdzv_endpoint=h", "s", "--lr", "2"}).rdzv_id !=
+      many.rdzv_id);
+  CHECK(
+      parse({"--rdzv_backend=c10d", "--nnodes=2", "--rdzv_endpoint=h", "s", "--lr1"}).rdzv_id !=
+      parse({"--rdzv_backend=c10d", "--nnodes=2", "--rdzv_endpoint=h", "s", "--lr", "1"}).rdzv_id);
   CHECK(parse({"--rdzv_backend=static", "--nnodes=2", "s"}).rdzv_id == "none");
   CHECK(parse({"--rdzv_backend=c10d", "--rdzv_id=j", "s"}).rdzv_id == "j");
 }
@@ -115,6 +121,22 @@ TEST_CASE("entry point modes and their conflicts", "[cli]") {
   CHECK_THROWS_WITH(parse({"-m", "--no_python", "x"}),
                     Catch::Contains("--no_python: cannot be combined with -m/--module"));
   CHECK(entrypoint_name(parse({"--no_python", "/bin/true", "a"})) == "/bin/true");
+}
+
+TEST_CASE("an executable that is not a .py file runs as given, as with --no_python", "[cli]") {
+  const auto direct = parse({"/bin/true", "a"});
+  CHECK(direct.no_python);
+  CHECK(direct.source_of("no_python") == ValueSource::kDerived);
+  CHECK(parse({"true"}, Env{{"PATH", "/nonexistent:/bin"}}).no_python);  // found in PATH
+  CHECK_FALSE(parse({"true"}, Env{{"PATH", "/nonexistent"}}).no_python);
+  const std::string data = std::filesystem::temp_directory_path() / "ddprun_cli_not_executable";
+  std::ofstream(data) << "print(1)\n";
+  std::filesystem::permissions(
+      data, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  CHECK_FALSE(parse({data}).no_python);  // a file that is not executable: Python
+  std::filesystem::remove(data);
+  CHECK_FALSE(parse({"/nonexistent/train"}).no_python);
+  CHECK_FALSE(parse({"-m", "true"}, Env{{"PATH", "/bin"}}).no_python);
   CHECK(entrypoint_name(parse({"--run_path", "s.py"})) == "run_script_path");
   CHECK(entrypoint_name(parse({"-m", "pkg.mod"})) == "pkg.mod");
 }

@@ -1,12 +1,10 @@
 // The c10d protocol on one io_context over a MemoryStore: rounds, ranks, last call, late nodes,
 // restarts and the exit barrier.
 
-#include <catch2/catch.hpp>
-
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
-
+#include <catch2/catch.hpp>
 #include <set>
 
 #include "c10d_test_util.hpp"
@@ -75,8 +73,8 @@ TEST_CASE("too few nodes time out with a message naming who joined", "[c10d]") {
     REQUIRE(o->error);
     CHECK_THROWS_AS(o->get(), ddp::TimeoutError);
     CHECK_THAT(o->error_text(), Catch::Contains("2/3 nodes joined") &&
-                                    Catch::Contains("1 more needed") &&
-                                    Catch::Contains("n0") && Catch::Contains("n1"));
+                                    Catch::Contains("1 more needed") && Catch::Contains("n0") &&
+                                    Catch::Contains("n1"));
   }
 }
 
@@ -140,7 +138,8 @@ TEST_CASE("the exit barrier holds every node until the last one finishes", "[c10
   c.add_node();
   REQUIRE(all_done(c.next_round({0, 1})));
   auto f0 = spawn(c.io, c.nodes[0]->finish(true));
-  run_until(c.io, [&] { return f0->done; }, 300ms);
+  run_until(
+      c.io, [&] { return f0->done; }, 300ms);
   CHECK_FALSE(f0->done);
   auto f1 = spawn(c.io, c.nodes[1]->finish(true));
   REQUIRE(run_until(c.io, [&] { return f0->done && f1->done; }));
@@ -180,8 +179,7 @@ TEST_CASE("watch_round can be cancelled by the agent racing it", "[c10d]") {
   REQUIRE(all_done(c.next_round({0, 1})));
   auto race = [&]() -> boost::asio::awaitable<int> {
     boost::asio::steady_timer t(c.io, 50ms);
-    auto winner = co_await (c.nodes[0]->watch_round() ||
-                            t.async_wait(boost::asio::use_awaitable));
+    auto winner = co_await (c.nodes[0]->watch_round() || t.async_wait(boost::asio::use_awaitable));
     co_return static_cast<int>(winner.index());
   };
   auto out = spawn(c.io, race());
@@ -228,7 +226,8 @@ TEST_CASE("a node waiting to join does not restart nodes in the exit barrier", "
   auto f0 = spawn(c.io, c.nodes[0]->finish(true));
   auto w0 = spawn(c.io, c.nodes[0]->watch_round());
   auto late = spawn(c.io, c.nodes[2]->next_round(1));
-  run_until(c.io, [&] { return w0->done || f0->done; }, 300ms);
+  run_until(
+      c.io, [&] { return w0->done || f0->done; }, 300ms);
   CHECK_FALSE(w0->done);
   CHECK_FALSE(f0->done);
   auto f1 = spawn(c.io, c.nodes[1]->finish(true));
@@ -260,7 +259,8 @@ TEST_CASE("a failing store host stays up until the others have read why", "[c10d
   auto r0 = spawn(c.io, c.nodes[0]->report_failure("exit code 9"));
   REQUIRE(run_until(c.io, [&] { return r0->done && w1->done; }));
   auto f0 = spawn(c.io, c.nodes[0]->finish(false));
-  run_until(c.io, [&] { return f0->done; }, 200ms);
+  run_until(
+      c.io, [&] { return f0->done; }, 200ms);
   CHECK_FALSE(f0->done);
   auto next = c.next_round({1});
   REQUIRE(all_done(next));

@@ -1,15 +1,15 @@
 // TcpStoreServer over real sockets: both dialects on one port, waits across connections, bad input
 // closing only its own connection, a waiting client that disconnects, port 0, IPv6, a taken port.
 
+#include <unistd.h>
+
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
+
 #include "ddp/error.hpp"
 #include "rendezvous/memory_store.hpp"
 #include "rendezvous/server_key_table.hpp"
 #include "tests/unit/store/raw_client.hpp"
-
-#include <boost/asio/write.hpp>
-#include <boost/asio/read.hpp>
-
-#include <unistd.h>
 
 using namespace ddp::rdzv;
 using namespace ddp::rdzv::test;
@@ -128,10 +128,11 @@ TEST_CASE("stop() closes every connection and the server counts them") {
   CHECK(b.call(hex("06"), 8) == u64le(0));
   // Catch's macros are not thread-safe: look on the server's thread, check on this one.
   const auto counts = asio::post(io, asio::use_future([&] {
-                        const auto before = server.connection_count();
-                        server.stop();
-                        return std::make_pair(before, server.connection_count());
-                      })).get();
+                                   const auto before = server.connection_count();
+                                   server.stop();
+                                   return std::make_pair(before, server.connection_count());
+                                 }))
+                          .get();
   CHECK(counts.first == 2);
   CHECK(counts.second == 0);
   CHECK(a.is_closed_by_server());
