@@ -50,19 +50,38 @@ start_server ddp-store "$build/bin/ddp-store" serve --host 127.0.0.1 --port 0
 torch_addr=$(addr_of torch)
 ddp_addr=$(addr_of ddp-store)
 
+# CPU time (user+system, clock ticks) the server process has used so far.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# Runs the client against one server; prints its JSON with the server's CPU share of the run
+# added as "server_cpu" (1.0 = one core busy all the time).
+measure() {
+  # Over the whole client run, idle connections' set-up included (--seconds counts only the
+  # measured part).
+  local pid="$1" addr="$2" op="$3" extra="$4" before after start end json
+  before=$(cpu_ticks "$pid")
+  start=$(date +%s.%N)
+  json=$("$bench" store --addr "$addr" --clients "$clients" --seconds "$seconds" --op "$op" \
+         --idle "$extra" --dialect 113 --json)
+  end=$(date +%s.%N)
+  after=$(cpu_ticks "$pid")
+  jq -c --argjson ticks "$((after - before))" --argjson hz "$(getconf CLK_TCK)" \
+    --argjson wall "$(jq -n "$end - $start")" '. + {server_cpu: ($ticks / $hz / $wall)}' <<<"$json"
+}
+
 echo "store benchmark: $clients clients, ${seconds}s per run, dialect 1.13, $(nproc) cores"
 echo "torch 1.13 TCPStore at $torch_addr; ddp-store at $ddp_addr"
-printf '%-6s %-7s | %12s %8s %8s | %12s %8s %8s | %6s\n' op idle \
-  "torch ops/s" "p50 us" "p99 us" "ddp ops/s" "p50 us" "p99 us" ratio
+echo "cpu: the server's CPU share during the run (1.00 = one core); the client runs beside it"
+printf '%-6s %-6s | %11s %7s %7s %5s | %11s %7s %7s %5s | %6s\n' op idle \
+  "torch ops/s" "p50 us" "p99 us" cpu "ddp ops/s" "p50 us" "p99 us" cpu ratio
 for extra in 0 "$idle"; do
   for op in $ops; do
-    t=$("$bench" store --addr "$torch_addr" --clients "$clients" --seconds "$seconds" --op "$op" \
-        --idle "$extra" --dialect 113 --json)
-    d=$("$bench" store --addr "$ddp_addr" --clients "$clients" --seconds "$seconds" --op "$op" \
-        --idle "$extra" --dialect 113 --json)
-    printf '%-6s %-7s | %12.0f %8d %8d | %12.0f %8d %8d | %6.2f\n' "$op" "$extra" \
+    t=$(measure "${pids[0]}" "$torch_addr" "$op" "$extra")
+    d=$(measure "${pids[1]}" "$ddp_addr" "$op" "$extra")
+    printf '%-6s %-6s | %11.0f %7d %7d %5.2f | %11.0f %7d %7d %5.2f | %6.2f\n' "$op" "$extra" \
       "$(jq .ops_per_s <<<"$t")" "$(jq .p50_us <<<"$t")" "$(jq .p99_us <<<"$t")" \
+      "$(jq .server_cpu <<<"$t")" \
       "$(jq .ops_per_s <<<"$d")" "$(jq .p50_us <<<"$d")" "$(jq .p99_us <<<"$d")" \
+      "$(jq .server_cpu <<<"$d")" \
       "$(jq -n "$(jq .ops_per_s <<<"$d") / $(jq .ops_per_s <<<"$t")")"
   done
 done
