@@ -47,6 +47,7 @@ def main():
                 f.write("#!/bin/bash\n"
                         "#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=1\n#SBATCH --time=5\n"
                         f"srun {ddprun} --nproc_per_node=2 --python {ddptest.TORCH_PYTHON} "
+                        f"--log_dir={work}/logs "
                         f"{worker} {work} --steps {STEPS}\n")
             out = os.path.join(work, "job.out")
             job = slurmtest.slurm(["sbatch", "--parsable", "-o", out, script],

@@ -25,7 +25,8 @@ def start_job(name, tag, out_dir, ddprun_flags, worker=None):
     # Why `sh -c`: one --event_log file per node (the flag is the same for both tasks).
     events = os.path.join(out_dir, "events_$SLURM_NODEID.jsonl")
     ddprun = " ".join([ddptest.bin_path("ddprun"), "--nproc_per_node=2", "--python",
-                       sys.executable, f"--event_log={events}"] + ddprun_flags + worker)
+                       sys.executable, f"--event_log={events}", f"--log_dir={out_dir}/logs"] +
+                      ddprun_flags + worker)
     srun = ddptest.spawn(["srun", "-N2", "--ntasks-per-node=1", "-J", name,
                           f"--export=ALL,DDP_TEST_TAG={tag}", "sh", "-c", f"exec {ddprun}"],
                          env=slurmtest.ENV, stdout=ddptest.subprocess.PIPE,

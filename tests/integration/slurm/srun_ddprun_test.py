@@ -16,20 +16,21 @@ from ddptest import check
 NPROC = 2
 
 
-def srun_ddprun(name, tag, worker_args, timeout, extra_env=None):
+def srun_ddprun(name, tag, out_dir, worker_args, timeout, extra_env=None):
     exports = ",".join(["ALL", f"DDP_TEST_TAG={tag}"] +
                        [f"{k}={v}" for k, v in (extra_env or {}).items()])
     # Why --export instead of env=: the marker must reach the tasks but not srun itself, so that
     # processes_with_env() finds only ddprun and its workers.
     return slurmtest.slurm(["srun", "-N2", "--ntasks-per-node=1", "-J", name, f"--export={exports}",
                             ddptest.bin_path("ddprun"), f"--nproc_per_node={NPROC}",
-                            "--python", sys.executable] + worker_args, timeout=timeout)
+                            "--python", sys.executable, f"--log_dir={out_dir}/logs"] + worker_args,
+                           timeout=timeout)
 
 
 def check_launch(out_dir):
     tag = str(uuid.uuid4())
-    run = srun_ddprun("ddpsl-launch", tag, [os.path.join(slurmtest.HERE, "store_peer.py"), out_dir],
-                      timeout=60)
+    run = srun_ddprun("ddpsl-launch", tag, out_dir,
+                      [os.path.join(slurmtest.HERE, "store_peer.py"), out_dir], timeout=60)
     check(run.returncode == 0, f"srun exited {run.returncode}\n{run.stdout}\n{run.stderr}")
     records = [json.load(open(f)) for f in glob.glob(os.path.join(out_dir, "peer_rank*.json"))]
     ranks = sorted(int(r["env"]["RANK"]) for r in records)
@@ -65,7 +66,7 @@ def check_launch(out_dir):
 def check_failure(out_dir):
     """Rank 2 (node 1, local rank 0) exits 3; the healthy ranks would sleep 60 s."""
     tag = str(uuid.uuid4())
-    run = srun_ddprun("ddpsl-fail", tag,
+    run = srun_ddprun("ddpsl-fail", tag, out_dir,
                       [os.path.join(slurmtest.WORKERS, "fail_once.py"), out_dir, "--rank", "2",
                        "--code", "3", "--always", "--lines", "2"],
                       timeout=60, extra_env={"DDP_TEST_HEALTHY_SECONDS": "60"})
