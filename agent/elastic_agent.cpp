@@ -4,11 +4,11 @@
 
 #include "agent/elastic_agent.hpp"
 
-#include <boost/asio/experimental/awaitable_operators.hpp>
-#include <boost/asio/use_awaitable.hpp>
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <csignal>
 #include <cstdio>
 #include <optional>
@@ -53,11 +53,10 @@ asio::awaitable<Caught<T>> caught(asio::awaitable<T> op) {
 }
 
 std::string describe(const WorkerExit& exit) {
-  return exit.signal != 0
-             ? fmt::format("rank {} (local_rank {}, pid {}) killed by {}", exit.rank,
-                           exit.local_rank, exit.pid, signal_name(exit.signal))
-             : fmt::format("rank {} (local_rank {}, pid {}) exited with {}", exit.rank,
-                           exit.local_rank, exit.pid, exit.exit_code);
+  return exit.signal != 0 ? fmt::format("rank {} (local_rank {}, pid {}) killed by {}", exit.rank,
+                                        exit.local_rank, exit.pid, signal_name(exit.signal))
+                          : fmt::format("rank {} (local_rank {}, pid {}) exited with {}", exit.rank,
+                                        exit.local_rank, exit.pid, exit.exit_code);
 }
 
 Event exit_event(const WorkerExit& exit) {
@@ -139,9 +138,8 @@ asio::awaitable<int> ElasticAgent::run() {
 
   std::unique_ptr<WorkerGroup> group;
   for (;;) {
-    auto joined =
-        co_await (caught(rdzv::abandonable(rendezvous_.next_round(config_.nproc_per_node))) ||
-                  wait_signal());
+    auto joined = co_await (
+        caught(rdzv::abandonable(rendezvous_.next_round(config_.nproc_per_node))) || wait_signal());
     if (joined.index() == 1) {
       const int signal = std::get<1>(joined);
       log->warn("received {} during rendezvous; no workers running", signal_name(signal));
@@ -178,9 +176,8 @@ asio::awaitable<int> ElasticAgent::run() {
               info.rank_base, info.rank_base + config_.nproc_per_node - 1, info.world_size);
     std::size_t emitted = 0;
 
-    auto outcome =
-        co_await (caught(group->wait_first_failure()) || caught(rendezvous_.watch_round()) ||
-                  wait_signal());
+    auto outcome = co_await (caught(group->wait_first_failure()) ||
+                             caught(rendezvous_.watch_round()) || wait_signal());
 
     if (outcome.index() == 2) {  // a handled signal: forward it, grace, kill, exit 128+N
       const int signal = std::get<2>(outcome);
@@ -194,8 +191,10 @@ asio::awaitable<int> ElasticAgent::run() {
 
     if (outcome.index() == 1) {  // another node: restart with it, no restart spent
       const auto event = std::get<1>(std::move(outcome)).get();
-      log->warn("round ended by another node: {}; stopping workers for the next round",
-                event.detail);
+      log->warn(
+          "round ended by another node: {}; stopping workers, then joining the next round if the "
+          "job goes on",
+          event.detail);
       co_await group->stop(SIGTERM, config_.shutdown_timeout);
       emit_stopped(events_, *group, emitted, "round_change");
       events_.emit(Event("restart").with("reason", event.detail).with("restart_spent", 0));
