@@ -20,6 +20,7 @@
 #include "collectives/gloo/gloo_store_adapter.hpp"
 #include "collectives/op_worker.hpp"
 #include "collectives/reduce_functions.hpp"
+#include "collectives/shm/shm_allreduce.hpp"
 #include "common/check.hpp"
 #include "common/log.hpp"
 #include "ddp/error.hpp"
@@ -60,14 +61,22 @@ bool is_timeout_message(const std::string& what) {
 }  // namespace
 
 AllreduceAlgorithm parse_allreduce_algorithm(const std::string& text, const std::string& origin) {
+  if (text == "auto") return AllreduceAlgorithm::kAuto;
   if (text == "ring") return AllreduceAlgorithm::kRing;
   if (text == "bcube") return AllreduceAlgorithm::kBcube;
-  throw ConfigError(fmt::format("{}='{}' is not an all_reduce algorithm (ring, bcube)", origin,
-                                text));
+  if (text == "shm") return AllreduceAlgorithm::kShm;
+  throw ConfigError(fmt::format("{}='{}' is not an all_reduce algorithm (auto, ring, bcube, shm)",
+                                origin, text));
 }
 
 std::string to_string(AllreduceAlgorithm algorithm) {
-  return algorithm == AllreduceAlgorithm::kBcube ? "bcube" : "ring";
+  switch (algorithm) {
+    case AllreduceAlgorithm::kAuto: return "auto";
+    case AllreduceAlgorithm::kRing: return "ring";
+    case AllreduceAlgorithm::kBcube: return "bcube";
+    case AllreduceAlgorithm::kShm: return "shm";
+  }
+  return "?";
 }
 
 struct GlooProcessGroup::Shared {
@@ -144,8 +153,44 @@ void GlooProcessGroup::connect() {
                               global_ranks_[rank_], e.what()));
   }
   context_ = std::move(context);
-  log::get("coll")->debug("gloo group connected rank={} size={} store={}", rank_, size_,
-                          store_->describe());
+  connect_shared_memory();
+  log::get("coll")->debug("gloo group connected rank={} size={} all_reduce={} store={}", rank_,
+                          size_, to_string(algorithm_), store_->describe());
+}
+
+void GlooProcessGroup::connect_shared_memory() {
+  const auto requested = options_.algorithm;
+  algorithm_ = requested == AllreduceAlgorithm::kAuto ? AllreduceAlgorithm::kRing : requested;
+  if (size_ == 1 || (requested != AllreduceAlgorithm::kAuto &&
+                     requested != AllreduceAlgorithm::kShm)) {
+    return;
+  }
+  std::string why_not;
+  shm_ = shm::ShmAllreduce::connect(*store_->with_prefix("shm/"), rank_, size_, global_ranks_,
+                                    timeout(), why_not);
+  if (shm_) {
+    algorithm_ = AllreduceAlgorithm::kShm;
+  } else if (requested == AllreduceAlgorithm::kShm) {
+    throw ConfigError(fmt::format("all_reduce algorithm shm cannot be used: {}", why_not));
+  } else {
+    log::get("coll")->debug("all_reduce over shared memory not possible ({}); using ring", why_not);
+  }
+}
+
+void GlooProcessGroup::reduce_in_place(const Tensor& t, ReduceOp op, std::uint32_t tag,
+                                       std::chrono::milliseconds timeout) {
+  if (size_ == 1 || t.count == 0) return;
+  if (shm_) {
+    shm_->all_reduce(t, reduce_function(t.dtype, op), std::chrono::steady_clock::now() + timeout);
+    return;
+  }
+  gloo::AllreduceOptions opts(context_);
+  with_element_type(t.dtype, [&]<class T>() { opts.setOutput(static_cast<T*>(t.data), t.count); });
+  opts.setAlgorithm(gloo_algorithm(algorithm_));
+  opts.setReduceFunction(reduce_function(t.dtype, op));
+  opts.setTag(tag);
+  opts.setTimeout(timeout);
+  gloo::allreduce(opts);
 }
 
 std::string GlooProcessGroup::describe_ranks(const std::vector<int>& group_ranks) const {
@@ -198,12 +243,15 @@ void GlooProcessGroup::fail_collective(const char* name, std::uint64_t seq,
   const std::string what = e.what();
   const bool timed_out = is_timeout_message(what);
   const auto missing = arrivals_->missing_ranks(seq, std::min(timeout(), kArrivalGrace));
+  const bool reduced_in_shm = shm_ && (std::strcmp(name, "all_reduce") == 0 ||
+                                       std::strcmp(name, "reduce_scatter") == 0);
   std::string message;
   if (!missing.empty()) {
-    message = fmt::format("gloo {} #{} {}: {} of {} never arrived (rank {}; gloo: {})", name, seq,
+    message = fmt::format("gloo {} #{} {}: {} of {} never arrived (rank {}; {}: {})", name, seq,
                           timed_out ? fmt::format("timed out after {}ms", timeout().count())
                                     : std::string("failed"),
-                          describe_ranks(missing), size_, global_ranks_[rank_], what);
+                          describe_ranks(missing), size_, global_ranks_[rank_],
+                          reduced_in_shm ? "shared memory" : "gloo", what);
   } else {
     message = fmt::format("gloo {} #{} {} on rank {}: {}", name, seq,
                           timed_out ? "timed out" : "failed", global_ranks_[rank_], what);
@@ -221,15 +269,7 @@ std::shared_ptr<Work> GlooProcessGroup::all_reduce(Tensor t, ReduceOp op) {
   check_tensor("all_reduce", t);
   const auto timeout_ms = timeout();
   return submit_collective("all_reduce", [this, t, op, timeout_ms](std::uint32_t tag) {
-    if (size_ > 1 && t.count > 0) {
-      gloo::AllreduceOptions opts(context_);
-      with_element_type(t.dtype, [&]<class T>() { opts.setOutput(static_cast<T*>(t.data), t.count); });
-      opts.setAlgorithm(gloo_algorithm(options_.algorithm));
-      opts.setReduceFunction(reduce_function(t.dtype, op));
-      opts.setTag(tag);
-      opts.setTimeout(timeout_ms);
-      gloo::allreduce(opts);
-    }
+    reduce_in_place(t, op, tag, timeout_ms);
     if (op == ReduceOp::kAvg) divide_by_count(t, size_);
   });
 }
@@ -289,17 +329,7 @@ std::shared_ptr<Work> GlooProcessGroup::reduce_scatter(Tensor in, Tensor out, Re
   return submit_collective("reduce_scatter", [this, in, out, op, timeout_ms](std::uint32_t tag) {
     std::vector<std::uint8_t> scratch(static_cast<const std::uint8_t*>(in.data),
                                       static_cast<const std::uint8_t*>(in.data) + in.bytes());
-    if (size_ > 1 && in.count > 0) {
-      gloo::AllreduceOptions opts(context_);
-      with_element_type(in.dtype, [&]<class T>() {
-        opts.setOutput(reinterpret_cast<T*>(scratch.data()), in.count);
-      });
-      opts.setAlgorithm(gloo_algorithm(options_.algorithm));
-      opts.setReduceFunction(reduce_function(in.dtype, op));
-      opts.setTag(tag);
-      opts.setTimeout(timeout_ms);
-      gloo::allreduce(opts);
-    }
+    reduce_in_place(Tensor{scratch.data(), in.count, in.dtype}, op, tag, timeout_ms);
     if (out.count > 0) {
       std::memcpy(out.data, scratch.data() + static_cast<std::size_t>(rank_) * out.bytes(),
                   out.bytes());

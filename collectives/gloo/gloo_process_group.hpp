@@ -1,10 +1,12 @@
 #pragma once
 // GlooProcessGroup: the CPU ProcessGroup over Debian's libgloo and its TCP transport. Ranks find
-// each other through a GroupStore (GlooStoreAdapter + connectFullMesh). Collectives run on the
-// group's own OpWorker thread in submission order; send/recv are posted at once on the caller's
-// thread (so a send and a recv in either order cannot deadlock) and waited for on a second
-// thread. Every operation uses the group's timeout(); a failure names the ranks that never
-// arrived (ArrivalTracker) and breaks the group: later operations fail with the same cause.
+// each other through a GroupStore (GlooStoreAdapter + connectFullMesh). all_reduce and
+// reduce_scatter go through shared memory instead (shm::ShmAllreduce) when every rank of the group
+// is on this host and the algorithm allows it. Collectives run on the group's own OpWorker thread
+// in submission order; send/recv are posted at once on the caller's thread (so a send and a recv
+// in either order cannot deadlock) and waited for on a second thread. Every operation uses the
+// group's timeout(); a failure names the ranks that never arrived (ArrivalTracker) and breaks the
+// group: later operations fail with the same cause.
 
 #include <atomic>
 #include <chrono>
@@ -26,13 +28,19 @@ class Device;
 }  // namespace gloo
 
 namespace ddp::coll {
+namespace shm {
+class ShmAllreduce;
+}
 
 class OpWorker;
 class ArrivalTracker;
 
-enum class AllreduceAlgorithm { kRing, kBcube };
+// kAuto: kShm when every rank of the group is on this host (one shared_memory_domain()), else
+// kRing. kShm demands shared memory; kRing and kBcube are Gloo's algorithms over TCP.
+enum class AllreduceAlgorithm { kAuto, kRing, kBcube, kShm };
 
-// "ring" / "bcube"; throws ConfigError naming `origin` (a flag or variable) for anything else.
+// "auto" / "ring" / "bcube" / "shm"; throws ConfigError naming `origin` (a flag or variable) for
+// anything else.
 AllreduceAlgorithm parse_allreduce_algorithm(const std::string& text, const std::string& origin);
 std::string to_string(AllreduceAlgorithm algorithm);
 
@@ -40,7 +48,7 @@ struct GlooOptions {
   std::string hostname = "127.0.0.1";  // the address peers reach this rank at...
   std::string iface;                   // ...or a network interface (GLOO_SOCKET_IFNAME); wins
   std::chrono::milliseconds timeout{std::chrono::minutes(30)};
-  AllreduceAlgorithm algorithm = AllreduceAlgorithm::kRing;
+  AllreduceAlgorithm algorithm = AllreduceAlgorithm::kAuto;
 };
 
 class GlooProcessGroup final : public ProcessGroup {
@@ -57,7 +65,8 @@ class GlooProcessGroup final : public ProcessGroup {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   std::string backend() const override { return "gloo"; }
-  AllreduceAlgorithm algorithm() const { return options_.algorithm; }
+  // The all_reduce algorithm in use: never kAuto once the group exists.
+  AllreduceAlgorithm algorithm() const { return algorithm_; }
 
   std::shared_ptr<Work> all_reduce(Tensor t, ReduceOp op) override;
   std::shared_ptr<Work> broadcast(Tensor t, int root) override;
@@ -73,6 +82,10 @@ class GlooProcessGroup final : public ProcessGroup {
   GlooProcessGroup(std::shared_ptr<GroupStore> store, int rank, int size,
                    std::vector<int> global_ranks, std::shared_ptr<Shared> shared);
   void connect();
+  void connect_shared_memory();
+  // all_reduce of `t` in place, by shared memory or by Gloo; runs on the worker thread.
+  void reduce_in_place(const Tensor& t, ReduceOp op, std::uint32_t tag,
+                       std::chrono::milliseconds timeout);
 
   // Queues `body` as collective number `seq` on the worker thread, with arrival tracking and
   // error translation ("<name> #seq").
@@ -90,6 +103,8 @@ class GlooProcessGroup final : public ProcessGroup {
   std::shared_ptr<Shared> shared_;
   GlooOptions& options_;
   std::shared_ptr<gloo::Context> context_;
+  AllreduceAlgorithm algorithm_ = AllreduceAlgorithm::kRing;
+  std::unique_ptr<shm::ShmAllreduce> shm_;  // set when algorithm_ is kShm and size_ > 1
   std::uint64_t next_seq_ = 0;  // caller thread: same sequence on every rank
   int next_group_ = 0;          // caller thread
   std::mutex broken_mutex_;

@@ -69,7 +69,7 @@ std::shared_ptr<ProcessGroup> make_gloo_group(const Context& c, const InitOption
   gloo.iface = env_or("GLOO_SOCKET_IFNAME", "");
   if (gloo.iface.empty()) gloo.hostname = runtime::local_address_toward(c.master_addr, c.master_port);
   gloo.timeout = options.timeout;
-  gloo.algorithm = coll::parse_allreduce_algorithm(env_or("DDP_ALLREDUCE_ALGORITHM", "ring"),
+  gloo.algorithm = coll::parse_allreduce_algorithm(env_or("DDP_ALLREDUCE_ALGORITHM", "auto"),
                                                    "environment variable DDP_ALLREDUCE_ALGORITHM");
   return coll::GlooProcessGroup::create(std::move(store), c.rank, c.world_size, gloo);
 }

@@ -2,7 +2,9 @@
 # allreduce.sh: float32 sum all_reduce, side by side in one run on NPROC ranks: libddp
 # (ddp-bench allreduce --mode ddp), Gloo called directly with the same algorithm (--mode gloo),
 # and PyTorch 1.13's gloo all_reduce (torch_allreduce.py under /usr/bin/python3). Prints bus
-# bandwidth per size and the ratios ddp/gloo (goal >= 0.95) and ddp/torch (goal >= 1).
+# bandwidth per size and the ratios ddp/gloo (goal >= 0.95) and ddp/torch (goal >= 1). With SHM=1
+# (the default) it also runs libddp's shared-memory all_reduce (--algorithm shm, what ddp::init
+# picks when every rank is on one host) and prints it against the same two baselines.
 # Each launch goes through `ddprun --nproc_per_node=NPROC` when it is built.
 #
 #   scripts/bench/allreduce.sh [BUILD_DIR=build] [SIZES=4K..256M]
@@ -15,6 +17,7 @@ sizes="${2:-4K..256M}"
 nproc="${NPROC:-2}"
 algorithm="${ALGORITHM:-ring}"
 rounds="${ROUNDS:-1}"
+with_shm="${SHM:-1}"
 work="$(mktemp -d /tmp/ddp-bench-allreduce.XXXXXX)"
 store_pid=""
 cleanup() {
@@ -60,6 +63,10 @@ for ((round = 0; round < rounds; round++)); do
     --json --check >>"$work/ddp.jsonl"
   launch "$build/bin/ddp-bench" allreduce --mode gloo --algorithm "$algorithm" --sizes "$sizes" \
     --json >>"$work/gloo.jsonl"
+  if [ "$with_shm" = 1 ]; then
+    launch "$build/bin/ddp-bench" allreduce --mode ddp --algorithm shm --sizes "$sizes" \
+      --json --check >>"$work/shm.jsonl"
+  fi
   byte_sizes="$(sed -n 's/.*"size_bytes":\([0-9]*\).*/\1/p' "$work/ddp.jsonl" | sort -un | tr '\n' ' ')"
   # shellcheck disable=SC2086
   launch "$here/torch_allreduce.py" $byte_sizes >>"$work/torch.jsonl"
@@ -69,7 +76,8 @@ python3 - "$work" "$nproc" "$algorithm" <<'PY'
 import json, os, sys
 work, nproc, algorithm = sys.argv[1], sys.argv[2], sys.argv[3]
 best = {}
-for mode in ("ddp", "gloo", "torch"):
+modes = [m for m in ("ddp", "gloo", "torch", "shm") if os.path.exists(os.path.join(work, f"{m}.jsonl"))]
+for mode in modes:
     for line in open(os.path.join(work, f"{mode}.jsonl")):
         line = line.strip()
         if not line.startswith("{"):
@@ -86,8 +94,15 @@ def fmt(n):
             return f"{n >> shift}{unit}"
     return f"{n}B"
 print(f"all_reduce float32 sum, {nproc} ranks, {algorithm}: bus bandwidth GB/s (best of rounds)")
-print(f"{'size':>8} {'ddp':>8} {'gloo':>8} {'torch':>8} {'ddp/gloo':>9} {'ddp/torch':>10}")
+shm = "shm" in modes
+head = f"{'size':>8} {'ddp':>8} {'gloo':>8} {'torch':>8} {'ddp/gloo':>9} {'ddp/torch':>10}"
+if shm:
+    head += f" | {'shm':>8} {'shm/gloo':>9} {'shm/torch':>10}"
+print(head)
 for s in sizes:
-    d, g, t = (best.get((m, s), float("nan")) for m in ("ddp", "gloo", "torch"))
-    print(f"{fmt(s):>8} {d:8.3f} {g:8.3f} {t:8.3f} {d / g:9.2f} {d / t:10.2f}")
+    d, g, t, m = (best.get((k, s), float("nan")) for k in ("ddp", "gloo", "torch", "shm"))
+    line = f"{fmt(s):>8} {d:8.3f} {g:8.3f} {t:8.3f} {d / g:9.2f} {d / t:10.2f}"
+    if shm:
+        line += f" | {m:8.3f} {m / g:9.2f} {m / t:10.2f}"
+    print(line)
 PY

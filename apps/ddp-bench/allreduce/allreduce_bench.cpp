@@ -1,7 +1,8 @@
 // ddp-bench-allreduce: float32 sum all_reduce bus bandwidth per size, on every rank of a job a
 // launcher started (`ddprun --nproc_per_node=2 build/bin/ddp-bench allreduce --sizes 4K..256M`).
 // --mode ddp goes through libddp (ddp::init, ProcessGroup, Work); --mode gloo is the baseline that
-// calls Gloo directly with the same algorithm. Rank 0 prints one line (or one JSON object) per
+// calls Gloo directly with the same algorithm (ring or bcube; libddp's shared-memory algorithm,
+// --algorithm shm, has no Gloo counterpart). Rank 0 prints one line (or one JSON object) per
 // size. --check verifies every iteration's result (outside the timed region) and exits 1 on a
 // wrong one. Iteration counts depend only on the size, so every rank runs the same number.
 #include <CLI/CLI.hpp>
@@ -145,13 +146,18 @@ int main(int argc, char** argv) {
   app.add_option("--factor", o.factor, "step of an A..B range")->capture_default_str();
   app.add_option("--mode", o.mode, "ddp (libddp) or gloo (Gloo called directly, the baseline)")
       ->check(CLI::IsMember({"ddp", "gloo"}))->capture_default_str();
-  app.add_option("--algorithm", o.algorithm, "ring or bcube")
-      ->check(CLI::IsMember({"ring", "bcube"}))->capture_default_str();
+  app.add_option("--algorithm", o.algorithm, "ring, bcube, or (--mode ddp) shm or auto")
+      ->check(CLI::IsMember({"ring", "bcube", "shm", "auto"}))->capture_default_str();
   app.add_option("--iters", o.iters, "timed iterations per size (default: by size, 5..200)");
   app.add_option("--warmup", o.warmup, "untimed iterations per size")->capture_default_str();
   app.add_flag("--json", o.json, "one JSON object per size");
   app.add_flag("--check", o.check, "verify every result; exit 1 on a wrong one");
   CLI11_PARSE(app, argc, argv);
+  if (o.mode == "gloo" && (o.algorithm == "shm" || o.algorithm == "auto")) {
+    std::fprintf(stderr, "ddp-bench-allreduce: --algorithm %s is libddp's; --mode gloo takes ring "
+                 "or bcube\n", o.algorithm.c_str());
+    return 2;
+  }
   try {
     return run(o);
   } catch (const ddp::ConfigError& e) {

@@ -1,6 +1,9 @@
 """libddp end to end: runtime_worker scenarios on N real processes (see runtime_launch.py).
 
-usage: runtime_test.py ops|ops-bcube|subgroups|timeout|restart NPROC
+usage: runtime_test.py ops|ops-ring|ops-bcube|ops-shm|subgroups|timeout|timeout-ring|restart NPROC
+
+`ops` runs with the default all_reduce algorithm (auto: shared memory on one host); the ops-<name>
+scenarios force DDP_ALLREDUCE_ALGORITHM=<name>.
 """
 
 import sys
@@ -25,15 +28,21 @@ def main():
         if nproc <= 2:  # 64 MiB on 4 ranks costs a minute on 2 cores; 2 ranks cover the size
             code, out = runtime_launch.launch(nproc, ["ops-big", str(64 * MIB)], timeout=110)
             expect_ok(nproc, [], code, out, "ops-big")
-    elif scenario == "ops-bcube":  # the other Gloo all_reduce algorithm, odd world size included
-        code, out = runtime_launch.launch(nproc, ["ops", "1", "1001"],
-                                          env={"DDP_ALLREDUCE_ALGORITHM": "bcube"})
+    elif scenario.startswith("ops-"):  # one all_reduce algorithm forced
+        algorithm = scenario[len("ops-"):]
+        env = {"DDP_ALLREDUCE_ALGORITHM": algorithm}
+        code, out = runtime_launch.launch(nproc, ["ops", "1", "1001"], env=env)
         expect_ok(nproc, [], code, out, "ops")
+        if algorithm != "bcube" and nproc <= 2:
+            code, out = runtime_launch.launch(nproc, ["ops-big", str(64 * MIB)], timeout=110,
+                                              env=env)
+            expect_ok(nproc, [], code, out, "ops-big")
     elif scenario == "subgroups":
         code, out = runtime_launch.launch(nproc, ["subgroups"])
         expect_ok(nproc, [], code, out, "subgroups")
-    elif scenario == "timeout":
-        code, out = runtime_launch.launch(nproc, ["timeout"])
+    elif scenario in ("timeout", "timeout-ring"):  # shared memory notices the exit; TCP too
+        env = {"DDP_ALLREDUCE_ALGORITHM": "ring"} if scenario == "timeout-ring" else None
+        code, out = runtime_launch.launch(nproc, ["timeout"], env=env)
         leaver = nproc - 1
         ddptest.check(f"LEAVING rank={leaver}" in out, f"rank {leaver} did not leave:\n{out}")
         ddptest.check(out.count("OK timeout") == nproc - 1,
@@ -47,6 +56,8 @@ def main():
         expect_ok(nproc, [], code, out, "restart attempt=1")
     else:
         ddptest.fail(f"unknown scenario {scenario}")
+    if scenario.startswith("timeout"):
+        print(out)  # the error text each rank printed
     print(f"PASS runtime {scenario} nproc={nproc} "
           f"({'ddprun' if runtime_launch.have_ddprun() else 'store + env by hand'})")
 

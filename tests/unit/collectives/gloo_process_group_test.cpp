@@ -17,7 +17,10 @@ using ddp::coll::test::tensor_of;
 
 TEST_CASE("all_reduce sums, averages, multiplies and takes min and max on 3 ranks",
           "[gloo]") {
-  run_ranks(3, [](GlooProcessGroup& g) {
+  const auto algorithm = GENERATE(AllreduceAlgorithm::kRing, AllreduceAlgorithm::kShm);
+  INFO("algorithm " << to_string(algorithm));
+  run_ranks(3, [algorithm](GlooProcessGroup& g) {
+    CHECK(g.algorithm() == algorithm);
     const int r = g.rank();
     std::vector<float> sum(1001);
     std::iota(sum.begin(), sum.end(), static_cast<float>(r));
@@ -44,7 +47,7 @@ TEST_CASE("all_reduce sums, averages, multiplies and takes min and max on 3 rank
     std::vector<std::uint16_t> half{float_to_half(0.5f * r)};
     g.all_reduce(tensor_of(half, DType::kFloat16), ReduceOp::kSum)->wait();
     CHECK(half_to_float(half[0]) == 1.5f);
-  });
+  }, std::chrono::seconds(20), algorithm);
 }
 
 TEST_CASE("bcube all_reduce gives the same sums as ring", "[gloo]") {

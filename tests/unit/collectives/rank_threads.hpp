@@ -1,6 +1,7 @@
 #pragma once
 // Test helper: plays every rank of a Gloo group as a thread of this process, sharing one
-// MemoryGroupStore, and rethrows the first exception a rank threw.
+// MemoryGroupStore, and rethrows the first exception a rank threw. Groups use Gloo's ring unless
+// `algorithm` says otherwise.
 
 #include <exception>
 #include <functional>
@@ -15,7 +16,8 @@
 namespace ddp::coll::test {
 
 inline void run_ranks(int size, const std::function<void(GlooProcessGroup&)>& body,
-                      std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
+                      std::chrono::milliseconds timeout = std::chrono::seconds(20),
+                      AllreduceAlgorithm algorithm = AllreduceAlgorithm::kRing) {
   auto store = std::make_shared<MemoryGroupStore>();
   std::mutex mutex;
   std::exception_ptr first;
@@ -25,6 +27,7 @@ inline void run_ranks(int size, const std::function<void(GlooProcessGroup&)>& bo
       try {
         GlooOptions options;
         options.timeout = timeout;
+        options.algorithm = algorithm;
         auto group = GlooProcessGroup::create(store, r, size, options);
         body(*group);
       } catch (...) {

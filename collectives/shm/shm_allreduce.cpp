@@ -1,0 +1,154 @@
+// ShmAllreduce. Set-up is two store rounds: each rank publishes its domain and segment name, maps
+// its peers' segments and publishes whether that worked; the answer is unanimous, so either every
+// rank uses shared memory or none does. Each creator unlinks its name after the second round,
+// when every peer has mapped it (or given up).
+#include "collectives/shm/shm_allreduce.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <new>
+#include <random>
+
+#include "collectives/shm/peer_flags.hpp"
+#include "common/log.hpp"
+
+namespace ddp::coll::shm {
+namespace {
+
+// The flags take the first page, the two slots follow.
+constexpr std::size_t kHeaderBytes = 4096;
+constexpr std::size_t kSegmentBytes = kHeaderBytes + 2 * ShmAllreduce::kSlotBytes;
+static_assert(sizeof(PeerFlags) <= kHeaderBytes);
+
+StoreBytes bytes_of(const std::string& s) { return StoreBytes(s.begin(), s.end()); }
+std::string text_of(const StoreBytes& b) { return std::string(b.begin(), b.end()); }
+
+std::string new_segment_name() {
+  static std::atomic<unsigned> counter{0};
+  std::random_device random;
+  return fmt::format("/ddp-{}-{}-{:08x}", ::getpid(), counter++, random());
+}
+
+// Elements [lo, hi) of an n-element chunk that `rank` of `size` reduces: equal shares rounded up
+// to a cache line, so that two ranks never write the same line.
+std::pair<std::size_t, std::size_t> share_of(std::size_t n, std::size_t element, int rank,
+                                             int size) {
+  const std::size_t line = std::max<std::size_t>(1, 64 / element);
+  std::size_t per = (n + static_cast<std::size_t>(size) - 1) / static_cast<std::size_t>(size);
+  per = (per + line - 1) / line * line;
+  const std::size_t lo = std::min(n, per * static_cast<std::size_t>(rank));
+  return {lo, std::min(n, lo + per)};
+}
+
+}  // namespace
+
+std::unique_ptr<ShmAllreduce> ShmAllreduce::connect(GroupStore& store, int rank, int size,
+                                                    const std::vector<int>& global_ranks,
+                                                    std::chrono::milliseconds timeout,
+                                                    std::string& why_not) {
+  const std::string domain = shared_memory_domain();
+  std::vector<SharedSegment> segments(static_cast<std::size_t>(size));
+  std::string problem;
+  try {
+    segments[rank] = SharedSegment::create(new_segment_name(), kSegmentBytes);
+    auto* flags = new (segments[rank].data()) PeerFlags{};
+    flags->pid = static_cast<std::int32_t>(::getpid());
+  } catch (const std::exception& e) {
+    problem = fmt::format("rank {}: {}", global_ranks[rank], e.what());
+  }
+  store.set(fmt::format("segment/{}", rank),
+            bytes_of(domain + "\n" + (problem.empty() ? segments[rank].name() : "")));
+
+  for (int peer = 0; peer < size && problem.empty(); ++peer) {
+    if (peer == rank) continue;
+    const std::string entry = text_of(store.get(fmt::format("segment/{}", peer), timeout));
+    const auto newline = entry.find('\n');
+    const std::string peer_domain = entry.substr(0, newline);
+    const std::string name = newline == std::string::npos ? "" : entry.substr(newline + 1);
+    if (peer_domain != domain) {
+      problem = fmt::format(
+          "ranks {} and {} are not on one host (or not in one network "
+          "namespace)",
+          global_ranks[rank], global_ranks[peer]);
+    } else if (name.empty()) {
+      problem = fmt::format("rank {} has no shared segment", global_ranks[peer]);
+    } else {
+      try {
+        segments[peer] = SharedSegment::open(name, kSegmentBytes);
+      } catch (const std::exception& e) {
+        problem = fmt::format("rank {}: {}", global_ranks[rank], e.what());
+      }
+    }
+  }
+
+  store.set(fmt::format("mapped/{}", rank), bytes_of(problem.empty() ? "ok" : problem));
+  for (int peer = 0; peer < size; ++peer) {
+    if (peer == rank) continue;
+    const std::string answer = text_of(store.get(fmt::format("mapped/{}", peer), timeout));
+    if (answer != "ok" && problem.empty()) problem = answer;
+  }
+  segments[rank].unlink();  // every peer has mapped it or given up
+  if (!problem.empty()) {
+    why_not = problem;
+    return nullptr;
+  }
+  return std::unique_ptr<ShmAllreduce>(new ShmAllreduce(rank, global_ranks, std::move(segments)));
+}
+
+ShmAllreduce::ShmAllreduce(int rank, std::vector<int> global_ranks,
+                           std::vector<SharedSegment> segments)
+    : rank_(rank),
+      size_(static_cast<int>(segments.size())),
+      global_ranks_(std::move(global_ranks)),
+      segments_(std::move(segments)) {
+  for (auto& segment : segments_) flags_.push_back(reinterpret_cast<PeerFlags*>(segment.data()));
+}
+
+std::byte* ShmAllreduce::slot(int rank, int which) const {
+  return segments_[rank].data() + kHeaderBytes + static_cast<std::size_t>(which) * kSlotBytes;
+}
+
+void ShmAllreduce::barrier(std::chrono::steady_clock::time_point deadline) {
+  ++generation_;
+  announce(*flags_[rank_], generation_);
+  for (int peer = 0; peer < size_; ++peer) {
+    if (peer != rank_) await(*flags_[peer], generation_, deadline, global_ranks_[peer]);
+  }
+}
+
+void ShmAllreduce::all_reduce(const Tensor& t, ReduceFn reduce,
+                              std::chrono::steady_clock::time_point deadline) {
+  const std::size_t element = dtype_size(t.dtype);
+  const std::size_t per_chunk = kSlotBytes / element;
+  auto* data = static_cast<std::byte*>(t.data);
+  for (std::size_t offset = 0; offset < t.count; offset += per_chunk) {
+    const std::size_t n = std::min(per_chunk, t.count - offset);
+    const int which = static_cast<int>(chunks_++ % 2);
+    std::byte* chunk = data + offset * element;
+    std::memcpy(slot(rank_, which), chunk, n * element);
+    barrier(deadline);  // every rank's chunk is in its slot
+
+    const auto [lo, hi] = share_of(n, element, rank_, size_);
+    if (hi > lo) {
+      std::byte* out = chunk + lo * element;
+      const std::size_t at = lo * element;
+      reduce(out, slot(0, which) + at, slot(1, which) + at, hi - lo);
+      for (int peer = 2; peer < size_; ++peer) reduce(out, out, slot(peer, which) + at, hi - lo);
+      std::memcpy(slot(rank_, which) + at, out, (hi - lo) * element);
+    }
+    barrier(deadline);  // every share is reduced and published
+
+    for (int peer = 0; peer < size_; ++peer) {
+      if (peer == rank_) continue;
+      const auto [a, b] = share_of(n, element, peer, size_);
+      if (b > a)
+        std::memcpy(chunk + a * element, slot(peer, which) + a * element, (b - a) * element);
+    }
+  }
+}
+
+}  // namespace ddp::coll::shm

@@ -1,0 +1,126 @@
+// All_reduce over shared memory (ranks are threads of this process): tensors spanning several
+// slots, the exact summation order, reduce_scatter, the set-up's refusal of a peer on another
+// host, and no names left in /dev/shm.
+#include "collectives/shm/shm_allreduce.hpp"
+
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "collectives/memory_group_store.hpp"
+#include "rank_threads.hpp"
+
+using namespace ddp;
+using namespace ddp::coll;
+using ddp::coll::test::run_ranks;
+using ddp::coll::test::tensor_of;
+
+namespace {
+
+constexpr auto kShm = AllreduceAlgorithm::kShm;
+const std::size_t kFloatsPerSlot = shm::ShmAllreduce::kSlotBytes / sizeof(float);
+
+std::vector<float> random_floats(std::size_t n, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(gen);
+  return v;
+}
+
+int shm_names_of_this_process() {
+  const std::string prefix = "ddp-" + std::to_string(::getpid()) + "-";
+  int n = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/dev/shm")) {
+    if (entry.path().filename().string().rfind(prefix, 0) == 0) ++n;
+  }
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("shm all_reduce over several slots sums in rank order, bitwise equal on every rank",
+          "[shm]") {
+  const std::size_t n = 2 * kFloatsPerSlot + kFloatsPerSlot / 2 + 7;  // three chunks, odd tail
+  std::vector<std::vector<float>> inputs;
+  for (unsigned r = 0; r < 3; ++r) inputs.push_back(random_floats(n, r + 1));
+  std::vector<float> expected(n);
+  for (std::size_t i = 0; i < n; ++i) expected[i] = (inputs[0][i] + inputs[1][i]) + inputs[2][i];
+
+  std::vector<int> exact(3, 0);
+  run_ranks(
+      3,
+      [&](GlooProcessGroup& g) {
+        REQUIRE(g.algorithm() == kShm);
+        std::vector<float> v = inputs[g.rank()];
+        for (int round = 0; round < 3; ++round) {  // the slots alternate across operations too
+          v = inputs[g.rank()];
+          g.all_reduce(tensor_of(v, DType::kFloat32), ReduceOp::kSum)->wait();
+        }
+        exact[g.rank()] = v == expected;
+      },
+      std::chrono::seconds(20), kShm);
+  CHECK(exact == std::vector<int>{1, 1, 1});
+}
+
+TEST_CASE("shm all_reduce with more ranks than elements, and queued operations", "[shm]") {
+  run_ranks(
+      4,
+      [](GlooProcessGroup& g) {
+        std::vector<std::int64_t> one{g.rank() + 1};
+        std::vector<std::uint8_t> bytes(3, static_cast<std::uint8_t>(g.rank()));
+        auto w1 = g.all_reduce(tensor_of(one, DType::kInt64), ReduceOp::kSum);
+        auto w2 = g.all_reduce(tensor_of(bytes, DType::kUInt8), ReduceOp::kMax);
+        w2->wait();
+        w1->wait();
+        CHECK(one == std::vector<std::int64_t>{10});
+        CHECK(bytes == std::vector<std::uint8_t>(3, 3));
+      },
+      std::chrono::seconds(20), kShm);
+}
+
+TEST_CASE("shm reduce_scatter gives each rank its reduced slice", "[shm]") {
+  run_ranks(
+      2,
+      [](GlooProcessGroup& g) {
+        std::vector<double> in{1, 2, 3, 4}, out(2);
+        for (auto& x : in) x *= g.rank() + 1;
+        g.reduce_scatter(tensor_of(in, DType::kFloat64), tensor_of(out, DType::kFloat64),
+                         ReduceOp::kAvg)
+            ->wait();
+        CHECK(out == (g.rank() == 0 ? std::vector<double>{1.5, 3} : std::vector<double>{4.5, 6}));
+      },
+      std::chrono::seconds(20), kShm);
+}
+
+TEST_CASE("shm set-up leaves no names in /dev/shm", "[shm]") {
+  run_ranks(
+      3,
+      [](GlooProcessGroup& g) {
+        std::vector<float> v{1.0f};
+        g.all_reduce(tensor_of(v, DType::kFloat32), ReduceOp::kSum)->wait();
+        g.barrier()->wait();  // every rank has finished its set-up
+        CHECK(shm_names_of_this_process() == 0);
+      },
+      std::chrono::seconds(20), kShm);
+}
+
+TEST_CASE("shm set-up refuses a peer from another host, on every rank", "[shm]") {
+  auto store = std::make_shared<MemoryGroupStore>();
+  // Rank 1 is played by hand: it says it lives elsewhere and that it mapped everything.
+  const std::string elsewhere = "another-boot-id/mnt:[1]/net:[2]\n/ddp-elsewhere";
+  store->set("segment/1", StoreBytes(elsewhere.begin(), elsewhere.end()));
+  store->set("mapped/1", StoreBytes{'o', 'k'});
+  std::string why_not;
+  auto transport =
+      shm::ShmAllreduce::connect(*store, 0, 2, {0, 1}, std::chrono::seconds(5), why_not);
+  CHECK(transport == nullptr);
+  CHECK_THAT(why_not, Catch::Contains("ranks 0 and 1 are not on one host"));
+  const auto answer = store->get("mapped/0", std::chrono::seconds(1));
+  CHECK(std::string(answer.begin(), answer.end()) != "ok");  // rank 1 would give up too
+  CHECK(shm_names_of_this_process() == 0);
+}
