@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# allreduce.sh: float32 sum all_reduce, side by side in one run on NPROC ranks: libddp
-# (ddp-bench allreduce --mode ddp), Gloo called directly with the same algorithm (--mode gloo),
+# allreduce.sh: float32 sum all_reduce, side by side in one run on NPROC ranks: libddp and Gloo
+# called directly with the same algorithm, alternating in one process (ddp-bench allreduce --mode
+# paired, so both meet the same moments of a noisy machine),
 # and PyTorch 1.13's gloo all_reduce (torch_allreduce.py under /usr/bin/python3). Prints bus
 # bandwidth per size and the ratios ddp/gloo (goal >= 0.95) and ddp/torch (goal >= 1). With SHM=1
 # (the default) it also runs libddp's shared-memory all_reduce (--algorithm shm, what ddp::init
@@ -59,10 +60,11 @@ launch() {
 }
 
 for ((round = 0; round < rounds; round++)); do
-  launch "$build/bin/ddp-bench" allreduce --mode ddp --algorithm "$algorithm" --sizes "$sizes" \
-    --json --check >>"$work/ddp.jsonl"
-  launch "$build/bin/ddp-bench" allreduce --mode gloo --algorithm "$algorithm" --sizes "$sizes" \
-    --json >>"$work/gloo.jsonl"
+  # libddp and Gloo direct in one process, one operation of each in turn: both meet the same load.
+  launch "$build/bin/ddp-bench" allreduce --mode paired --algorithm "$algorithm" --sizes "$sizes" \
+    --json --check >"$work/paired.jsonl"
+  grep '"mode":"ddp"' "$work/paired.jsonl" >>"$work/ddp.jsonl"
+  grep '"mode":"gloo"' "$work/paired.jsonl" >>"$work/gloo.jsonl"
   if [ "$with_shm" = 1 ]; then
     launch "$build/bin/ddp-bench" allreduce --mode ddp --algorithm shm --sizes "$sizes" \
       --json --check >>"$work/shm.jsonl"

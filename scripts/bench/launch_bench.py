@@ -54,6 +54,18 @@ def launch_teardown(name, ddprun, runs):
     return statistics.median(times), min(times), max(times)
 
 
+def spawn_floor(runs):
+    """The machine's process-creation floor for the same work: /bin/sh starting 8 /bin/true at once
+    and waiting for them (one launcher exec plus 8 worker fork+execs, no launcher logic)."""
+    script = "for i in 1 2 3 4 5 6 7 8; do /bin/true & done; wait"
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        run(["/bin/sh", "-c", script], {})
+        times.append((time.perf_counter() - start) * 1000)
+    return statistics.median(times), min(times), max(times)
+
+
 def restart_latency(name, ddprun, tmp):
     base, env = launcher(name, ddprun)
     out = tempfile.mkdtemp(dir=tmp)
@@ -103,6 +115,9 @@ def main():
     tmp = tempfile.mkdtemp(prefix="ddp_bench_launch_")
     try:
         print(f"launch benchmark on {os.cpu_count()} CPUs, {args.runs} runs each")
+        median, low, high = spawn_floor(args.runs)
+        print(f"{'floor':9s} /bin/sh starting 8 /bin/true and waiting:        "
+              f"median {median:.1f} ms (min {low:.1f}, max {high:.1f}, n={args.runs})")
         for name in names:
             runs = args.runs if name == "ddprun" else max(3, args.runs // 4)
             median, low, high = launch_teardown(name, args.ddprun, runs)
