@@ -1,5 +1,6 @@
-// SharedSegment over shm_open/ftruncate/mmap. The file is sparse: pages are only allocated when a
-// collective first touches them.
+// SharedSegment over shm_open/posix_fallocate/mmap. The pages are reserved at creation, so a
+// /dev/shm that is too small fails the set-up (and the group falls back to TCP) instead of a
+// collective.
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/mman.h>
@@ -50,11 +51,13 @@ std::string shared_memory_domain() {
 SharedSegment SharedSegment::create(const std::string& name, std::size_t bytes) {
   const int fd = ::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
   if (fd < 0) fail("create", name, errno);
-  if (::ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
-    const int error = errno;
+  // Reserve the pages now: on a full tmpfs (a container's 64 MB /dev/shm) a sparse segment would
+  // fail later, with SIGBUS at the first touch in the middle of a collective.
+  if (const int error = ::posix_fallocate(fd, 0, static_cast<off_t>(bytes)); error != 0) {
     ::close(fd);
     ::shm_unlink(name.c_str());
-    fail("resize", name, error);
+    throw IoError(fmt::format("shared memory reserve {} bytes for {}: {} (is /dev/shm too small?)",
+                              bytes, name, std::strerror(error)));
   }
   std::byte* data = nullptr;
   try {

@@ -1,6 +1,6 @@
 """libddp end to end: runtime_worker scenarios on N real processes (see runtime_launch.py).
 
-usage: runtime_test.py ops|ops-ring|ops-bcube|ops-shm|subgroups|timeout|timeout-ring|restart NPROC
+usage: runtime_test.py ops|ops-ring|ops-bcube|ops-shm|small-shm|subgroups|timeout|timeout-ring|restart NPROC
 
 `ops` runs with the default all_reduce algorithm (auto: shared memory on one host); the ops-<name>
 scenarios force DDP_ALLREDUCE_ALGORITHM=<name>.
@@ -37,6 +37,22 @@ def main():
             code, out = runtime_launch.launch(nproc, ["ops-big", str(64 * MIB)], timeout=110,
                                               env=env)
             expect_ok(nproc, [], code, out, "ops-big")
+    elif scenario == "small-shm":  # a /dev/shm with room for one rank's segment, not two
+        ddptest.require_root()
+        inner = ("mount -t tmpfs -o size=12m tmpfs /dev/shm && "
+                 "exec /usr/bin/python3 \"$0\" small-shm-inside \"$1\"")
+        result = ddptest.run(["unshare", "-m", "sh", "-c", inner, __file__, str(nproc)],
+                             timeout=120)
+        ddptest.check(result.returncode == 0, f"small /dev/shm: exit {result.returncode}\n"
+                      f"{result.stdout}{result.stderr}")
+        print(result.stdout)
+    elif scenario == "small-shm-inside":  # in the private mount namespace made above
+        code, out = runtime_launch.launch(nproc, ["ops", "1", "1001"])
+        expect_ok(nproc, [], code, out, "ops")  # auto: falls back to TCP
+        code, out = runtime_launch.launch(nproc, ["ops", "1"], env={"DDP_ALLREDUCE_ALGORITHM": "shm"})
+        ddptest.check(code != 0 and "is /dev/shm too small?" in out,
+                      f"shm forced on a full /dev/shm: exit {code}\n{out}")
+        print("forced shm refused: " + next(l for l in out.splitlines() if "too small" in l))
     elif scenario == "subgroups":
         code, out = runtime_launch.launch(nproc, ["subgroups"])
         expect_ok(nproc, [], code, out, "subgroups")
