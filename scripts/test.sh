@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The README's test command: install dependencies, configure, build, and run every test label
-# (unit, integration, torch, netns, slurm) with DDP_REQUIRE_ALL=1 so that no test may skip.
+# (unit, integration, torch, netns, slurm, slow, gpu) with DDP_REQUIRE_ALL=1 so that no test may
+# skip, except the gpu label's, which skips on a machine without a GPU (CI has none).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

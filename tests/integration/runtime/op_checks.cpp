@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "device_memory.hpp"
+
 namespace ddp::test {
 namespace {
 
@@ -77,17 +79,39 @@ const char* op_name(ReduceOp op) {
   return "?";
 }
 
+int g_device = -1;  // use_device_buffers(): the CUDA device, or -1 for host memory
+
+// A tensor's host bytes, mirrored on the device when use_device_buffers() was called: tensor()
+// uploads the host bytes, download() brings the result back.
 struct Buffer {
-  Buffer(DType d, std::size_t n) : dtype(d), count(n), bytes(n * dtype_size(d)) {}
-  Tensor tensor() { return Tensor{bytes.data(), count, dtype}; }
+  Buffer(DType d, std::size_t n) : dtype(d), count(n), bytes(n * dtype_size(d)) {
+    if (g_device >= 0) device_data = device_alloc(bytes.size(), g_device);
+  }
+  ~Buffer() {
+    if (device_data != nullptr) device_free(device_data, g_device);
+  }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+
+  Tensor tensor() {
+    if (device_data == nullptr) return Tensor{bytes.data(), count, dtype};
+    copy_to_device(device_data, bytes.data(), bytes.size(), g_device);
+    return Tensor{device_data, count, dtype, DeviceKind::kCuda, g_device};
+  }
+  void download() {
+    if (device_data != nullptr) copy_to_host(bytes.data(), device_data, bytes.size(), g_device);
+  }
+
   DType dtype;
   std::size_t count;
   std::vector<std::uint8_t> bytes;
+  void* device_data = nullptr;
 };
 
 // Compares `actual` with the expected value of each element (fn(i)); records the first mismatch.
 template <class Fn>
 void compare(std::vector<std::string>& failures, const std::string& what, Buffer& actual, Fn fn) {
+  actual.download();
   const std::size_t width = dtype_size(actual.dtype);
   std::uint8_t expected[8];
   for (std::size_t i = 0; i < actual.count; ++i) {
@@ -100,6 +124,8 @@ void compare(std::vector<std::string>& failures, const std::string& what, Buffer
 }
 
 }  // namespace
+
+void use_device_buffers(int device) { g_device = device; }
 
 std::string dtype_name(DType dtype) {
   switch (dtype) {

@@ -29,4 +29,8 @@ std::vector<std::string> check_send_recv(ProcessGroup& group, std::size_t count)
 
 std::string dtype_name(DType dtype);
 
+// Where the checks put their tensors: host memory (the default) or CUDA device `device` (inputs
+// are copied there before each operation and results copied back before comparing).
+void use_device_buffers(int device);
+
 }  // namespace ddp::test

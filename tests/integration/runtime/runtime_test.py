@@ -1,6 +1,6 @@
 """libddp end to end: runtime_worker scenarios on N real processes (see runtime_launch.py).
 
-usage: runtime_test.py ops|ops-ring|ops-bcube|ops-shm|small-shm|subgroups|timeout|timeout-ring|restart NPROC
+usage: runtime_test.py ops|ops-ring|ops-bcube|ops-shm|small-shm|gpu-ops|subgroups|timeout|timeout-ring|restart NPROC
 
 `ops` runs with the default all_reduce algorithm (auto: shared memory on one host); the ops-<name>
 scenarios force DDP_ALLREDUCE_ALGORITHM=<name>.
@@ -53,6 +53,15 @@ def main():
         ddptest.check(code != 0 and "is /dev/shm too small?" in out,
                       f"shm forced on a full /dev/shm: exit {code}\n{out}")
         print("forced shm refused: " + next(l for l in out.splitlines() if "too small" in l))
+    elif scenario == "gpu-ops":  # NCCL on device buffers; CI has no GPU, so never required
+        probe = ddptest.run([ddptest.bin_path("runtime_worker"), "cuda-devices"], timeout=60)
+        devices = int(probe.stdout.strip().rsplit("=", 1)[1]) if "=" in probe.stdout else 0
+        if devices < nproc:
+            print(f"SKIP: {nproc} GPU(s) needed, {devices} visible (or a build without CUDA)")
+            sys.exit(77)
+        code, out = runtime_launch.launch(nproc, ["ops-cuda", "1", "1001", str(4 * MIB)],
+                                          timeout=200)
+        expect_ok(nproc, [], code, out, "ops-cuda")
     elif scenario == "subgroups":
         code, out = runtime_launch.launch(nproc, ["subgroups"])
         expect_ok(nproc, [], code, out, "subgroups")

@@ -1,6 +1,8 @@
 // runtime_worker: a libddp program for the runtime integration tests, run under ddprun (or with
 // the launcher's variables set by hand). Joins with ddp::init() and runs one scenario:
 //   ops <count>...        every op x every dtype at each element count (exact results)
+//   ops-cuda <count>...   `ops` through the NCCL backend on device buffers (device LOCAL_RANK)
+//   cuda-devices          prints "cuda_devices=<n>" (0 in a build without CUDA) and exits 0
 //   ops-big <bytes>       64 MiB-class tensors: all_reduce sum on every dtype, every other op on
 //                         float32 (the small sizes cover every op x dtype)
 //   subgroups             new_group of the even and the odd ranks, and a nested group
@@ -17,6 +19,7 @@
 
 #include "ddp/error.hpp"
 #include "ddp/init.hpp"
+#include "device_memory.hpp"
 #include "op_checks.hpp"
 #include "rendezvous/blocking_store.hpp"
 
@@ -38,15 +41,18 @@ void append(std::vector<std::string>& to, std::vector<std::string> from) {
   to.insert(to.end(), from.begin(), from.end());
 }
 
-int run_ops(const std::vector<std::string>& args) {
-  auto ctx = ddp::init();
+int run_ops(const std::vector<std::string>& args, bool on_device) {
+  ddp::InitOptions options;
+  if (on_device) options.backend = "nccl";
+  auto ctx = ddp::init(options);
+  if (on_device) ddp::test::use_device_buffers(ctx.local_rank);
   std::vector<std::string> failures;
   for (std::size_t a = 1; a < args.size(); ++a) {
     const std::size_t count = std::stoull(args[a]);
     for (DType t : kAllTypes) append(failures, ddp::test::check_collectives(*ctx.group, t, count));
     append(failures, ddp::test::check_send_recv(*ctx.group, count));
   }
-  return finish("ops", ctx.rank, failures);
+  return finish(args[0], ctx.rank, failures);
 }
 
 int run_ops_big(const std::vector<std::string>& args) {
@@ -144,11 +150,16 @@ int run_restart() {
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) {
-    std::fprintf(stderr, "usage: runtime_worker ops|ops-big|subgroups|timeout|restart [args]\n");
+    std::fprintf(stderr, "usage: runtime_worker ops|ops-cuda|cuda-devices|ops-big|subgroups|timeout|restart [args]\n");
     return 2;
   }
   try {
-    if (args[0] == "ops") return run_ops(args);
+    if (args[0] == "ops") return run_ops(args, false);
+    if (args[0] == "ops-cuda") return run_ops(args, true);
+    if (args[0] == "cuda-devices") {
+      std::printf("cuda_devices=%d\n", ddp::test::cuda_device_count());
+      return 0;
+    }
     if (args[0] == "ops-big") return run_ops_big(args);
     if (args[0] == "subgroups") return run_subgroups();
     if (args[0] == "timeout") return run_timeout();
