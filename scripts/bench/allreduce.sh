@@ -10,7 +10,8 @@
 #
 #   scripts/bench/allreduce.sh [BUILD_DIR=build] [SIZES=4K..256M]
 # Env: NPROC (2), ALGORITHM (ring), ROUNDS (1: each mode runs ROUNDS times, interleaved; the
-# best busbw per size is kept, which damps the noise of a shared 2-core machine).
+# median busbw per size is printed, and ddp/gloo is the median of the rounds' paired ratios),
+# ITERS (0: by size, 5..200 timed operations).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 build="$(cd "${1:-$here/../../build}" && pwd)"
@@ -18,6 +19,7 @@ sizes="${2:-4K..256M}"
 nproc="${NPROC:-2}"
 algorithm="${ALGORITHM:-ring}"
 rounds="${ROUNDS:-1}"
+iters="${ITERS:-0}"
 with_shm="${SHM:-1}"
 work="$(mktemp -d /tmp/ddp-bench-allreduce.XXXXXX)"
 store_pid=""
@@ -62,12 +64,12 @@ launch() {
 for ((round = 0; round < rounds; round++)); do
   # libddp and Gloo direct in one process, one operation of each in turn: both meet the same load.
   launch "$build/bin/ddp-bench" allreduce --mode paired --algorithm "$algorithm" --sizes "$sizes" \
-    --json --check >"$work/paired.jsonl"
+    --iters "$iters" --json --check >"$work/paired.jsonl"
   grep '"mode":"ddp"' "$work/paired.jsonl" >>"$work/ddp.jsonl"
   grep '"mode":"gloo"' "$work/paired.jsonl" >>"$work/gloo.jsonl"
   if [ "$with_shm" = 1 ]; then
     launch "$build/bin/ddp-bench" allreduce --mode ddp --algorithm shm --sizes "$sizes" \
-      --json --check >>"$work/shm.jsonl"
+      --iters "$iters" --json --check >>"$work/shm.jsonl"
   fi
   byte_sizes="$(sed -n 's/.*"size_bytes":\([0-9]*\).*/\1/p' "$work/ddp.jsonl" | sort -un | tr '\n' ' ')"
   # shellcheck disable=SC2086
@@ -75,9 +77,9 @@ for ((round = 0; round < rounds; round++)); do
 done
 
 python3 - "$work" "$nproc" "$algorithm" <<'PY'
-import json, os, sys
+import json, os, statistics, sys
 work, nproc, algorithm = sys.argv[1], sys.argv[2], sys.argv[3]
-best = {}
+runs = {}  # (mode, size) -> busbw of each round, in round order
 modes = [m for m in ("ddp", "gloo", "torch", "shm") if os.path.exists(os.path.join(work, f"{m}.jsonl"))]
 for mode in modes:
     for line in open(os.path.join(work, f"{mode}.jsonl")):
@@ -86,24 +88,34 @@ for mode in modes:
             continue
         r = json.loads(line)
         if r.get("check", "ok") != "ok":
-            sys.exit(f"ddp all_reduce gave a wrong result at {r['size_bytes']} bytes")
-        key = (mode, r["size_bytes"])
-        best[key] = max(best.get(key, 0.0), r["busbw_gbps"])
-sizes = sorted({s for (_, s) in best})
+            sys.exit(f"{mode} all_reduce gave a wrong result at {r['size_bytes']} bytes")
+        runs.setdefault((mode, r["size_bytes"]), []).append(r["busbw_gbps"])
+sizes = sorted({s for (_, s) in runs})
+nan = float("nan")
+def median(mode, size):
+    values = runs.get((mode, size))
+    return statistics.median(values) if values else nan
+def paired_ratio(size):
+    # ddp and gloo of one round ran in one process, alternating: compare within each round.
+    ddp, gloo = runs.get(("ddp", size), []), runs.get(("gloo", size), [])
+    ratios = [d / g for d, g in zip(ddp, gloo) if g > 0]
+    return statistics.median(ratios) if ratios else nan
 def fmt(n):
     for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
         if n % (1 << shift) == 0:
             return f"{n >> shift}{unit}"
     return f"{n}B"
-print(f"all_reduce float32 sum, {nproc} ranks, {algorithm}: bus bandwidth GB/s (best of rounds)")
+rounds = max(len(v) for v in runs.values())
+print(f"all_reduce float32 sum, {nproc} ranks, {algorithm}: bus bandwidth GB/s, median of {rounds} "
+      f"round(s); ddp/gloo is the median of each round's paired ratio")
 shm = "shm" in modes
 head = f"{'size':>8} {'ddp':>8} {'gloo':>8} {'torch':>8} {'ddp/gloo':>9} {'ddp/torch':>10}"
 if shm:
     head += f" | {'shm':>8} {'shm/gloo':>9} {'shm/torch':>10}"
 print(head)
 for s in sizes:
-    d, g, t, m = (best.get((k, s), float("nan")) for k in ("ddp", "gloo", "torch", "shm"))
-    line = f"{fmt(s):>8} {d:8.3f} {g:8.3f} {t:8.3f} {d / g:9.2f} {d / t:10.2f}"
+    d, g, t, m = (median(k, s) for k in ("ddp", "gloo", "torch", "shm"))
+    line = f"{fmt(s):>8} {d:8.3f} {g:8.3f} {t:8.3f} {paired_ratio(s):9.2f} {d / t:10.2f}"
     if shm:
         line += f" | {m:8.3f} {m / g:9.2f} {m / t:10.2f}"
     print(line)
