@@ -172,8 +172,11 @@ void GlooProcessGroup::connect_shared_memory() {
     algorithm_ = AllreduceAlgorithm::kShm;
   } else if (requested == AllreduceAlgorithm::kShm) {
     throw ConfigError(fmt::format("all_reduce algorithm shm cannot be used: {}", why_not));
-  } else {
-    log::get("coll")->debug("all_reduce over shared memory not possible ({}); using ring", why_not);
+  } else if (why_not.find("not on one host") != std::string::npos) {
+    log::get("coll")->debug("all_reduce over TCP (ring): {}", why_not);
+  } else if (rank_ == 0) {  // ranks share a host but not memory: a slower path, say it once
+    log::get("coll")->warn("all_reduce falls back to TCP (ring), slower than shared memory: {}",
+                           why_not);
   }
 }
 

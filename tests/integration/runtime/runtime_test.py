@@ -48,7 +48,10 @@ def main():
         print(result.stdout)
     elif scenario == "small-shm-inside":  # in the private mount namespace made above
         code, out = runtime_launch.launch(nproc, ["ops", "1", "1001"])
-        expect_ok(nproc, [], code, out, "ops")  # auto: falls back to TCP
+        expect_ok(nproc, [], code, out, "ops")  # auto: falls back to TCP, and says so once
+        warnings = out.count("all_reduce falls back to TCP (ring)")
+        ddptest.check(warnings == 1 and "/dev/shm too small?" in out,
+                      f"{warnings} fallback warnings (expected 1 naming /dev/shm):\n{out}")
         code, out = runtime_launch.launch(nproc, ["ops", "1"], env={"DDP_ALLREDUCE_ALGORITHM": "shm"})
         ddptest.check(code != 0 and "is /dev/shm too small?" in out,
                       f"shm forced on a full /dev/shm: exit {code}\n{out}")
