@@ -8,10 +8,11 @@
 
 namespace ddp::coll::shm {
 
-// Which processes can map this one's segments: the boot id with the mount and network
-// namespaces ("<boot id>/mnt:[...]/net:[...]"). Ranks in separate network namespaces are treated
-// as separate hosts even on one machine, so that they talk over their network as they would
-// across machines.
+// Which processes can map this one's segments and watch each other's pids: the boot id with the
+// mount, network and pid namespaces ("<boot id>/mnt:[...]/net:[...]/pid:[...]"). Ranks in
+// separate network namespaces are treated as separate hosts even on one machine, so that they
+// talk over their network as they would across machines; ranks in separate pid namespaces could
+// not tell whether a peer's pid is alive.
 std::string shared_memory_domain();
 
 class SharedSegment {
