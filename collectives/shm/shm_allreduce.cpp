@@ -70,9 +70,10 @@ std::unique_ptr<ShmAllreduce> ShmAllreduce::connect(GroupStore& store, int rank,
     const std::string peer_domain = entry.substr(0, newline);
     const std::string name = newline == std::string::npos ? "" : entry.substr(newline + 1);
     if (peer_domain != domain) {
-      problem = fmt::format("ranks {} and {} are not on one host (or not in one mount, network "
-                            "and pid namespace)",
-                            global_ranks[rank], global_ranks[peer]);
+      problem = fmt::format(
+          "ranks {} and {} are not on one host (or not in one mount, network "
+          "and pid namespace)",
+          global_ranks[rank], global_ranks[peer]);
     } else if (name.empty()) {
       problem = fmt::format("rank {} has no shared segment", global_ranks[peer]);
     } else {
