@@ -20,7 +20,7 @@
 #include "collectives/gloo/gloo_store_adapter.hpp"
 #include "collectives/op_worker.hpp"
 #include "collectives/reduce_functions.hpp"
-#include "collectives/shm/shm_allreduce.hpp"
+#include "collectives/shm/shm_collectives.hpp"
 #include "common/check.hpp"
 #include "common/log.hpp"
 #include "ddp/error.hpp"
@@ -166,7 +166,7 @@ void GlooProcessGroup::connect_shared_memory() {
     return;
   }
   std::string why_not;
-  shm_ = shm::ShmAllreduce::connect(*store_->with_prefix("shm/"), rank_, size_, global_ranks_,
+  shm_ = shm::ShmCollectives::connect(*store_->with_prefix("shm/"), rank_, size_, global_ranks_,
                                     timeout(), why_not);
   if (shm_) {
     algorithm_ = AllreduceAlgorithm::kShm;
@@ -246,15 +246,13 @@ void GlooProcessGroup::fail_collective(const char* name, std::uint64_t seq,
   const std::string what = e.what();
   const bool timed_out = is_timeout_message(what);
   const auto missing = arrivals_->missing_ranks(seq, std::min(timeout(), kArrivalGrace));
-  const bool reduced_in_shm = shm_ && (std::strcmp(name, "all_reduce") == 0 ||
-                                       std::strcmp(name, "reduce_scatter") == 0);
   std::string message;
   if (!missing.empty()) {
     message = fmt::format("gloo {} #{} {}: {} of {} never arrived (rank {}; {}: {})", name, seq,
                           timed_out ? fmt::format("timed out after {}ms", timeout().count())
                                     : std::string("failed"),
                           describe_ranks(missing), size_, global_ranks_[rank_],
-                          reduced_in_shm ? "shared memory" : "gloo", what);
+                          shm_ ? "shared memory" : "gloo", what);
   } else {
     message = fmt::format("gloo {} #{} {} on rank {}: {}", name, seq,
                           timed_out ? "timed out" : "failed", global_ranks_[rank_], what);
@@ -285,6 +283,10 @@ std::shared_ptr<Work> GlooProcessGroup::broadcast(Tensor t, int root) {
   const auto timeout_ms = timeout();
   return submit_collective("broadcast", [this, t, root, timeout_ms](std::uint32_t tag) {
     if (size_ == 1 || t.count == 0) return;
+    if (shm_) {
+      shm_->broadcast(t, root, std::chrono::steady_clock::now() + timeout_ms);
+      return;
+    }
     gloo::BroadcastOptions opts(context_);
     with_element_type(t.dtype, [&]<class T>() { opts.setOutput(static_cast<T*>(t.data), t.count); });
     opts.setRoot(root);
@@ -306,6 +308,10 @@ std::shared_ptr<Work> GlooProcessGroup::all_gather(Tensor in, Tensor out) {
   return submit_collective("all_gather", [this, in, out, timeout_ms](std::uint32_t tag) {
     if (size_ == 1 || in.count == 0) {
       if (in.count > 0) std::memmove(out.data, in.data, in.bytes());
+      return;
+    }
+    if (shm_) {
+      shm_->all_gather(in, out, std::chrono::steady_clock::now() + timeout_ms);
       return;
     }
     gloo::AllgatherOptions opts(context_);
@@ -345,6 +351,10 @@ std::shared_ptr<Work> GlooProcessGroup::barrier() {
   const auto timeout_ms = timeout();
   return submit_collective("barrier", [this, timeout_ms](std::uint32_t tag) {
     if (size_ == 1) return;
+    if (shm_) {
+      shm_->barrier(std::chrono::steady_clock::now() + timeout_ms);
+      return;
+    }
     gloo::BarrierOptions opts(context_);
     opts.setTag(tag);
     opts.setTimeout(timeout_ms);

@@ -1,12 +1,12 @@
 #pragma once
 // GlooProcessGroup: the CPU ProcessGroup over Debian's libgloo and its TCP transport. Ranks find
-// each other through a GroupStore (GlooStoreAdapter + connectFullMesh). all_reduce and
-// reduce_scatter go through shared memory instead (shm::ShmAllreduce) when every rank of the group
-// is on this host and the algorithm allows it. Collectives run on the group's own OpWorker thread
-// in submission order; send/recv are posted at once on the caller's thread (so a send and a recv
-// in either order cannot deadlock) and waited for on a second thread. Every operation uses the
-// group's timeout(); a failure names the ranks that never arrived (ArrivalTracker) and breaks the
-// group: later operations fail with the same cause.
+// each other through a GroupStore (GlooStoreAdapter + connectFullMesh). The collectives go
+// through shared memory instead (shm::ShmCollectives) when every rank of the group is on this host
+// and the algorithm allows it; send/recv always use Gloo. Collectives run on the group's own
+// OpWorker thread in submission order; send/recv are posted at once on the caller's thread (so a
+// send and a recv in either order cannot deadlock) and waited for on a second thread. Every
+// operation uses the group's timeout(); a failure names the ranks that never arrived
+// (ArrivalTracker) and breaks the group: later operations fail with the same cause.
 
 #include <atomic>
 #include <chrono>
@@ -29,14 +29,15 @@ class Device;
 
 namespace ddp::coll {
 namespace shm {
-class ShmAllreduce;
+class ShmCollectives;
 }
 
 class OpWorker;
 class ArrivalTracker;
 
 // kAuto: kShm when every rank of the group is on this host (one shared_memory_domain()), else
-// kRing. kShm demands shared memory; kRing and kBcube are Gloo's algorithms over TCP.
+// kRing. kShm demands shared memory (for every collective, not only all_reduce); kRing and kBcube
+// are Gloo's all_reduce algorithms over TCP, and with them every collective goes through Gloo.
 enum class AllreduceAlgorithm { kAuto, kRing, kBcube, kShm };
 
 // "auto" / "ring" / "bcube" / "shm"; throws ConfigError naming `origin` (a flag or variable) for
@@ -104,7 +105,7 @@ class GlooProcessGroup final : public ProcessGroup {
   GlooOptions& options_;
   std::shared_ptr<gloo::Context> context_;
   AllreduceAlgorithm algorithm_ = AllreduceAlgorithm::kRing;
-  std::unique_ptr<shm::ShmAllreduce> shm_;  // set when algorithm_ is kShm and size_ > 1
+  std::unique_ptr<shm::ShmCollectives> shm_;  // set when algorithm_ is kShm and size_ > 1
   std::uint64_t next_seq_ = 0;  // caller thread: same sequence on every rank
   int next_group_ = 0;          // caller thread
   std::mutex broken_mutex_;

@@ -44,9 +44,8 @@ std::string shared_memory_domain() {
     std::fclose(f);
   }
   while (!boot_id.empty() && (boot_id.back() == '\n' || boot_id.back() == ' ')) boot_id.pop_back();
-  return fmt::format("{}/{}/{}/{}", boot_id.empty() ? "?" : boot_id,
-                     read_link("/proc/self/ns/mnt"), read_link("/proc/self/ns/net"),
-                     read_link("/proc/self/ns/pid"));
+  return fmt::format("{}/{}/{}/{}", boot_id.empty() ? "?" : boot_id, read_link("/proc/self/ns/mnt"),
+                     read_link("/proc/self/ns/net"), read_link("/proc/self/ns/pid"));
 }
 
 SharedSegment SharedSegment::create(const std::string& name, std::size_t bytes) {

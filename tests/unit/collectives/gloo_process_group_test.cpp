@@ -70,6 +70,8 @@ TEST_CASE("bcube all_reduce gives the same sums as ring", "[gloo]") {
 }
 
 TEST_CASE("broadcast, all_gather, reduce_scatter and barrier on 3 ranks", "[gloo]") {
+  const auto algorithm = GENERATE(AllreduceAlgorithm::kRing, AllreduceAlgorithm::kShm);
+  INFO("algorithm " << to_string(algorithm));
   run_ranks(3, [](GlooProcessGroup& g) {
     const int r = g.rank();
     std::vector<std::uint8_t> b(5, static_cast<std::uint8_t>(r * 10));
@@ -87,7 +89,7 @@ TEST_CASE("broadcast, all_gather, reduce_scatter and barrier on 3 ranks", "[gloo
     CHECK(rs_out == std::vector<float>{6.0f * (2 * r + 1), 6.0f * (2 * r + 2)});
 
     g.barrier()->wait();
-  });
+  }, std::chrono::seconds(20), algorithm);
 }
 
 TEST_CASE("send and recv in either order do not deadlock", "[gloo]") {

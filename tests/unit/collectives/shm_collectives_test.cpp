@@ -1,7 +1,8 @@
-// All_reduce over shared memory (ranks are threads of this process): tensors spanning several
-// slots, the exact summation order, reduce_scatter, the set-up's refusal of a peer on another
-// host, and no names left in /dev/shm.
-#include "collectives/shm/shm_allreduce.hpp"
+// Collectives over shared memory (ranks are threads of this process): tensors spanning several
+// slots, the exact summation order, reduce_scatter, broadcast and all_gather mixed with
+// all_reduce across slot boundaries, the set-up's refusal of a peer on another host, and no names
+// left in /dev/shm.
+#include "collectives/shm/shm_collectives.hpp"
 
 #include <unistd.h>
 
@@ -22,7 +23,7 @@ using ddp::coll::test::tensor_of;
 namespace {
 
 constexpr auto kShm = AllreduceAlgorithm::kShm;
-const std::size_t kFloatsPerSlot = shm::ShmAllreduce::kSlotBytes / sizeof(float);
+const std::size_t kFloatsPerSlot = shm::ShmCollectives::kSlotBytes / sizeof(float);
 
 std::vector<float> random_floats(std::size_t n, unsigned seed) {
   std::mt19937 gen(seed);
@@ -97,6 +98,40 @@ TEST_CASE("shm reduce_scatter gives each rank its reduced slice", "[shm]") {
       std::chrono::seconds(20), kShm);
 }
 
+TEST_CASE("shm broadcast and all_gather over several slots, between all_reduces", "[shm]") {
+  const std::size_t n = kFloatsPerSlot + kFloatsPerSlot / 3 + 5;  // two chunks, odd tail
+  run_ranks(
+      3,
+      [&](GlooProcessGroup& g) {
+        const int r = g.rank();
+        for (int round = 0; round < 2; ++round) {  // odd chunk counts shift the slot parity
+          std::vector<float> b(n, static_cast<float>(r));
+          for (std::size_t i = 0; i < n; i += 997) b[i] = static_cast<float>(i + r);
+          g.broadcast(tensor_of(b, DType::kFloat32), 1)->wait();
+          bool same = true;
+          for (std::size_t i = 0; i < n; ++i) {
+            same = same && b[i] == (i % 997 == 0 ? static_cast<float>(i + 1) : 1.0f);
+          }
+          CHECK(same);
+
+          std::vector<std::int32_t> in(n), out(3 * n);
+          for (std::size_t i = 0; i < n; ++i) in[i] = static_cast<std::int32_t>(r * 1000000 + i);
+          g.all_gather(tensor_of(in, DType::kInt32), tensor_of(out, DType::kInt32))->wait();
+          bool gathered = true;
+          for (std::size_t i = 0; i < out.size(); ++i) {
+            gathered = gathered && out[i] == static_cast<std::int32_t>((i / n) * 1000000 + i % n);
+          }
+          CHECK(gathered);
+
+          std::vector<double> sum{static_cast<double>(r)};
+          g.all_reduce(tensor_of(sum, DType::kFloat64), ReduceOp::kSum)->wait();
+          CHECK(sum[0] == 3.0);
+          g.barrier()->wait();
+        }
+      },
+      std::chrono::seconds(20), kShm);
+}
+
 TEST_CASE("shm set-up leaves no names in /dev/shm", "[shm]") {
   run_ranks(
       3,
@@ -117,7 +152,7 @@ TEST_CASE("shm set-up refuses a peer from another host, on every rank", "[shm]")
   store->set("mapped/1", StoreBytes{'o', 'k'});
   std::string why_not;
   auto transport =
-      shm::ShmAllreduce::connect(*store, 0, 2, {0, 1}, std::chrono::seconds(5), why_not);
+      shm::ShmCollectives::connect(*store, 0, 2, {0, 1}, std::chrono::seconds(5), why_not);
   CHECK(transport == nullptr);
   CHECK_THAT(why_not, Catch::Contains("ranks 0 and 1 are not on one host"));
   const auto answer = store->get("mapped/0", std::chrono::seconds(1));

@@ -1,8 +1,8 @@
-// ShmAllreduce. Set-up is two store rounds: each rank publishes its domain and segment name, maps
+// ShmCollectives. Set-up is two store rounds: each rank publishes its domain and segment name, maps
 // its peers' segments and publishes whether that worked; the answer is unanimous, so either every
 // rank uses shared memory or none does. Each creator unlinks its name after the second round,
 // when every peer has mapped it (or given up).
-#include "collectives/shm/shm_allreduce.hpp"
+#include "collectives/shm/shm_collectives.hpp"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -21,7 +21,7 @@ namespace {
 
 // The flags take the first page, the two slots follow.
 constexpr std::size_t kHeaderBytes = 4096;
-constexpr std::size_t kSegmentBytes = kHeaderBytes + 2 * ShmAllreduce::kSlotBytes;
+constexpr std::size_t kSegmentBytes = kHeaderBytes + 2 * ShmCollectives::kSlotBytes;
 static_assert(sizeof(PeerFlags) <= kHeaderBytes);
 
 StoreBytes bytes_of(const std::string& s) { return StoreBytes(s.begin(), s.end()); }
@@ -46,10 +46,10 @@ std::pair<std::size_t, std::size_t> share_of(std::size_t n, std::size_t element,
 
 }  // namespace
 
-std::unique_ptr<ShmAllreduce> ShmAllreduce::connect(GroupStore& store, int rank, int size,
-                                                    const std::vector<int>& global_ranks,
-                                                    std::chrono::milliseconds timeout,
-                                                    std::string& why_not) {
+std::unique_ptr<ShmCollectives> ShmCollectives::connect(GroupStore& store, int rank, int size,
+                                                        const std::vector<int>& global_ranks,
+                                                        std::chrono::milliseconds timeout,
+                                                        std::string& why_not) {
   const std::string domain = shared_memory_domain();
   std::vector<SharedSegment> segments(static_cast<std::size_t>(size));
   std::string problem;
@@ -96,11 +96,12 @@ std::unique_ptr<ShmAllreduce> ShmAllreduce::connect(GroupStore& store, int rank,
     why_not = problem;
     return nullptr;
   }
-  return std::unique_ptr<ShmAllreduce>(new ShmAllreduce(rank, global_ranks, std::move(segments)));
+  return std::unique_ptr<ShmCollectives>(
+      new ShmCollectives(rank, global_ranks, std::move(segments)));
 }
 
-ShmAllreduce::ShmAllreduce(int rank, std::vector<int> global_ranks,
-                           std::vector<SharedSegment> segments)
+ShmCollectives::ShmCollectives(int rank, std::vector<int> global_ranks,
+                               std::vector<SharedSegment> segments)
     : rank_(rank),
       size_(static_cast<int>(segments.size())),
       global_ranks_(std::move(global_ranks)),
@@ -108,11 +109,11 @@ ShmAllreduce::ShmAllreduce(int rank, std::vector<int> global_ranks,
   for (auto& segment : segments_) flags_.push_back(reinterpret_cast<PeerFlags*>(segment.data()));
 }
 
-std::byte* ShmAllreduce::slot(int rank, int which) const {
+std::byte* ShmCollectives::slot(int rank, int which) const {
   return segments_[rank].data() + kHeaderBytes + static_cast<std::size_t>(which) * kSlotBytes;
 }
 
-void ShmAllreduce::barrier(std::chrono::steady_clock::time_point deadline) {
+void ShmCollectives::barrier(std::chrono::steady_clock::time_point deadline) {
   ++generation_;
   announce(*flags_[rank_], generation_);
   for (int peer = 0; peer < size_; ++peer) {
@@ -120,8 +121,8 @@ void ShmAllreduce::barrier(std::chrono::steady_clock::time_point deadline) {
   }
 }
 
-void ShmAllreduce::all_reduce(const Tensor& t, ReduceFn reduce,
-                              std::chrono::steady_clock::time_point deadline) {
+void ShmCollectives::all_reduce(const Tensor& t, ReduceFn reduce,
+                                std::chrono::steady_clock::time_point deadline) {
   const std::size_t element = dtype_size(t.dtype);
   const std::size_t per_chunk = kSlotBytes / element;
   auto* data = static_cast<std::byte*>(t.data);
@@ -147,6 +148,37 @@ void ShmAllreduce::all_reduce(const Tensor& t, ReduceFn reduce,
       const auto [a, b] = share_of(n, element, peer, size_);
       if (b > a)
         std::memcpy(chunk + a * element, slot(peer, which) + a * element, (b - a) * element);
+    }
+  }
+}
+
+void ShmCollectives::broadcast(const Tensor& t, int root,
+                               std::chrono::steady_clock::time_point deadline) {
+  auto* data = static_cast<std::byte*>(t.data);
+  const std::size_t bytes = t.bytes();
+  for (std::size_t offset = 0; offset < bytes; offset += kSlotBytes) {
+    const std::size_t n = std::min(kSlotBytes, bytes - offset);
+    const int which = static_cast<int>(chunks_++ % 2);
+    if (rank_ == root) std::memcpy(slot(root, which), data + offset, n);
+    // One barrier a chunk is enough: a rank announces the next chunk's barrier only after it
+    // copied this one out, and the root overwrites this slot two chunks later.
+    barrier(deadline);
+    if (rank_ != root) std::memcpy(data + offset, slot(root, which), n);
+  }
+}
+
+void ShmCollectives::all_gather(const Tensor& in, const Tensor& out,
+                                std::chrono::steady_clock::time_point deadline) {
+  const auto* input = static_cast<const std::byte*>(in.data);
+  auto* output = static_cast<std::byte*>(out.data);
+  const std::size_t bytes = in.bytes();
+  for (std::size_t offset = 0; offset < bytes; offset += kSlotBytes) {
+    const std::size_t n = std::min(kSlotBytes, bytes - offset);
+    const int which = static_cast<int>(chunks_++ % 2);
+    std::memcpy(slot(rank_, which), input + offset, n);
+    barrier(deadline);  // as in broadcast: one barrier a chunk
+    for (int peer = 0; peer < size_; ++peer) {
+      std::memcpy(output + static_cast<std::size_t>(peer) * bytes + offset, slot(peer, which), n);
     }
   }
 }

@@ -1,0 +1,69 @@
+#pragma once
+// ShmCollectives: all_reduce, broadcast and all_gather among the ranks of one host through shared
+// memory, with no TCP and no kernel copies. Each rank owns a segment of two slots that alternate
+// from one chunk to the next, so a chunk never overwrites data a peer may still be reading.
+// all_reduce, per chunk: every rank copies its chunk into its slot, reduces its 1/W share of the
+// chunk across all slots, publishes that share, and copies the others' shares out (two futex
+// barriers). broadcast: the root copies a chunk into its slot, the others copy it out;
+// all_gather: every rank copies a chunk of its input into its slot, every rank copies all slots
+// out (one barrier a chunk each).
+//
+// Every element is reduced by exactly one rank in rank order (0 + 1 + 2 ...), so all ranks end
+// with bitwise identical results.
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "collectives/group_store.hpp"
+#include "collectives/reduce_functions.hpp"
+#include "collectives/shm/shared_segment.hpp"
+#include "ddp/process_group.hpp"
+
+namespace ddp::coll::shm {
+
+struct PeerFlags;
+
+class ShmCollectives {
+ public:
+  static constexpr std::size_t kSlotBytes = std::size_t{4} << 20;
+
+  // Collective: every rank of the group calls it with the same store (a prefix of its own). Gives
+  // every rank a transport if all ranks share one shared_memory_domain() and each mapped every
+  // peer's segment, else nullptr on every rank with the reason in `why_not`. `global_ranks` maps
+  // group ranks to job ranks, for messages.
+  static std::unique_ptr<ShmCollectives> connect(GroupStore& store, int rank, int size,
+                                                 const std::vector<int>& global_ranks,
+                                                 std::chrono::milliseconds timeout,
+                                                 std::string& why_not);
+
+  // Each operation is collective and works on CPU memory. They throw std::runtime_error
+  // "timed out ..." after `deadline`, or naming a peer whose process exited.
+
+  // In place over `t` with `reduce`.
+  void all_reduce(const Tensor& t, ReduceFn reduce, std::chrono::steady_clock::time_point deadline);
+  // Returns once every rank has called it.
+  void barrier(std::chrono::steady_clock::time_point deadline);
+  // In place: every rank ends with group rank `root`'s `t`.
+  void broadcast(const Tensor& t, int root, std::chrono::steady_clock::time_point deadline);
+  // out.count == in.count * size(); rank r's `in` lands at out[r * in.count].
+  void all_gather(const Tensor& in, const Tensor& out,
+                  std::chrono::steady_clock::time_point deadline);
+
+ private:
+  ShmCollectives(int rank, std::vector<int> global_ranks, std::vector<SharedSegment> segments);
+  std::byte* slot(int rank, int which) const;
+
+  int rank_;
+  int size_;
+  std::vector<int> global_ranks_;
+  std::vector<SharedSegment> segments_;  // by group rank; ours included
+  std::vector<PeerFlags*> flags_;        // by group rank: the header of each segment
+  std::uint32_t generation_ = 0;         // barriers passed
+  std::uint64_t chunks_ = 0;             // chunks moved by any operation: picks the slot
+};
+
+}  // namespace ddp::coll::shm
