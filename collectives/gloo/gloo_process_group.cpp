@@ -155,29 +155,33 @@ void GlooProcessGroup::connect() {
   context_ = std::move(context);
   connect_shared_memory();
   log::get("coll")->debug("gloo group connected rank={} size={} all_reduce={} store={}", rank_,
-                          size_, to_string(algorithm_), store_->describe());
+                          size_, to_string(algorithm()), store_->describe());
 }
 
 void GlooProcessGroup::connect_shared_memory() {
   const auto requested = options_.algorithm;
-  algorithm_ = requested == AllreduceAlgorithm::kAuto ? AllreduceAlgorithm::kRing : requested;
   if (size_ == 1 || (requested != AllreduceAlgorithm::kAuto &&
                      requested != AllreduceAlgorithm::kShm)) {
     return;
   }
-  std::string why_not;
+  shm::ShmCollectives::Refusal refusal;
   shm_ = shm::ShmCollectives::connect(*store_->with_prefix("shm/"), rank_, size_, global_ranks_,
-                                    timeout(), why_not);
-  if (shm_) {
-    algorithm_ = AllreduceAlgorithm::kShm;
-  } else if (requested == AllreduceAlgorithm::kShm) {
-    throw ConfigError(fmt::format("all_reduce algorithm shm cannot be used: {}", why_not));
-  } else if (why_not.find("not on one host") != std::string::npos) {
-    log::get("coll")->debug("all_reduce over TCP (ring): {}", why_not);
+                                      timeout(), refusal);
+  if (shm_) return;
+  if (requested == AllreduceAlgorithm::kShm) {
+    throw ConfigError(fmt::format("all_reduce algorithm shm cannot be used: {}", refusal.reason));
+  }
+  if (refusal.elsewhere) {
+    log::get("coll")->debug("all_reduce over TCP (ring): {}", refusal.reason);
   } else if (rank_ == 0) {  // ranks share a host but not memory: a slower path, say it once
     log::get("coll")->warn("all_reduce falls back to TCP (ring), slower than shared memory: {}",
-                           why_not);
+                           refusal.reason);
   }
+}
+
+AllreduceAlgorithm GlooProcessGroup::algorithm() const {
+  if (options_.algorithm != AllreduceAlgorithm::kAuto) return options_.algorithm;
+  return shm_ ? AllreduceAlgorithm::kShm : AllreduceAlgorithm::kRing;
 }
 
 void GlooProcessGroup::reduce_in_place(const Tensor& t, ReduceOp op, std::uint32_t tag,
@@ -189,7 +193,7 @@ void GlooProcessGroup::reduce_in_place(const Tensor& t, ReduceOp op, std::uint32
   }
   gloo::AllreduceOptions opts(context_);
   with_element_type(t.dtype, [&]<class T>() { opts.setOutput(static_cast<T*>(t.data), t.count); });
-  opts.setAlgorithm(gloo_algorithm(algorithm_));
+  opts.setAlgorithm(gloo_algorithm(algorithm()));
   opts.setReduceFunction(reduce_function(t.dtype, op));
   opts.setTag(tag);
   opts.setTimeout(timeout);

@@ -67,7 +67,7 @@ class GlooProcessGroup final : public ProcessGroup {
   int size() const override { return size_; }
   std::string backend() const override { return "gloo"; }
   // The all_reduce algorithm in use: never kAuto once the group exists.
-  AllreduceAlgorithm algorithm() const { return algorithm_; }
+  AllreduceAlgorithm algorithm() const;
 
   std::shared_ptr<Work> all_reduce(Tensor t, ReduceOp op) override;
   std::shared_ptr<Work> broadcast(Tensor t, int root) override;
@@ -104,8 +104,7 @@ class GlooProcessGroup final : public ProcessGroup {
   std::shared_ptr<Shared> shared_;
   GlooOptions& options_;
   std::shared_ptr<gloo::Context> context_;
-  AllreduceAlgorithm algorithm_ = AllreduceAlgorithm::kRing;
-  std::unique_ptr<shm::ShmCollectives> shm_;  // set when algorithm_ is kShm and size_ > 1
+  std::unique_ptr<shm::ShmCollectives> shm_;  // set when algorithm() is kShm and size_ > 1
   std::uint64_t next_seq_ = 0;  // caller thread: same sequence on every rank
   int next_group_ = 0;          // caller thread
   std::mutex broken_mutex_;

@@ -1,7 +1,7 @@
 // ShmCollectives. Set-up is two store rounds: each rank publishes its domain and segment name, maps
 // its peers' segments and publishes whether that worked; the answer is unanimous, so either every
-// rank uses shared memory or none does. Each creator unlinks its name after the second round,
-// when every peer has mapped it (or given up).
+// rank uses shared memory or none does. Each creator unlinks its name after the second round, when
+// every peer has mapped it (or given up).
 #include "collectives/shm/shm_collectives.hpp"
 
 #include <fmt/format.h>
@@ -49,7 +49,7 @@ std::pair<std::size_t, std::size_t> share_of(std::size_t n, std::size_t element,
 std::unique_ptr<ShmCollectives> ShmCollectives::connect(GroupStore& store, int rank, int size,
                                                         const std::vector<int>& global_ranks,
                                                         std::chrono::milliseconds timeout,
-                                                        std::string& why_not) {
+                                                        Refusal& refusal) {
   const std::string domain = shared_memory_domain();
   std::vector<SharedSegment> segments(static_cast<std::size_t>(size));
   std::string problem;
@@ -63,25 +63,33 @@ std::unique_ptr<ShmCollectives> ShmCollectives::connect(GroupStore& store, int r
   store.set(fmt::format("segment/{}", rank),
             bytes_of(domain + "\n" + (problem.empty() ? segments[rank].name() : "")));
 
-  for (int peer = 0; peer < size && problem.empty(); ++peer) {
+  // Every rank reads every entry, so every rank sees the same domains and decides alike whether
+  // the group spans hosts.
+  std::vector<std::string> names(static_cast<std::size_t>(size));
+  for (int peer = 0; peer < size; ++peer) {
     if (peer == rank) continue;
     const std::string entry = text_of(store.get(fmt::format("segment/{}", peer), timeout));
     const auto newline = entry.find('\n');
-    const std::string peer_domain = entry.substr(0, newline);
-    const std::string name = newline == std::string::npos ? "" : entry.substr(newline + 1);
-    if (peer_domain != domain) {
-      problem = fmt::format(
-          "ranks {} and {} are not on one host (or not in one mount, network "
-          "and pid namespace)",
+    if (entry.substr(0, newline) != domain && !refusal.elsewhere) {
+      refusal.elsewhere = true;
+      refusal.reason = fmt::format(
+          "ranks {} and {} are not on one host (or not in one mount, network and pid namespace)",
           global_ranks[rank], global_ranks[peer]);
-    } else if (name.empty()) {
+    }
+    names[peer] = newline == std::string::npos ? "" : entry.substr(newline + 1);
+  }
+  if (refusal.elsewhere) problem = refusal.reason;
+
+  for (int peer = 0; peer < size && problem.empty(); ++peer) {
+    if (peer == rank) continue;
+    if (names[peer].empty()) {
       problem = fmt::format("rank {} has no shared segment", global_ranks[peer]);
-    } else {
-      try {
-        segments[peer] = SharedSegment::open(name, kSegmentBytes);
-      } catch (const std::exception& e) {
-        problem = fmt::format("rank {}: {}", global_ranks[rank], e.what());
-      }
+      continue;
+    }
+    try {
+      segments[peer] = SharedSegment::open(names[peer], kSegmentBytes);
+    } catch (const std::exception& e) {
+      problem = fmt::format("rank {}: {}", global_ranks[rank], e.what());
     }
   }
 
@@ -93,7 +101,7 @@ std::unique_ptr<ShmCollectives> ShmCollectives::connect(GroupStore& store, int r
   }
   segments[rank].unlink();  // every peer has mapped it or given up
   if (!problem.empty()) {
-    why_not = problem;
+    refusal.reason = problem;
     return nullptr;
   }
   return std::unique_ptr<ShmCollectives>(

@@ -31,14 +31,20 @@ class ShmCollectives {
  public:
   static constexpr std::size_t kSlotBytes = std::size_t{4} << 20;
 
+  // Why connect() gave no transport.
+  struct Refusal {
+    bool elsewhere = false;  // not every rank is on this host: the usual multi-node case
+    std::string reason;
+  };
+
   // Collective: every rank of the group calls it with the same store (a prefix of its own). Gives
   // every rank a transport if all ranks share one shared_memory_domain() and each mapped every
-  // peer's segment, else nullptr on every rank with the reason in `why_not`. `global_ranks` maps
-  // group ranks to job ranks, for messages.
+  // peer's segment, else nullptr on every rank, with the same `refusal.elsewhere` everywhere and
+  // a reason. `global_ranks` maps group ranks to job ranks, for messages.
   static std::unique_ptr<ShmCollectives> connect(GroupStore& store, int rank, int size,
                                                  const std::vector<int>& global_ranks,
                                                  std::chrono::milliseconds timeout,
-                                                 std::string& why_not);
+                                                 Refusal& refusal);
 
   // Each operation is collective and works on CPU memory. They throw std::runtime_error
   // "timed out ..." after `deadline`, or naming a peer whose process exited.

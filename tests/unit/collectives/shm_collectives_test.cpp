@@ -150,11 +150,12 @@ TEST_CASE("shm set-up refuses a peer from another host, on every rank", "[shm]")
   const std::string elsewhere = "another-boot-id/mnt:[1]/net:[2]\n/ddp-elsewhere";
   store->set("segment/1", StoreBytes(elsewhere.begin(), elsewhere.end()));
   store->set("mapped/1", StoreBytes{'o', 'k'});
-  std::string why_not;
+  shm::ShmCollectives::Refusal refusal;
   auto transport =
-      shm::ShmCollectives::connect(*store, 0, 2, {0, 1}, std::chrono::seconds(5), why_not);
+      shm::ShmCollectives::connect(*store, 0, 2, {0, 1}, std::chrono::seconds(5), refusal);
   CHECK(transport == nullptr);
-  CHECK_THAT(why_not, Catch::Contains("ranks 0 and 1 are not on one host"));
+  CHECK(refusal.elsewhere);
+  CHECK_THAT(refusal.reason, Catch::Contains("ranks 0 and 1 are not on one host"));
   const auto answer = store->get("mapped/0", std::chrono::seconds(1));
   CHECK(std::string(answer.begin(), answer.end()) != "ok");  // rank 1 would give up too
   CHECK(shm_names_of_this_process() == 0);
