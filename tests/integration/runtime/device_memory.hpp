@@ -1,13 +1,10 @@
 #pragma once
 // Device memory for the runtime worker's GPU scenarios (ops-cuda): allocation and copies on a
-// CUDA device. In a build without CUDA the device count is 0 and the rest throws.
+// CUDA device. In a build without CUDA they throw (ddp::runtime::visible_cuda_devices() is 0).
 
 #include <cstddef>
 
 namespace ddp::test {
-
-// Visible CUDA devices; 0 without CUDA, without a GPU, or with a driver too old for the runtime.
-int cuda_device_count();
 
 void* device_alloc(std::size_t bytes, int device);
 void device_free(void* p, int device);

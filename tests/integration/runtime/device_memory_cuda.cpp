@@ -19,11 +19,6 @@ void check(cudaError_t status, const char* what, int device) {
 
 }  // namespace
 
-int cuda_device_count() {
-  int count = 0;
-  return cudaGetDeviceCount(&count) == cudaSuccess ? count : 0;
-}
-
 void* device_alloc(std::size_t bytes, int device) {
   check(cudaSetDevice(device), "cudaSetDevice", device);
   void* p = nullptr;

@@ -19,8 +19,8 @@
 
 #include "ddp/error.hpp"
 #include "ddp/init.hpp"
-#include "device_memory.hpp"
 #include "op_checks.hpp"
+#include "runtime/src/cuda_probe.hpp"
 #include "rendezvous/blocking_store.hpp"
 
 namespace {
@@ -157,7 +157,7 @@ int main(int argc, char** argv) {
     if (args[0] == "ops") return run_ops(args, false);
     if (args[0] == "ops-cuda") return run_ops(args, true);
     if (args[0] == "cuda-devices") {
-      std::printf("cuda_devices=%d\n", ddp::test::cuda_device_count());
+      std::printf("cuda_devices=%d\n", ddp::runtime::visible_cuda_devices());
       return 0;
     }
     if (args[0] == "ops-big") return run_ops_big(args);
