@@ -6,15 +6,15 @@
 // of each in turn, so that both meet the same load. Rank 0 prints one line (or one JSON object)
 // per size and mode. --check verifies every iteration's result (outside the timed region) and exits
 // 1 on a wrong one. Iteration counts depend only on the size, so every rank runs the same number.
-#include <fmt/format.h>
-
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <vector>
 
@@ -200,9 +200,9 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   if (o.mode != "ddp" && (o.algorithm == "shm" || o.algorithm == "auto")) {
     std::fprintf(stderr,
-                 "ddp-bench-allreduce: --algorithm %s is libddp's; --mode gloo takes ring "
-                 "or bcube\n",
-                 o.algorithm.c_str());
+                 "ddp-bench-allreduce: --algorithm %s is libddp's; --mode %s takes ring or "
+                 "bcube\n",
+                 o.algorithm.c_str(), o.mode.c_str());
     return 2;
   }
   try {
