@@ -14,11 +14,14 @@
 
 namespace ddp {
 
-// A gradient the reducer synchronises: float32 memory owned by the model.
+// A gradient the reducer synchronises: float32 memory owned by the model, on the CPU or on CUDA
+// device `device_index` (every slot of one reducer on the same device).
 struct GradientSlot {
   std::string name;
   float* grad = nullptr;
   std::size_t count = 0;
+  DeviceKind device = DeviceKind::kCpu;
+  int device_index = 0;
 };
 
 struct ReducerOptions {
@@ -31,7 +34,10 @@ class Reducer {
   // `slots` in model (forward) order. Buckets are filled in reverse order: a gradient joins the
   // open bucket, which closes once it holds at least its cap (so one large gradient gets a bucket
   // of its own). A bucket whose gradients are adjacent in memory, in reverse order, is reduced in
-  // place; any other is packed into a buffer of the reducer's. REQUIRES: group outlives *this.
+  // place; any other is packed into a buffer of the reducer's. CUDA gradients are reduced in place
+  // only (with ReduceOp::kAvg, so that nothing touches device memory from the host): a bucket of
+  // them that is not contiguous is a ConfigError naming its gradients. REQUIRES: group outlives
+  // *this.
   Reducer(std::shared_ptr<ProcessGroup> group, std::vector<GradientSlot> slots,
           const ReducerOptions& options = {});
   ~Reducer();
@@ -66,6 +72,7 @@ class Reducer {
   std::vector<std::size_t> bucket_of_;  // slot -> bucket index
   std::vector<bool> ready_;
   bool require_sync_ = true;
+  bool on_device_ = false;  // CUDA gradients: reduced in place with kAvg
 };
 
 }  // namespace ddp

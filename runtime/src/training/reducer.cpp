@@ -43,6 +43,14 @@ Reducer::Reducer(std::shared_ptr<ProcessGroup> group, std::vector<GradientSlot> 
     bytes += slots_[i].count * sizeof(float);
     bucket_of_[i] = buckets_.size() - 1;
   }
+  on_device_ = !slots_.empty() && slots_.front().device == DeviceKind::kCuda;
+  for (const GradientSlot& s : slots_) {
+    if ((s.device == DeviceKind::kCuda) != on_device_ ||
+        (on_device_ && s.device_index != slots_.front().device_index)) {
+      throw ConfigError(fmt::format("reducer: gradient {} is on another device than gradient {}",
+                                    s.name, slots_.front().name));
+    }
+  }
   for (auto& b : buckets_) {
     bool contiguous = true;
     for (std::size_t k = 1; k < b->slots.size(); ++k) {
@@ -51,6 +59,13 @@ Reducer::Reducer(std::shared_ptr<ProcessGroup> group, std::vector<GradientSlot> 
     }
     if (contiguous) {
       b->in_place = slots_[b->slots.front()].grad;
+    } else if (on_device_) {
+      std::vector<std::string> names;
+      for (std::size_t s : b->slots) names.push_back(slots_[s].name);
+      throw ConfigError(fmt::format(
+          "reducer: CUDA gradients {} share a bucket but are not adjacent in memory (in reverse "
+          "order); lay them out contiguously",
+          fmt::join(names, ", ")));
     } else {
       b->packed.resize(b->count);
     }
@@ -92,6 +107,13 @@ void Reducer::launch(Bucket& b) {
   t.data = b.data();
   t.count = b.count;
   t.dtype = DType::kFloat32;
+  if (on_device_) {
+    // Averaged by the backend on the device; the host never reads device memory.
+    t.device = DeviceKind::kCuda;
+    t.device_index = slots_.front().device_index;
+    b.work = group_->all_reduce(t, ReduceOp::kAvg);
+    return;
+  }
   b.work = group_->all_reduce(t, ReduceOp::kSum);
 }
 
@@ -109,6 +131,7 @@ void Reducer::finalize() {
     std::shared_ptr<Work> work = std::move(b->work);
     b->pending = b->slots.size();
     work->wait();
+    if (on_device_) continue;
     float* data = b->data();
     for (std::size_t i = 0; i < b->count; ++i) data[i] *= scale;
     if (b->in_place == nullptr) {

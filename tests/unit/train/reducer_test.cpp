@@ -129,3 +129,24 @@ TEST_CASE("a gradient never marked ready or marked twice is reported by name", "
     r.mark_ready(0);
   });
 }
+
+TEST_CASE("CUDA gradients must be contiguous and on one device", "[reducer]") {
+  // Checked at construction, before any memory is touched: host memory stands in for the device.
+  run_ranks(1, [](std::shared_ptr<ddp::ProcessGroup> g) {
+    std::vector<float> flat(9);
+    std::vector<ddp::GradientSlot> forward_order = {
+        {"p0", flat.data(), 4}, {"p1", flat.data() + 4, 3}, {"p2", flat.data() + 7, 2}};
+    for (auto& s : forward_order) s.device = ddp::DeviceKind::kCuda;
+    CHECK_THROWS_WITH(ddp::Reducer(g, forward_order),
+                      Catch::Contains("CUDA gradients p2, p1, p0 share a bucket but are not "
+                                      "adjacent"));
+    Grads grads(4, 3, 2);  // reverse order: contiguous
+    for (auto& s : grads.slots) s.device = ddp::DeviceKind::kCuda;
+    grads.slots[1].device_index = 1;
+    CHECK_THROWS_WITH(ddp::Reducer(g, grads.slots),
+                      Catch::Contains("gradient p1 is on another device than gradient p0"));
+    grads.slots[1].device_index = 0;
+    grads.slots[2].device = ddp::DeviceKind::kCpu;
+    CHECK_THROWS_AS(ddp::Reducer(g, grads.slots), ddp::ConfigError);
+  });
+}
