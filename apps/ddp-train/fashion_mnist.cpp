@@ -69,8 +69,8 @@ std::vector<std::uint32_t> parse_idx(const std::string& path, std::vector<std::u
   const std::uint32_t magic = read_be32(bytes.data());
   const std::uint32_t dims = magic & 0xff;
   if ((magic & 0xffffff00u) != 0x00000800u || dims < 1 || dims > 4) {
-    throw ConfigError(fmt::format("data file {}: bad IDX magic {:#010x} (expected unsigned bytes)",
-                                  path, magic));
+    throw ConfigError(
+        fmt::format("data file {}: bad IDX magic {:#010x} (expected unsigned bytes)", path, magic));
   }
   const std::size_t header = 4 + 4 * static_cast<std::size_t>(dims);
   if (bytes.size() < header) {

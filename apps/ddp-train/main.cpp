@@ -15,12 +15,15 @@ int main(int argc, char** argv) {
     const auto options = ddp::train::parse_train_options(argc, argv);
     if (!options) return 0;
     std::shared_ptr<ddp::ProcessGroup> group;
+    int local_rank = 0;
     if (std::getenv("RANK") != nullptr) {
       ddp::InitOptions init;
       init.backend = options->backend;
-      group = ddp::init(init).group;
+      ddp::Context context = ddp::init(init);
+      group = context.group;
+      local_rank = context.local_rank;
     }
-    ddp::train::Trainer trainer(*options, group);
+    ddp::train::Trainer trainer(*options, group, local_rank);
     return trainer.run();
   } catch (const ddp::ConfigError& e) {
     std::fprintf(stderr, "ddp-train: error: %s\n", e.what());

@@ -152,8 +152,8 @@ void Mlp::backward(float loss_scale, const std::function<void(std::size_t)>& on_
     if (l == 0) break;
     // delta_prev (batch x n_in) = delta (batch x n_out) * W (n_out x n_in), masked by the ReLU.
     delta_prev_.resize(static_cast<std::size_t>(batch) * n_in);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, batch, n_in, n_out, 1.0f,
-                delta_.data(), n_out, w.value, n_in, 0.0f, delta_prev_.data(), n_in);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, batch, n_in, n_out, 1.0f, delta_.data(),
+                n_out, w.value, n_in, 0.0f, delta_prev_.data(), n_in);
     const std::vector<float>& act = acts_[l];
     for (std::size_t i = 0; i < delta_prev_.size(); ++i) {
       if (act[i] <= 0.0f) delta_prev_[i] = 0.0f;

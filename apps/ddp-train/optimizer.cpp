@@ -118,8 +118,8 @@ std::unique_ptr<Optimizer> make_optimizer(const OptimizerOptions& options,
                                           const std::vector<Parameter>& params) {
   if (options.name == "sgd") return std::make_unique<Sgd>(options, params);
   if (options.name == "adamw") return std::make_unique<AdamW>(options, params);
-  throw ConfigError(fmt::format("--optimizer: unknown optimizer '{}' (sgd or adamw)",
-                                options.name));
+  throw ConfigError(
+      fmt::format("--optimizer: unknown optimizer '{}' (sgd or adamw)", options.name));
 }
 
 }  // namespace ddp::train

@@ -3,9 +3,9 @@
 
 #include "apps/ddp-train/train_options.hpp"
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
 #include <iostream>
 
 #include "ddp/error.hpp"
@@ -45,6 +45,9 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv) {
   app.add_option("--log_every", o.log_every, "steps between progress lines")
       ->check(CLI::Range(1, 1 << 30));
   app.add_option("--backend", o.backend, "gloo or nccl (default: libddp's choice)");
+  app.add_option("--device", o.device,
+                 "auto (CUDA with the nccl backend or, alone, with a visible GPU), cpu or cuda")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   bool weight_decay_given = false;
   try {
     app.parse(argc, argv);

@@ -21,12 +21,13 @@ struct TrainOptions {
   bool scale_lr = false;  // lr *= world size
   OptimizerOptions optimizer;
   double bucket_cap_mb = 25.0;
-  std::string checkpoint;  // "" = none
+  std::string checkpoint;             // "" = none
   std::int64_t checkpoint_every = 0;  // steps; 0 = only at the end
   std::int64_t fail_at_step = -1;
   int fail_rank = 0;
   std::int64_t log_every = 100;  // steps between progress lines
-  std::string backend;  // "" = libddp's default
+  std::string backend;           // "" = libddp's default
+  std::string device = "auto";   // auto, cpu or cuda (see EngineChoice)
 };
 
 // Parses argv. Returns nullopt after printing --help. Throws ConfigError naming the flag.

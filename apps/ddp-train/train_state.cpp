@@ -23,8 +23,7 @@ Checkpoint make_checkpoint(const Mlp& model, Optimizer& optimizer, const TrainPo
                            const std::string& optimizer_name, std::uint64_t seed) {
   Checkpoint ckpt;
   for (const Parameter& p : model.parameters()) {
-    ckpt.tensors.insert_or_assign(p.name,
-                                  CheckpointTensor{p.shape, {p.value, p.value + p.count}});
+    ckpt.tensors.insert_or_assign(p.name, CheckpointTensor{p.shape, {p.value, p.value + p.count}});
   }
   for (const StateTensor& s : optimizer.state()) {
     ckpt.tensors.insert_or_assign("optimizer." + s.name,
@@ -54,8 +53,8 @@ TrainPosition restore_checkpoint(const std::string& path, Mlp& model, Optimizer&
                                     widths_string(model.widths())));
     }
     if (ckpt.meta("optimizer") != optimizer_name) {
-      throw ConfigError(fmt::format("optimizer is {}, this run's is {}",
-                                    ckpt.meta("optimizer"), optimizer_name));
+      throw ConfigError(
+          fmt::format("optimizer is {}, this run's is {}", ckpt.meta("optimizer"), optimizer_name));
     }
     for (Parameter& p : model.parameters()) ckpt.copy_to(p.name, p.shape, p.value);
     for (const StateTensor& s : optimizer.state()) {

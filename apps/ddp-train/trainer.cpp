@@ -42,7 +42,7 @@ void print_line(const std::string& line) {
 
 }  // namespace
 
-Trainer::Trainer(const TrainOptions& options, std::shared_ptr<ProcessGroup> group)
+Trainer::Trainer(const TrainOptions& options, std::shared_ptr<ProcessGroup> group, int local_rank)
     : options_(options),
       group_(std::move(group)),
       rank_(group_ ? group_->rank() : 0),
@@ -53,21 +53,19 @@ Trainer::Trainer(const TrainOptions& options, std::shared_ptr<ProcessGroup> grou
   model_.init(options_.seed);
   if (options_.scale_lr) options_.optimizer.lr *= static_cast<float>(world_);
   optimizer_ = make_optimizer(options_.optimizer, model_.parameters());
+  engine_ = make_engine({options_.device, group_ ? group_->backend() : "", local_rank}, model_,
+                        *optimizer_, options_.optimizer);
   if (group_) {
-    std::vector<GradientSlot> slots;
-    for (const Parameter& p : model_.parameters()) slots.push_back({p.name, p.grad, p.count});
     ReducerOptions ro;
     ro.bucket_cap_bytes = static_cast<std::size_t>(options_.bucket_cap_mb * 1024 * 1024);
-    reducer_ = std::make_unique<Reducer>(group_, std::move(slots), ro);
+    reducer_ = std::make_unique<Reducer>(group_, engine_->gradient_slots(), ro);
   }
   const std::int64_t per_rank = (train_.size + world_ - 1) / world_;
   micro_per_epoch_ = (per_rank + options_.batch_size - 1) / options_.batch_size;
   steps_per_epoch_ = (micro_per_epoch_ + options_.grad_accum - 1) / options_.grad_accum;
 }
 
-bool Trainer::is_done() const {
-  return options_.max_steps > 0 && pos_.step >= options_.max_steps;
-}
+bool Trainer::is_done() const { return options_.max_steps > 0 && pos_.step >= options_.max_steps; }
 
 int Trainer::run() {
   auto log = ddp::log::get("train");
@@ -76,22 +74,23 @@ int Trainer::run() {
   if (rank_ == 0 && !options_.checkpoint.empty() && std::filesystem::exists(options_.checkpoint)) {
     pos_ = restore_checkpoint(options_.checkpoint, model_, *optimizer_, options_.optimizer.name);
     log->info("resumed from {} epoch={} step={}", options_.checkpoint, pos_.epoch, pos_.step);
+    engine_->load_from_host();
   }
   if (group_) {
     std::vector<std::shared_ptr<Work>> works;
-    works.push_back(group_->broadcast({model_.flat_values().data(), model_.flat_values().size()}, 0));
-    for (const StateTensor& s : optimizer_->state()) {
-      works.push_back(group_->broadcast({s.data, s.count}, 0));
-    }
-    std::int64_t position[3] = {pos_.epoch, pos_.step, pos_.micro_in_epoch};
-    works.push_back(group_->broadcast({position, 3, DType::kInt64}, 0));
+    for (const Tensor& t : engine_->state_tensors()) works.push_back(group_->broadcast(t, 0));
     for (auto& w : works) w->wait();
+    std::int64_t position[3] = {pos_.epoch, pos_.step, pos_.micro_in_epoch};
+    engine_->exchange({position, 3, DType::kInt64},
+                      [this](Tensor t) { return group_->broadcast(t, 0); });
     pos_ = TrainPosition{position[0], position[1], position[2]};
   }
   if (rank_ == 0) {
-    log->info("training world_size={} batch_size={} grad_accum={} steps_per_epoch={} buckets={}",
-              world_, options_.batch_size, options_.grad_accum, steps_per_epoch_,
-              reducer_ ? reducer_->bucket_slots().size() : 0);
+    log->info(
+        "training device={} world_size={} batch_size={} grad_accum={} steps_per_epoch={} "
+        "buckets={}",
+        engine_->device(), world_, options_.batch_size, options_.grad_accum, steps_per_epoch_,
+        reducer_ ? reducer_->bucket_slots().size() : 0);
   }
   Tally test;
   bool evaluated = false;
@@ -112,10 +111,10 @@ int Trainer::run() {
   if (rank_ == 0) {
     const double sps = train_seconds_ > 0 ? samples_trained_ / train_seconds_ : 0.0;
     print_line(fmt::format(
-        "summary epochs={} steps={} world_size={} batch_size={} test_loss={:.4f} "
+        "summary epochs={} steps={} device={} world_size={} batch_size={} test_loss={:.4f} "
         "test_accuracy={:.4f} samples_per_s={:.1f} train_s={:.2f}",
-        pos_.epoch, pos_.step, world_, options_.batch_size, test.loss_sum / test.count,
-        test.correct / test.count, sps, train_seconds_));
+        pos_.epoch, pos_.step, engine_->device(), world_, options_.batch_size,
+        test.loss_sum / test.count, test.correct / test.count, sps, train_seconds_));
   }
   return 0;
 }
@@ -129,10 +128,9 @@ void Trainer::train_epoch(std::int64_t epoch) {
   DistributedSampler sampler(so);
   sampler.set_epoch(epoch);
   const std::vector<std::int64_t> indices = sampler.indices();
-  const std::int64_t planned = options_.max_steps > 0
-                                   ? std::min(options_.max_steps,
-                                              options_.epochs * steps_per_epoch_)
-                                   : options_.epochs * steps_per_epoch_;
+  const std::int64_t planned =
+      options_.max_steps > 0 ? std::min(options_.max_steps, options_.epochs * steps_per_epoch_)
+                             : options_.epochs * steps_per_epoch_;
   Tally window;
   std::int64_t window_steps = 0;
   while (pos_.micro_in_epoch < micro_per_epoch_ && !is_done()) {
@@ -154,11 +152,11 @@ void Trainer::train_epoch(std::int64_t epoch) {
       const Tally t = all_reduce(window);
       if (rank_ == 0) {
         const double sps = samples_trained_ / train_seconds_;
-        const double step_s = train_seconds_ / static_cast<double>(std::max<std::int64_t>(
-                                                   1, samples_trained_ /
-                                                          (static_cast<std::int64_t>(world_) *
-                                                           options_.batch_size *
-                                                           options_.grad_accum)));
+        const double step_s =
+            train_seconds_ /
+            static_cast<double>(std::max<std::int64_t>(
+                1, samples_trained_ / (static_cast<std::int64_t>(world_) * options_.batch_size *
+                                       options_.grad_accum)));
         const double eta = static_cast<double>(planned - pos_.step) * step_s;
         print_line(fmt::format(
             "epoch={}/{} step={}/{} loss={:.4f} accuracy={:.4f} samples_per_s={:.1f} eta_s={:.0f}",
@@ -190,23 +188,23 @@ void Trainer::train_step(const std::vector<std::int64_t>& indices, Tally& tally)
                 batch_x_.data() + static_cast<std::size_t>(r) * features);
       batch_y_[static_cast<std::size_t>(r)] = train_.labels[static_cast<std::size_t>(i)];
     }
-    const BatchResult result = model_.forward(batch_x_.data(), batch_y_.data(), batch);
+    const BatchResult result = engine_->forward(batch_x_.data(), batch_y_.data(), batch);
     tally.loss_sum += result.loss_sum;
     tally.correct += static_cast<double>(result.correct);
     tally.count += batch;
     if (reducer_) {
       reducer_->set_require_sync(k + 1 == n_micro);
-      model_.backward(
+      engine_->backward(
           loss_scale, [this](std::size_t slot) { reducer_->mark_ready(slot); }, k > 0);
     } else {
-      model_.backward(loss_scale, nullptr, k > 0);
+      engine_->backward(loss_scale, nullptr, k > 0);
     }
     ++pos_.micro_in_epoch;
     samples_trained_ += static_cast<std::int64_t>(batch) * world_;
   }
   if (reducer_) reducer_->finalize();
   ++pos_.step;
-  optimizer_->step(model_.parameters(), pos_.step);
+  engine_->step(pos_.step);
 }
 
 Tally Trainer::evaluate() {
@@ -217,7 +215,7 @@ Tally Trainer::evaluate() {
   for (std::int64_t i = begin; i < end; i += kEvalBatch) {
     const int batch = static_cast<int>(std::min<std::int64_t>(kEvalBatch, end - i));
     const BatchResult r =
-        model_.forward(test_.row(i), test_.labels.data() + static_cast<std::size_t>(i), batch);
+        engine_->forward(test_.row(i), test_.labels.data() + static_cast<std::size_t>(i), batch);
     local.loss_sum += r.loss_sum;
     local.correct += static_cast<double>(r.correct);
     local.count += batch;
@@ -228,13 +226,14 @@ Tally Trainer::evaluate() {
 Tally Trainer::all_reduce(const Tally& local) {
   if (!group_) return local;
   double values[3] = {local.loss_sum, local.correct, local.count};
-  Tensor t{values, 3, DType::kFloat64};
-  group_->all_reduce(t, ReduceOp::kSum)->wait();
+  engine_->exchange({values, 3, DType::kFloat64},
+                    [this](Tensor t) { return group_->all_reduce(t, ReduceOp::kSum); });
   return Tally{values[0], values[1], values[2]};
 }
 
 void Trainer::save(const TrainPosition& pos) {
   if (rank_ == 0) {
+    engine_->store_to_host();
     save_checkpoint(options_.checkpoint,
                     make_checkpoint(model_, *optimizer_, pos, world_, options_.batch_size,
                                     options_.grad_accum, options_.optimizer.name, options_.seed));

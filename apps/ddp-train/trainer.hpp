@@ -9,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include "apps/ddp-train/engine.hpp"
 #include "apps/ddp-train/fashion_mnist.hpp"
 #include "apps/ddp-train/mlp.hpp"
 #include "apps/ddp-train/optimizer.hpp"
@@ -28,8 +29,9 @@ struct Tally {
 
 class Trainer {
  public:
-  // `group` is null for a run without a launcher (world size 1).
-  Trainer(const TrainOptions& options, std::shared_ptr<ProcessGroup> group);
+  // `group` is null for a run without a launcher (world size 1). `local_rank` picks the GPU of the
+  // CUDA engine (--device). Throws ConfigError naming the flag or file at fault.
+  Trainer(const TrainOptions& options, std::shared_ptr<ProcessGroup> group, int local_rank = 0);
 
   // Trains to the end; returns the process exit code (0), or exits with 3 at the injected fault.
   int run();
@@ -51,6 +53,7 @@ class Trainer {
   Dataset test_;
   Mlp model_;
   std::unique_ptr<Optimizer> optimizer_;
+  std::unique_ptr<Engine> engine_;  // where forward, backward and the step run (CPU or CUDA)
   std::unique_ptr<Reducer> reducer_;
   TrainPosition pos_;
   std::int64_t steps_per_epoch_ = 0;

@@ -15,9 +15,9 @@ namespace ddp {
 struct Reducer::Bucket {
   std::vector<std::size_t> slots;
   std::size_t count = 0;
-  std::size_t pending = 0;     // gradients not yet ready in this backward
-  float* in_place = nullptr;   // the first gradient, when the bucket is contiguous memory
-  std::vector<float> packed;   // otherwise, a copy reduced in its place
+  std::size_t pending = 0;    // gradients not yet ready in this backward
+  float* in_place = nullptr;  // the first gradient, when the bucket is contiguous memory
+  std::vector<float> packed;  // otherwise, a copy reduced in its place
   std::shared_ptr<Work> work;
 
   float* data() { return in_place != nullptr ? in_place : packed.data(); }

@@ -23,6 +23,12 @@ def require_data():
                     f"no Fashion-MNIST in {DATA_DIR} (apt-get install dataset-fashion-mnist)")
 
 
+def visible_gpus():
+    """GPUs this build of libddp can use (0 on a machine without one, or a build without CUDA)."""
+    probe = ddptest.run([ddptest.bin_path("runtime_worker"), "cuda-devices"], timeout=60)
+    return int(probe.stdout.strip().rsplit("=", 1)[1]) if "=" in probe.stdout else 0
+
+
 def read_safetensors(path):
     """Returns (tensors, metadata): tensors maps name -> (shape, list of floats)."""
     with open(path, "rb") as f:

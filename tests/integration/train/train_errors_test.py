@@ -1,6 +1,7 @@
 """ddp-train's errors: a missing data directory, a corrupt data file and a checkpoint of another
 model shape each end the run with exit code 2 and one line naming the file (through ddprun, whose
-exit code is the worker's)."""
+exit code is the worker's); so do an unknown --optimizer or --device, and --device cuda where no
+GPU is visible."""
 
 import os
 import shutil
@@ -43,6 +44,9 @@ def main():
                      f"checkpoint {ckpt}: model widths are 784-32-10, this run's are 784-64-10")
 
         expect_error(1, ["--optimizer", "lion"], "--optimizer")
+        expect_error(1, ["--device", "gpu"], "--device")
+        if tc.visible_gpus() == 0:
+            expect_error(1, ["--device", "cuda", "--max_steps", "1"], "--device cuda: ")
     finally:
         ddptest.remove_tree(tmp)
     print("OK")

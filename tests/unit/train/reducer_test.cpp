@@ -1,7 +1,8 @@
 // Reducer over real Gloo groups, two ranks played by threads of this process (MemoryGroupStore).
 
-#include <catch2/catch.hpp>
+#include "ddp/reducer.hpp"
 
+#include <catch2/catch.hpp>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -13,7 +14,6 @@
 #include "collectives/gloo/gloo_process_group.hpp"
 #include "collectives/memory_group_store.hpp"
 #include "ddp/error.hpp"
-#include "ddp/reducer.hpp"
 
 namespace {
 

@@ -1,0 +1,319 @@
+// The CUDA engine: the model's values, gradients and optimizer state live on one GPU (device =
+// LOCAL_RANK), with the host model's layout (the same offsets, gradients in reverse order) so that
+// every reducer bucket is one contiguous slice. GEMMs go to cuBLAS (FP32, no TF32: PyTorch 1.13's
+// default), the rest to cuda_kernels.cu; everything is queued on the legacy default stream, which
+// the NCCL group waits for before each all-reduce, so a bucket's all-reduce starts while backward
+// goes on queueing earlier layers. The host sees two numbers a row per forward (loss, correct).
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <utility>
+
+#include "apps/ddp-train/cuda_kernels.hpp"
+#include "apps/ddp-train/engine.hpp"
+#include "common/check.hpp"
+#include "ddp/error.hpp"
+
+namespace ddp::train {
+namespace {
+
+void check_cuda(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) throw IoError(fmt::format("CUDA {}: {}", what, cudaGetErrorString(e)));
+}
+
+void check_blas(cublasStatus_t s, const char* what) {
+  if (s != CUBLAS_STATUS_SUCCESS) {
+    throw IoError(fmt::format("cuBLAS {}: {}", what, cublasGetStatusString(s)));
+  }
+}
+
+// Device memory for `capacity` elements of T, grown (never shrunk, contents dropped) on demand.
+template <class T>
+class DeviceArray {
+ public:
+  DeviceArray() = default;
+  explicit DeviceArray(std::size_t count) { reserve(count); }
+  ~DeviceArray() {
+    if (data_ != nullptr) cudaFree(data_);
+  }
+  DeviceArray(DeviceArray&& other) noexcept
+      : data_(std::exchange(other.data_, nullptr)), capacity_(std::exchange(other.capacity_, 0)) {}
+  DeviceArray& operator=(DeviceArray&& other) noexcept {
+    std::swap(data_, other.data_);
+    std::swap(capacity_, other.capacity_);
+    return *this;
+  }
+
+  // Returns true when it had to grow (the contents are then undefined).
+  bool reserve(std::size_t count) {
+    if (count <= capacity_) return false;
+    if (data_ != nullptr) cudaFree(std::exchange(data_, nullptr));
+    check_cuda(cudaMalloc(reinterpret_cast<void**>(&data_), count * sizeof(T)), "cudaMalloc");
+    capacity_ = count;
+    return true;
+  }
+  T* data() { return data_; }
+
+ private:
+  T* data_ = nullptr;
+  std::size_t capacity_ = 0;
+};
+
+void to_device(void* dst, const void* src, std::size_t bytes) {
+  check_cuda(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice), "copy to the device");
+}
+
+void to_host(void* dst, const void* src, std::size_t bytes) {
+  check_cuda(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost), "copy to the host");
+}
+
+class CudaEngine : public Engine {
+ public:
+  CudaEngine(int device, Mlp& model, Optimizer& optimizer, const OptimizerOptions& options)
+      : device_(device), model_(model), optimizer_(optimizer), options_(options) {
+    check_cuda(cudaSetDevice(device_), "cudaSetDevice");
+    check_blas(cublasCreate(&blas_), "cublasCreate");
+    // Stream 0 is the legacy default stream: where the NCCL group looks for our work.
+    check_blas(cublasSetStream(blas_, nullptr), "cublasSetStream");
+    check_blas(cublasSetMathMode(blas_, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
+
+    const std::size_t total = model_.flat_values().size();
+    values_.reserve(total);
+    grads_.reserve(total);
+    check_cuda(cudaMemset(grads_.data(), 0, total * sizeof(float)), "cudaMemset");
+    for (const Parameter& p : model_.parameters()) {
+      value_offsets_.push_back(static_cast<std::size_t>(p.value - model_.flat_values().data()));
+      grad_offsets_.push_back(static_cast<std::size_t>(p.grad - model_.flat_grads().data()));
+    }
+    std::size_t state_total = 0;
+    for (const StateTensor& s : optimizer_.state()) {
+      state_offsets_.push_back(state_total);
+      state_total += s.count;
+    }
+    const std::size_t per_param = options_.name == "adamw" ? 2 : 1;
+    DDP_CHECK(state_offsets_.size() == per_param * value_offsets_.size(),
+              "{} optimizer: {} state tensors for {} parameters", options_.name,
+              state_offsets_.size(), value_offsets_.size());
+    state_.reserve(std::max<std::size_t>(state_total, 1));
+    acts_.resize(model_.num_layers() + 1);
+    load_from_host();
+  }
+
+  ~CudaEngine() override {
+    cudaDeviceSynchronize();  // nothing may still run on memory about to be freed
+    cublasDestroy(blas_);
+  }
+
+  std::string device() const override { return fmt::format("cuda:{}", device_); }
+
+  BatchResult forward(const float* x, const std::int32_t* labels, int batch) override {
+    const std::vector<int>& widths = model_.widths();
+    const std::size_t layers = model_.num_layers();
+    const auto rows = static_cast<std::size_t>(batch);
+    reserve_batch(rows);
+    batch_ = batch;
+    to_device(input_.data(), x, rows * widths[0] * sizeof(float));
+    to_device(labels_.data(), labels, rows * sizeof(std::int32_t));
+    const float one = 1.0f;
+    const float zero = 0.0f;
+    const float* in = input_.data();
+    for (std::size_t l = 0; l < layers; ++l) {
+      const int n_in = widths[l];
+      const int n_out = widths[l + 1];
+      float* out = acts_[l + 1].data();
+      // Row-major out (batch x n_out) = in (batch x n_in) * W^T, as column-major
+      // out^T = W * in^T where W's row-major storage is column-major W^T.
+      check_blas(cublasSgemm(blas_, CUBLAS_OP_T, CUBLAS_OP_N, n_out, batch, n_in, &one,
+                             value(2 * l), n_in, in, n_in, &zero, out, n_out),
+                 "sgemm (forward)");
+      cuda::add_bias(out, value(2 * l + 1), batch, n_out, l + 1 < layers);
+      in = out;
+    }
+    const int classes = widths.back();
+    cuda::softmax_cross_entropy(acts_[layers].data(), labels_.data(), batch, classes, probs_.data(),
+                                row_loss_.data(), row_correct_.data());
+    host_loss_.resize(rows);
+    host_correct_.resize(rows);
+    to_host(host_loss_.data(), row_loss_.data(), rows * sizeof(double));
+    to_host(host_correct_.data(), row_correct_.data(), rows * sizeof(std::int32_t));
+    BatchResult result;
+    for (std::size_t r = 0; r < rows; ++r) {  // in row order, as the CPU model sums
+      result.loss_sum += host_loss_[r];
+      result.correct += host_correct_[r];
+    }
+    return result;
+  }
+
+  void backward(float loss_scale, const std::function<void(std::size_t)>& on_ready,
+                bool accumulate) override {
+    const std::vector<int>& widths = model_.widths();
+    const std::size_t layers = model_.num_layers();
+    const int batch = batch_;
+    const float one = 1.0f;
+    const float zero = 0.0f;
+    const float beta = accumulate ? 1.0f : 0.0f;
+    cuda::cross_entropy_delta(probs_.data(), labels_.data(), batch, widths.back(),
+                              loss_scale / static_cast<float>(batch), delta_.data());
+    for (std::size_t l = layers; l-- > 0;) {
+      const int n_in = widths[l];
+      const int n_out = widths[l + 1];
+      const float* in = l == 0 ? input_.data() : acts_[l].data();
+      // dW (n_out x n_in, row-major) += delta^T * in, as column-major dW^T += in^T * delta.
+      check_blas(cublasSgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_T, n_in, n_out, batch, &one, in, n_in,
+                             delta_.data(), n_out, &beta, grad(2 * l), n_in),
+                 "sgemm (weight gradient)");
+      // db += column sums of delta: delta^T (n_out x batch, column-major as stored) * ones.
+      check_blas(cublasSgemv(blas_, CUBLAS_OP_N, n_out, batch, &one, delta_.data(), n_out,
+                             ones_.data(), 1, &beta, grad(2 * l + 1), 1),
+                 "sgemv (bias gradient)");
+      if (on_ready) {
+        on_ready(2 * l + 1);
+        on_ready(2 * l);
+      }
+      if (l == 0) break;
+      // delta_prev (batch x n_in) = delta * W, as column-major delta_prev^T = W^T * delta^T.
+      check_blas(
+          cublasSgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_N, n_in, batch, n_out, &one, value(2 * l), n_in,
+                      delta_.data(), n_out, &zero, delta_prev_.data(), n_in),
+          "sgemm (input gradient)");
+      cuda::relu_mask(delta_prev_.data(), acts_[l].data(), static_cast<std::size_t>(batch) * n_in);
+      std::swap(delta_, delta_prev_);
+    }
+  }
+
+  void step(std::int64_t step) override {
+    const std::vector<Parameter>& params = model_.parameters();
+    const std::size_t n_params = params.size();
+    if (options_.name == "adamw") {
+      const auto t = static_cast<double>(step);
+      const float bias1 =
+          static_cast<float>(1.0 - std::pow(static_cast<double>(options_.beta1), t));
+      const float bias2 =
+          static_cast<float>(1.0 - std::pow(static_cast<double>(options_.beta2), t));
+      const cuda::AdamWStep s{1.0f - options_.lr * options_.weight_decay,
+                              options_.beta1,
+                              options_.beta2,
+                              options_.lr / bias1,
+                              std::sqrt(bias2),
+                              options_.eps};
+      for (std::size_t k = 0; k < n_params; ++k) {
+        cuda::adamw_step(value(k), grad(k), state(k), state(n_params + k), params[k].count, s);
+      }
+      return;
+    }
+    for (std::size_t k = 0; k < n_params; ++k) {
+      cuda::sgd_step(value(k), grad(k), state(k), params[k].count, options_.lr,
+                     options_.weight_decay, options_.momentum, step == 1);
+    }
+  }
+
+  std::vector<GradientSlot> gradient_slots() override {
+    std::vector<GradientSlot> slots;
+    const std::vector<Parameter>& params = model_.parameters();
+    for (std::size_t k = 0; k < params.size(); ++k) {
+      slots.push_back({params[k].name, grad(k), params[k].count, DeviceKind::kCuda, device_});
+    }
+    return slots;
+  }
+
+  std::vector<Tensor> state_tensors() override {
+    std::vector<Tensor> tensors{on_device(values_.data(), model_.flat_values().size())};
+    const std::vector<StateTensor> state = optimizer_.state();
+    for (std::size_t i = 0; i < state.size(); ++i) {
+      tensors.push_back(on_device(this->state(i), state[i].count));
+    }
+    return tensors;
+  }
+
+  void load_from_host() override {
+    to_device(values_.data(), model_.flat_values().data(),
+              model_.flat_values().size() * sizeof(float));
+    const std::vector<StateTensor> state = optimizer_.state();
+    for (std::size_t i = 0; i < state.size(); ++i) {
+      to_device(this->state(i), state[i].data, state[i].count * sizeof(float));
+    }
+  }
+
+  void store_to_host() override {
+    to_host(model_.flat_values().data(), values_.data(),
+            model_.flat_values().size() * sizeof(float));
+    const std::vector<StateTensor> state = optimizer_.state();
+    for (std::size_t i = 0; i < state.size(); ++i) {
+      to_host(state[i].data, this->state(i), state[i].count * sizeof(float));
+    }
+  }
+
+  void exchange(Tensor host, const std::function<std::shared_ptr<Work>(Tensor)>& op) override {
+    scratch_.reserve(host.bytes());
+    to_device(scratch_.data(), host.data, host.bytes());
+    Tensor device = host;
+    device.data = scratch_.data();
+    device.device = DeviceKind::kCuda;
+    device.device_index = device_;
+    op(device)->wait();
+    to_host(host.data, scratch_.data(), host.bytes());
+  }
+
+ private:
+  float* value(std::size_t param) { return values_.data() + value_offsets_[param]; }
+  float* grad(std::size_t param) { return grads_.data() + grad_offsets_[param]; }
+  float* state(std::size_t index) { return state_.data() + state_offsets_[index]; }
+
+  Tensor on_device(float* data, std::size_t count) const {
+    return Tensor{data, count, DType::kFloat32, DeviceKind::kCuda, device_};
+  }
+
+  // Per-batch workspaces, grown to the largest batch seen (the evaluation's, usually).
+  void reserve_batch(std::size_t rows) {
+    const std::vector<int>& widths = model_.widths();
+    const auto widest = static_cast<std::size_t>(*std::max_element(widths.begin(), widths.end()));
+    input_.reserve(rows * widths[0]);
+    labels_.reserve(rows);
+    for (std::size_t l = 1; l < acts_.size(); ++l) acts_[l].reserve(rows * widths[l]);
+    probs_.reserve(rows * widths.back());
+    delta_.reserve(rows * widest);
+    delta_prev_.reserve(rows * widest);
+    row_loss_.reserve(rows);
+    row_correct_.reserve(rows);
+    if (ones_.reserve(rows)) cuda::fill(ones_.data(), 1.0f, rows);
+  }
+
+  int device_;
+  Mlp& model_;
+  Optimizer& optimizer_;
+  OptimizerOptions options_;
+  cublasHandle_t blas_ = nullptr;
+  DeviceArray<float> values_;
+  DeviceArray<float> grads_;
+  DeviceArray<float> state_;  // every optimizer state tensor, in state() order
+  std::vector<std::size_t> value_offsets_;
+  std::vector<std::size_t> grad_offsets_;
+  std::vector<std::size_t> state_offsets_;
+  int batch_ = 0;
+  DeviceArray<float> input_;
+  DeviceArray<std::int32_t> labels_;
+  std::vector<DeviceArray<float>> acts_;  // acts_[l + 1]: layer l's output; acts_[0] unused
+  DeviceArray<float> probs_;
+  DeviceArray<float> delta_;
+  DeviceArray<float> delta_prev_;
+  DeviceArray<float> ones_;
+  DeviceArray<double> row_loss_;
+  DeviceArray<std::int32_t> row_correct_;
+  DeviceArray<unsigned char> scratch_;
+  std::vector<double> host_loss_;
+  std::vector<std::int32_t> host_correct_;
+};
+
+}  // namespace
+
+std::unique_ptr<Engine> make_cuda_engine(int device_index, Mlp& model, Optimizer& optimizer,
+                                         const OptimizerOptions& options) {
+  return std::make_unique<CudaEngine>(device_index, model, optimizer, options);
+}
+
+}  // namespace ddp::train
