@@ -1,6 +1,8 @@
 """PyTorch 1.13 DDP reference for scripts/bench/trainer_vs_pytorch.sh: the same MLP, data,
-normalization, sampler, batch size and optimizer as ddp-train, on CPU with gloo. Launched by
-torchrun; rank 0 prints a summary line in ddp-train's format (test_accuracy=, samples_per_s=)."""
+normalization, sampler, batch size and optimizer as ddp-train, on CPU with gloo (--device cpu) or
+on GPU LOCAL_RANK with nccl (--device cuda, which needs a PyTorch built with CUDA; Debian's is
+not). Launched by torchrun; rank 0 prints a summary line in ddp-train's format (test_accuracy=,
+samples_per_s=)."""
 
 import argparse
 import gzip
@@ -35,16 +37,22 @@ def main():
     p.add_argument("--batch_size", type=int, default=64)
     p.add_argument("--lr", type=float, default=0.05)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     args = p.parse_args()
 
-    dist.init_process_group("gloo")
+    cuda = args.device == "cuda"
+    dist.init_process_group("nccl" if cuda else "gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
+    device = torch.device(f"cuda:{os.environ.get('LOCAL_RANK', '0')}" if cuda else "cpu")
+    if cuda:
+        torch.cuda.set_device(device)
     torch.manual_seed(args.seed)
-    x, y = load(args.data, "train")
-    tx, ty = load(args.data, "t10k")
-    model = DDP(torch.nn.Sequential(torch.nn.Linear(784, 1024), torch.nn.ReLU(),
-                                    torch.nn.Linear(1024, 1024), torch.nn.ReLU(),
-                                    torch.nn.Linear(1024, 10)))
+    x, y = (t.to(device) for t in load(args.data, "train"))
+    tx, ty = (t.to(device) for t in load(args.data, "t10k"))
+    net = torch.nn.Sequential(torch.nn.Linear(784, 1024), torch.nn.ReLU(),
+                              torch.nn.Linear(1024, 1024), torch.nn.ReLU(),
+                              torch.nn.Linear(1024, 10)).to(device)
+    model = DDP(net, device_ids=[device.index] if cuda else None)
     opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
     loss_fn = torch.nn.CrossEntropyLoss()
     sampler = DistributedSampler(range(len(y)), num_replicas=world, rank=rank, seed=args.seed)
@@ -52,7 +60,7 @@ def main():
     samples = 0
     for epoch in range(args.epochs):
         sampler.set_epoch(epoch)
-        idx = torch.tensor(list(sampler))
+        idx = torch.tensor(list(sampler), device=device)
         start = time.perf_counter()
         for b in range(0, len(idx), args.batch_size):
             sel = idx[b:b + args.batch_size]
@@ -61,6 +69,8 @@ def main():
             loss.backward()
             opt.step()
             samples += len(sel) * world
+        if cuda:
+            torch.cuda.synchronize(device)
         train_s += time.perf_counter() - start
         # Sharded evaluation, reduced over ranks, as ddp-train does.
         lo, hi = len(ty) * rank // world, len(ty) * (rank + 1) // world
