@@ -4,8 +4,8 @@
 // default), the rest to cuda_kernels.cu; everything is queued on the legacy default stream, which
 // the NCCL group waits for before each all-reduce, so a bucket's all-reduce starts while backward
 // goes on queueing earlier layers. The host sees two numbers a row per forward (loss, correct).
+// cuBLAS is loaded on first use (cuda_blas.hpp).
 
-#include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <utility>
 
+#include "apps/ddp-train/cuda_blas.hpp"
 #include "apps/ddp-train/cuda_kernels.hpp"
 #include "apps/ddp-train/engine.hpp"
 #include "common/check.hpp"
@@ -28,7 +29,7 @@ void check_cuda(cudaError_t e, const char* what) {
 
 void check_blas(cublasStatus_t s, const char* what) {
   if (s != CUBLAS_STATUS_SUCCESS) {
-    throw IoError(fmt::format("cuBLAS {}: {}", what, cublasGetStatusString(s)));
+    throw IoError(fmt::format("cuBLAS {}: {}", what, cuda::blas().status_string(s)));
   }
 }
 
@@ -77,10 +78,10 @@ class CudaEngine : public Engine {
   CudaEngine(int device, Mlp& model, Optimizer& optimizer, const OptimizerOptions& options)
       : device_(device), model_(model), optimizer_(optimizer), options_(options) {
     check_cuda(cudaSetDevice(device_), "cudaSetDevice");
-    check_blas(cublasCreate(&blas_), "cublasCreate");
+    check_blas(blas_.create(&handle_), "cublasCreate");
     // Stream 0 is the legacy default stream: where the NCCL group looks for our work.
-    check_blas(cublasSetStream(blas_, nullptr), "cublasSetStream");
-    check_blas(cublasSetMathMode(blas_, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
+    check_blas(blas_.set_stream(handle_, nullptr), "cublasSetStream");
+    check_blas(blas_.set_math_mode(handle_, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
 
     const std::size_t total = model_.flat_values().size();
     values_.reserve(total);
@@ -106,7 +107,7 @@ class CudaEngine : public Engine {
 
   ~CudaEngine() override {
     cudaDeviceSynchronize();  // nothing may still run on memory about to be freed
-    cublasDestroy(blas_);
+    blas_.destroy(handle_);
   }
 
   std::string device() const override { return fmt::format("cuda:{}", device_); }
@@ -128,7 +129,7 @@ class CudaEngine : public Engine {
       float* out = acts_[l + 1].data();
       // Row-major out (batch x n_out) = in (batch x n_in) * W^T, as column-major
       // out^T = W * in^T where W's row-major storage is column-major W^T.
-      check_blas(cublasSgemm(blas_, CUBLAS_OP_T, CUBLAS_OP_N, n_out, batch, n_in, &one,
+      check_blas(blas_.sgemm(handle_, CUBLAS_OP_T, CUBLAS_OP_N, n_out, batch, n_in, &one,
                              value(2 * l), n_in, in, n_in, &zero, out, n_out),
                  "sgemm (forward)");
       cuda::add_bias(out, value(2 * l + 1), batch, n_out, l + 1 < layers);
@@ -164,11 +165,11 @@ class CudaEngine : public Engine {
       const int n_out = widths[l + 1];
       const float* in = l == 0 ? input_.data() : acts_[l].data();
       // dW (n_out x n_in, row-major) += delta^T * in, as column-major dW^T += in^T * delta.
-      check_blas(cublasSgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_T, n_in, n_out, batch, &one, in, n_in,
+      check_blas(blas_.sgemm(handle_, CUBLAS_OP_N, CUBLAS_OP_T, n_in, n_out, batch, &one, in, n_in,
                              delta_.data(), n_out, &beta, grad(2 * l), n_in),
                  "sgemm (weight gradient)");
       // db += column sums of delta: delta^T (n_out x batch, column-major as stored) * ones.
-      check_blas(cublasSgemv(blas_, CUBLAS_OP_N, n_out, batch, &one, delta_.data(), n_out,
+      check_blas(blas_.sgemv(handle_, CUBLAS_OP_N, n_out, batch, &one, delta_.data(), n_out,
                              ones_.data(), 1, &beta, grad(2 * l + 1), 1),
                  "sgemv (bias gradient)");
       if (on_ready) {
@@ -178,8 +179,8 @@ class CudaEngine : public Engine {
       if (l == 0) break;
       // delta_prev (batch x n_in) = delta * W, as column-major delta_prev^T = W^T * delta^T.
       check_blas(
-          cublasSgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_N, n_in, batch, n_out, &one, value(2 * l), n_in,
-                      delta_.data(), n_out, &zero, delta_prev_.data(), n_in),
+          blas_.sgemm(handle_, CUBLAS_OP_N, CUBLAS_OP_N, n_in, batch, n_out, &one, value(2 * l),
+                      n_in, delta_.data(), n_out, &zero, delta_prev_.data(), n_in),
           "sgemm (input gradient)");
       cuda::relu_mask(delta_prev_.data(), acts_[l].data(), static_cast<std::size_t>(batch) * n_in);
       std::swap(delta_, delta_prev_);
@@ -287,7 +288,8 @@ class CudaEngine : public Engine {
   Mlp& model_;
   Optimizer& optimizer_;
   OptimizerOptions options_;
-  cublasHandle_t blas_ = nullptr;
+  const cuda::Blas& blas_ = cuda::blas();  // throws before anything is allocated
+  cublasHandle_t handle_ = nullptr;
   DeviceArray<float> values_;
   DeviceArray<float> grads_;
   DeviceArray<float> state_;  // every optimizer state tensor, in state() order
