@@ -5,7 +5,10 @@
 #include <spdlog/cfg/env.h>
 #include <spdlog/sinks/stdout_sinks.h>
 
+#include <cstdlib>
+#include <map>
 #include <mutex>
+#include <sstream>
 
 #include "ddp/error.hpp"
 
@@ -30,6 +33,17 @@ spdlog::level::level_enum& default_level() {
   return level;
 }
 
+// Levels of named loggers from SPDLOG_LEVEL ("coll=debug,warn"), for loggers created later.
+std::map<std::string, spdlog::level::level_enum>& named_levels() {
+  static std::map<std::string, spdlog::level::level_enum> levels;
+  return levels;
+}
+
+spdlog::level::level_enum level_for(const std::string& name) {
+  const auto it = named_levels().find(name);
+  return it != named_levels().end() ? it->second : default_level();
+}
+
 }  // namespace
 
 std::shared_ptr<spdlog::logger> get(const std::string& name) {
@@ -37,7 +51,7 @@ std::shared_ptr<spdlog::logger> get(const std::string& name) {
   if (auto existing = spdlog::get(name)) return existing;
   auto logger = std::make_shared<spdlog::logger>(name, shared_sink());
   logger->set_pattern(kPattern);
-  logger->set_level(default_level());
+  logger->set_level(level_for(name));
   logger->flush_on(spdlog::level::warn);
   spdlog::register_logger(logger);
   return logger;
@@ -58,6 +72,13 @@ void load_env_levels() {
   spdlog::cfg::load_env_levels();
   std::lock_guard lock(registry_mutex());
   default_level() = spdlog::get_level();
+  const char* text = std::getenv("SPDLOG_LEVEL");
+  std::istringstream items(text != nullptr ? text : "");
+  for (std::string item; std::getline(items, item, ',');) {
+    const auto eq = item.find('=');
+    if (eq == std::string::npos) continue;  // the global level, read above
+    named_levels()[item.substr(0, eq)] = spdlog::level::from_str(item.substr(eq + 1));
+  }
 }
 
 }  // namespace ddp::log

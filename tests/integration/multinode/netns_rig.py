@@ -65,13 +65,19 @@ class Cluster:
 
 def finish(proc, timeout, what):
     """Waits for an agent; returns (rc, stderr). Fails the test naming `what` on a hang."""
+    rc, _, err = finish_with_output(proc, timeout, what)
+    return rc, err
+
+
+def finish_with_output(proc, timeout, what):
+    """As finish(), returning (rc, stdout, stderr)."""
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         out, err = proc.communicate()
         ddptest.fail(f"{what} did not exit within {timeout} s\n--- stderr\n{err}")
-    return proc.returncode, err
+    return proc.returncode, out, err
 
 
 def records(out_dir, pattern="env_rank*.json"):

@@ -17,11 +17,12 @@
 #include <string>
 #include <vector>
 
+#include "common/log.hpp"
 #include "ddp/error.hpp"
 #include "ddp/init.hpp"
 #include "op_checks.hpp"
-#include "runtime/src/cuda_probe.hpp"
 #include "rendezvous/blocking_store.hpp"
+#include "runtime/src/cuda_probe.hpp"
 
 namespace {
 
@@ -88,7 +89,8 @@ int run_subgroups() {
   append(failures, ddp::test::check_collectives(*mine, DType::kFloat32, 11));
   // A nested group: the first rank of my parity class alone.
   auto nested = mine->new_group({ctx.rank % 2});
-  if ((ctx.rank < 2) != (nested != nullptr)) failures.push_back("nested new_group membership wrong");
+  if ((ctx.rank < 2) != (nested != nullptr))
+    failures.push_back("nested new_group membership wrong");
   if (nested != nullptr && nested->size() != 1) failures.push_back("nested group size is not 1");
   // The world group still works after the sub-groups.
   append(failures, ddp::test::check_collectives(*ctx.group, DType::kInt32, 3));
@@ -111,10 +113,11 @@ int run_timeout() {
     ctx.group->all_reduce(ddp::Tensor{v.data(), 1, DType::kFloat32}, ddp::ReduceOp::kSum)->wait();
   } catch (const ddp::Error& e) {
     std::printf("ERROR rank=%d %s\n", ctx.rank, e.what());
-    const bool names_it = std::string(e.what()).find(fmt::format("rank [{}]", leaver)) !=
-                          std::string::npos;
-    return finish("timeout", ctx.rank, names_it ? std::vector<std::string>{}
-                                                : std::vector<std::string>{"leaver not named"});
+    const bool names_it =
+        std::string(e.what()).find(fmt::format("rank [{}]", leaver)) != std::string::npos;
+    return finish(
+        "timeout", ctx.rank,
+        names_it ? std::vector<std::string>{} : std::vector<std::string>{"leaver not named"});
   }
   return finish("timeout", ctx.rank, {"all_reduce without the last rank succeeded"});
 }
@@ -136,8 +139,8 @@ int run_restart() {
   }
   append(failures, ddp::test::check_collectives(*ctx.group, DType::kFloat32, 5));
   // Attempt 0's keys are still in the store, under their own prefix only.
-  auto raw = ddp::rdzv::BlockingStore::connect(
-      ctx.master_addr, static_cast<std::uint16_t>(ctx.master_port), {}, "");
+  auto raw = ddp::rdzv::BlockingStore::connect(ctx.master_addr,
+                                               static_cast<std::uint16_t>(ctx.master_port), {}, "");
   const bool old_left = raw->check({"ddp/attempt_0/world/0"});
   const bool mine_here = raw->check({fmt::format("ddp/attempt_{}/world/0", ctx.restart_count)});
   if (!old_left) failures.push_back("attempt 0's keys are not where expected");
@@ -148,9 +151,12 @@ int run_restart() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  ddp::log::load_env_levels();  // SPDLOG_LEVEL=coll=debug shows the group's all_reduce algorithm
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) {
-    std::fprintf(stderr, "usage: runtime_worker ops|ops-cuda|cuda-devices|ops-big|subgroups|timeout|restart [args]\n");
+    std::fprintf(stderr,
+                 "usage: runtime_worker "
+                 "ops|ops-cuda|cuda-devices|ops-big|subgroups|timeout|restart [args]\n");
     return 2;
   }
   try {

@@ -1,0 +1,78 @@
+"""libddp across nodes (network namespaces, scripts/netns-cluster.sh), through real ddprun agents:
+- runtime_worker's every op x dtype (sizes 1 and 1001, then 16 MiB) on a static job of 2 nodes x
+  2 workers, exact expected values on every rank; the group reports the all_reduce algorithm it
+  picked for ranks on two hosts;
+- ddp-train on 2 nodes x 1 worker ends with the checkpoint of 1 node x 2 workers, byte for byte
+  (a sum of two floats does not depend on the algorithm that adds them)."""
+
+import os
+import sys
+
+import ddptest
+import netns_rig
+from ddptest import check
+from netns_rig import Cluster, addr
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "train"))
+import train_common as tc  # noqa: E402
+
+MIB = 1 << 20
+# Debug logs of the "coll" logger name the group's all_reduce algorithm.
+ENV = {"SPDLOG_LEVEL": "coll=debug", "OMP_NUM_THREADS": "1"}
+
+
+def static_args(node, nproc, port):
+    return ["--nnodes=2", f"--node_rank={node - 1}", f"--master_addr={addr(1)}",
+            f"--master_port={port}", f"--nproc_per_node={nproc}", "--monitor_interval=0.1",
+            "--no_python"]
+
+
+def run_two_nodes(nproc, program_args, port, what, timeout=120):
+    """Runs a static 2-node job; returns the two agents' stdout+stderr joined."""
+    outputs = []
+    with Cluster(2) as c:
+        agents = [c.start(n, static_args(n, nproc, port) + program_args, env=ENV) for n in (1, 2)]
+        for n, p in enumerate(agents, 1):
+            rc, out, err = netns_rig.finish_with_output(p, timeout, f"{what}: agent on node {n}")
+            check(rc == 0, f"{what}: agent on node {n} exited {rc}\n{out}\n{err}")
+            outputs.append(out + err)
+    return "\n".join(outputs)
+
+
+def ops_across_nodes():
+    worker = ddptest.bin_path("runtime_worker")
+    out = run_two_nodes(2, [worker, "ops", "1", "1001"], 29510, "ops")
+    check(out.count("OK ops") == 4, f"{out.count('OK ops')} of 4 ranks printed OK ops:\n{out}")
+    algorithms = sorted({line.split("all_reduce=")[1].split()[0]
+                         for line in out.splitlines() if "gloo group connected" in line})
+    check(algorithms, f"no group named its all_reduce algorithm:\n{out}")
+    print(f"ok every op x dtype on 2 nodes x 2 workers (all_reduce: {', '.join(algorithms)})")
+    out = run_two_nodes(2, [worker, "ops-big", str(16 * MIB)], 29511, "ops-big")
+    check(out.count("OK ops-big") == 4, f"{out.count('OK ops-big')} of 4 ranks:\n{out}")
+    print("ok 16 MiB ops on 2 nodes x 2 workers")
+    return algorithms
+
+
+def trainer_across_nodes():
+    tmp = ddptest.temp_dir()
+    try:
+        args = [*tc.SMALL, "--max_steps", "30", "--batch_size", "32", "--seed", "4"]
+        one_node = os.path.join(tmp, "one_node.safetensors")
+        tc.ddprun_train(2, [*args, "--checkpoint", one_node])
+        two_nodes = os.path.join(tmp, "two_nodes.safetensors")
+        run_two_nodes(1, [ddptest.bin_path("ddp-train"), *args, "--checkpoint", two_nodes],
+                      29512, "ddp-train")
+        with open(one_node, "rb") as a, open(two_nodes, "rb") as b:
+            check(a.read() == b.read(), "ddp-train on 2 nodes x 1 ended with another checkpoint "
+                  "than on 1 node x 2")
+        print("ok ddp-train on 2 nodes x 1 worker == 1 node x 2 workers, bitwise")
+    finally:
+        ddptest.remove_tree(tmp)
+
+
+netns_rig.require_rig()
+tc.require_data()
+ops_across_nodes()
+trainer_across_nodes()
+print("OK")
