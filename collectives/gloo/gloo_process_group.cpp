@@ -17,6 +17,7 @@
 #include <cstring>
 
 #include "collectives/arrival_tracker.hpp"
+#include "collectives/gloo/element_type.hpp"
 #include "collectives/gloo/gloo_store_adapter.hpp"
 #include "collectives/op_worker.hpp"
 #include "collectives/reduce_functions.hpp"
@@ -33,29 +34,13 @@ constexpr std::uint64_t kP2PSlotBase = std::uint64_t{0xd0} << 56;
 // How long a failed rank waits for its peers' arrival marks before naming the missing ones.
 constexpr std::chrono::milliseconds kArrivalGrace{2000};
 
-// Calls f.template operator()<T>() with a type T of the dtype's size: Gloo only needs the element
-// size for moving data (reductions are ours).
-template <class F>
-void with_element_type(DType dtype, F&& f) {
-  switch (dtype) {
-    case DType::kFloat32: return f.template operator()<float>();
-    case DType::kFloat64: return f.template operator()<double>();
-    case DType::kFloat16:
-    case DType::kBFloat16: return f.template operator()<std::uint16_t>();
-    case DType::kInt32: return f.template operator()<std::int32_t>();
-    case DType::kInt64: return f.template operator()<std::int64_t>();
-    case DType::kUInt8: return f.template operator()<std::uint8_t>();
-  }
-}
-
 gloo::AllreduceOptions::Algorithm gloo_algorithm(AllreduceAlgorithm a) {
   return a == AllreduceAlgorithm::kBcube ? gloo::AllreduceOptions::Algorithm::BCUBE
                                          : gloo::AllreduceOptions::Algorithm::RING;
 }
 
 bool is_timeout_message(const std::string& what) {
-  return what.find("Timed out") != std::string::npos ||
-         what.find("timed out") != std::string::npos;
+  return what.find("Timed out") != std::string::npos || what.find("timed out") != std::string::npos;
 }
 
 }  // namespace
@@ -65,16 +50,22 @@ AllreduceAlgorithm parse_allreduce_algorithm(const std::string& text, const std:
   if (text == "ring") return AllreduceAlgorithm::kRing;
   if (text == "bcube") return AllreduceAlgorithm::kBcube;
   if (text == "shm") return AllreduceAlgorithm::kShm;
-  throw ConfigError(fmt::format("{}='{}' is not an all_reduce algorithm (auto, ring, bcube, shm)",
-                                origin, text));
+  throw ConfigError(
+      fmt::format("{}='{}' is not an all_reduce algorithm (auto, ring, bcube, shm)", origin, text));
 }
 
 std::string to_string(AllreduceAlgorithm algorithm) {
   switch (algorithm) {
-    case AllreduceAlgorithm::kAuto: return "auto";
-    case AllreduceAlgorithm::kRing: return "ring";
-    case AllreduceAlgorithm::kBcube: return "bcube";
-    case AllreduceAlgorithm::kShm: return "shm";
+    case AllreduceAlgorithm::kAuto:
+      return "auto";
+    case AllreduceAlgorithm::kRing:
+      return "ring";
+    case AllreduceAlgorithm::kBcube:
+      return "bcube";
+    case AllreduceAlgorithm::kShm:
+      return "shm";
+    case AllreduceAlgorithm::kHierarchical:
+      return "hierarchical";
   }
   return "?";
 }
@@ -85,8 +76,7 @@ struct GlooProcessGroup::Shared {
 };
 
 std::shared_ptr<GlooProcessGroup> GlooProcessGroup::create(std::shared_ptr<GroupStore> store,
-                                                           int rank, int size,
-                                                           GlooOptions options,
+                                                           int rank, int size, GlooOptions options,
                                                            std::vector<int> global_ranks) {
   if (size < 1 || rank < 0 || rank >= size) {
     throw ConfigError(fmt::format("gloo group: rank {} is outside a group of size {}", rank, size));
@@ -160,19 +150,20 @@ void GlooProcessGroup::connect() {
 
 void GlooProcessGroup::connect_shared_memory() {
   const auto requested = options_.algorithm;
-  if (size_ == 1 || (requested != AllreduceAlgorithm::kAuto &&
-                     requested != AllreduceAlgorithm::kShm)) {
+  if (size_ == 1 ||
+      (requested != AllreduceAlgorithm::kAuto && requested != AllreduceAlgorithm::kShm)) {
     return;
   }
   shm::ShmCollectives::Refusal refusal;
   shm_ = shm::ShmCollectives::connect(*store_->with_prefix("shm/"), rank_, size_, global_ranks_,
-                                      timeout(), refusal);
+                                      timeout(), refusal, domain());
   if (shm_) return;
   if (requested == AllreduceAlgorithm::kShm) {
     throw ConfigError(fmt::format("all_reduce algorithm shm cannot be used: {}", refusal.reason));
   }
-  if (refusal.elsewhere) {
-    log::get("coll")->debug("all_reduce over TCP (ring): {}", refusal.reason);
+  if (refusal.elsewhere) {  // the same on every rank, so all of them take this branch or none
+    connect_hierarchical(refusal.domains);
+    if (!hierarchical_) log::get("coll")->debug("all_reduce over TCP (ring): {}", refusal.reason);
   } else if (rank_ == 0) {  // ranks share a host but not memory: a slower path, say it once
     log::get("coll")->warn("all_reduce falls back to TCP (ring), slower than shared memory: {}",
                            refusal.reason);
@@ -181,7 +172,21 @@ void GlooProcessGroup::connect_shared_memory() {
 
 AllreduceAlgorithm GlooProcessGroup::algorithm() const {
   if (options_.algorithm != AllreduceAlgorithm::kAuto) return options_.algorithm;
-  return shm_ ? AllreduceAlgorithm::kShm : AllreduceAlgorithm::kRing;
+  if (shm_) return AllreduceAlgorithm::kShm;
+  return hierarchical_ ? AllreduceAlgorithm::kHierarchical : AllreduceAlgorithm::kRing;
+}
+
+std::shared_ptr<gloo::transport::Device> GlooProcessGroup::device() const {
+  return shared_->device;
+}
+
+std::string GlooProcessGroup::domain() const {
+  return options_.shm_domain.empty() ? shm::shared_memory_domain() : options_.shm_domain;
+}
+
+const char* GlooProcessGroup::transport_name() const {
+  if (shm_) return "shared memory";
+  return hierarchical_ ? "shared memory and gloo" : "gloo";
 }
 
 void GlooProcessGroup::reduce_in_place(const Tensor& t, ReduceOp op, std::uint32_t tag,
@@ -189,6 +194,10 @@ void GlooProcessGroup::reduce_in_place(const Tensor& t, ReduceOp op, std::uint32
   if (size_ == 1 || t.count == 0) return;
   if (shm_) {
     shm_->all_reduce(t, reduce_function(t.dtype, op), std::chrono::steady_clock::now() + timeout);
+    return;
+  }
+  if (hierarchical_) {
+    hierarchical_all_reduce(t, op, tag, timeout);
     return;
   }
   gloo::AllreduceOptions opts(context_);
@@ -208,8 +217,10 @@ std::string GlooProcessGroup::describe_ranks(const std::vector<int>& group_ranks
 
 void GlooProcessGroup::check_tensor(const char* name, const Tensor& t) const {
   if (t.device != DeviceKind::kCpu) {
-    throw ConfigError(fmt::format("gloo {}: tensor is on a CUDA device; the gloo backend takes "
-                                  "CPU tensors (use DDP_BACKEND=nccl)", name));
+    throw ConfigError(
+        fmt::format("gloo {}: tensor is on a CUDA device; the gloo backend takes "
+                    "CPU tensors (use DDP_BACKEND=nccl)",
+                    name));
   }
   if (t.data == nullptr && t.count > 0) {
     throw ConfigError(fmt::format("gloo {}: tensor of {} elements has no data", name, t.count));
@@ -218,13 +229,13 @@ void GlooProcessGroup::check_tensor(const char* name, const Tensor& t) const {
 
 void GlooProcessGroup::check_peer(const char* name, int peer) const {
   if (peer < 0 || peer >= size_ || peer == rank_) {
-    throw ConfigError(fmt::format("gloo {}: peer {} is not another rank of this group of {}",
-                                  name, peer, size_));
+    throw ConfigError(
+        fmt::format("gloo {}: peer {} is not another rank of this group of {}", name, peer, size_));
   }
 }
 
-std::shared_ptr<Work> GlooProcessGroup::submit_collective(
-    const char* name, std::function<void(std::uint32_t)> body) {
+std::shared_ptr<Work> GlooProcessGroup::submit_collective(const char* name,
+                                                          std::function<void(std::uint32_t)> body) {
   const std::uint64_t seq = ++next_seq_;
   return worker_->submit([this, name, seq, body = std::move(body)] {
     {
@@ -252,11 +263,10 @@ void GlooProcessGroup::fail_collective(const char* name, std::uint64_t seq,
   const auto missing = arrivals_->missing_ranks(seq, std::min(timeout(), kArrivalGrace));
   std::string message;
   if (!missing.empty()) {
-    message = fmt::format("gloo {} #{} {}: {} of {} never arrived (rank {}; {}: {})", name, seq,
-                          timed_out ? fmt::format("timed out after {}ms", timeout().count())
-                                    : std::string("failed"),
-                          describe_ranks(missing), size_, global_ranks_[rank_],
-                          shm_ ? "shared memory" : "gloo", what);
+    message = fmt::format(
+        "gloo {} #{} {}: {} of {} never arrived (rank {}; {}: {})", name, seq,
+        timed_out ? fmt::format("timed out after {}ms", timeout().count()) : std::string("failed"),
+        describe_ranks(missing), size_, global_ranks_[rank_], transport_name(), what);
   } else {
     message = fmt::format("gloo {} #{} {} on rank {}: {}", name, seq,
                           timed_out ? "timed out" : "failed", global_ranks_[rank_], what);
@@ -282,7 +292,8 @@ std::shared_ptr<Work> GlooProcessGroup::all_reduce(Tensor t, ReduceOp op) {
 std::shared_ptr<Work> GlooProcessGroup::broadcast(Tensor t, int root) {
   check_tensor("broadcast", t);
   if (root < 0 || root >= size_) {
-    throw ConfigError(fmt::format("gloo broadcast: root {} is outside the group of {}", root, size_));
+    throw ConfigError(
+        fmt::format("gloo broadcast: root {} is outside the group of {}", root, size_));
   }
   const auto timeout_ms = timeout();
   return submit_collective("broadcast", [this, t, root, timeout_ms](std::uint32_t tag) {
@@ -292,7 +303,8 @@ std::shared_ptr<Work> GlooProcessGroup::broadcast(Tensor t, int root) {
       return;
     }
     gloo::BroadcastOptions opts(context_);
-    with_element_type(t.dtype, [&]<class T>() { opts.setOutput(static_cast<T*>(t.data), t.count); });
+    with_element_type(t.dtype,
+                      [&]<class T>() { opts.setOutput(static_cast<T*>(t.data), t.count); });
     opts.setRoot(root);
     opts.setTag(tag);
     opts.setTimeout(timeout_ms);
@@ -336,7 +348,8 @@ std::shared_ptr<Work> GlooProcessGroup::reduce_scatter(Tensor in, Tensor out, Re
   if (in.dtype != out.dtype || in.count != out.count * static_cast<std::size_t>(size_)) {
     throw ConfigError(fmt::format(
         "gloo reduce_scatter: input must hold size() x output = {} elements of the same dtype, "
-        "not {}", out.count * static_cast<std::size_t>(size_), in.count));
+        "not {}",
+        out.count * static_cast<std::size_t>(size_), in.count));
   }
   const auto timeout_ms = timeout();
   return submit_collective("reduce_scatter", [this, in, out, op, timeout_ms](std::uint32_t tag) {
@@ -425,9 +438,9 @@ std::shared_ptr<ProcessGroup> GlooProcessGroup::new_group(std::vector<int> ranks
   auto self = std::find(ranks.begin(), ranks.end(), global_ranks_[rank_]);
   if (self == ranks.end()) return nullptr;
   auto store = store_->with_prefix(fmt::format("group_{}/", number));
-  std::shared_ptr<GlooProcessGroup> group(new GlooProcessGroup(
-      std::move(store), static_cast<int>(self - ranks.begin()), static_cast<int>(ranks.size()),
-      ranks, shared_));
+  std::shared_ptr<GlooProcessGroup> group(
+      new GlooProcessGroup(std::move(store), static_cast<int>(self - ranks.begin()),
+                           static_cast<int>(ranks.size()), ranks, shared_));
   group->set_timeout(timeout());
   group->connect();
   return group;

@@ -35,13 +35,17 @@ class ShmCollectives;
 class OpWorker;
 class ArrivalTracker;
 
-// kAuto: kShm when every rank of the group is on this host (one shared_memory_domain()), else
-// kRing. kShm demands shared memory (for every collective, not only all_reduce); kRing and kBcube
-// are Gloo's all_reduce algorithms over TCP, and with them every collective goes through Gloo.
-enum class AllreduceAlgorithm { kAuto, kRing, kBcube, kShm };
+// kAuto: kShm when every rank of the group is on this host (one shared_memory_domain()); else
+// kHierarchical when some host has several ranks; else kRing. kShm demands shared memory (for
+// every collective, not only all_reduce); kRing and kBcube are Gloo's all_reduce algorithms over
+// TCP, and with them every collective goes through Gloo. kHierarchical (chosen by kAuto only)
+// reduces within each host through shared memory, runs Gloo's ring among one leader per host (the
+// host's lowest rank) and broadcasts the result within each host; the other collectives go
+// through Gloo over all ranks.
+enum class AllreduceAlgorithm { kAuto, kRing, kBcube, kShm, kHierarchical };
 
 // "auto" / "ring" / "bcube" / "shm"; throws ConfigError naming `origin` (a flag or variable) for
-// anything else.
+// anything else ("hierarchical" is auto's choice, not a setting).
 AllreduceAlgorithm parse_allreduce_algorithm(const std::string& text, const std::string& origin);
 std::string to_string(AllreduceAlgorithm algorithm);
 
@@ -50,6 +54,7 @@ struct GlooOptions {
   std::string iface;                   // ...or a network interface (GLOO_SOCKET_IFNAME); wins
   std::chrono::milliseconds timeout{std::chrono::minutes(30)};
   AllreduceAlgorithm algorithm = AllreduceAlgorithm::kAuto;
+  std::string shm_domain;  // "" = shm::shared_memory_domain(); tests play several hosts with it
 };
 
 class GlooProcessGroup final : public ProcessGroup {
@@ -84,6 +89,14 @@ class GlooProcessGroup final : public ProcessGroup {
                    std::vector<int> global_ranks, std::shared_ptr<Shared> shared);
   void connect();
   void connect_shared_memory();
+  // kAuto across hosts: shared memory within this host and a Gloo context among the hosts'
+  // leaders, if every rank of the group can (decided together); else nothing changes (ring).
+  void connect_hierarchical(const std::vector<std::string>& domains);
+  void hierarchical_all_reduce(const Tensor& t, ReduceOp op, std::uint32_t tag,
+                               std::chrono::milliseconds timeout);
+  std::shared_ptr<gloo::transport::Device> device() const;  // shared with sub-groups
+  std::string domain() const;  // this rank's shared-memory domain (options_.shm_domain for tests)
+  const char* transport_name() const;
   // all_reduce of `t` in place, by shared memory or by Gloo; runs on the worker thread.
   void reduce_in_place(const Tensor& t, ReduceOp op, std::uint32_t tag,
                        std::chrono::milliseconds timeout);
@@ -104,9 +117,12 @@ class GlooProcessGroup final : public ProcessGroup {
   std::shared_ptr<Shared> shared_;
   GlooOptions& options_;
   std::shared_ptr<gloo::Context> context_;
-  std::unique_ptr<shm::ShmCollectives> shm_;  // set when algorithm() is kShm and size_ > 1
-  std::uint64_t next_seq_ = 0;  // caller thread: same sequence on every rank
-  int next_group_ = 0;          // caller thread
+  std::unique_ptr<shm::ShmCollectives> shm_;       // set when algorithm() is kShm and size_ > 1
+  bool hierarchical_ = false;                      // algorithm() is kHierarchical
+  std::unique_ptr<shm::ShmCollectives> host_shm_;  // hierarchical: this host's ranks, if > 1
+  std::shared_ptr<gloo::Context> leaders_;         // hierarchical: the leaders, on leaders only
+  std::uint64_t next_seq_ = 0;                     // caller thread: same sequence on every rank
+  int next_group_ = 0;                             // caller thread
   std::mutex broken_mutex_;
   std::string broken_;  // guarded by broken_mutex_: the first failure, once the group is broken
   std::unique_ptr<ArrivalTracker> arrivals_;

@@ -49,8 +49,8 @@ std::pair<std::size_t, std::size_t> share_of(std::size_t n, std::size_t element,
 std::unique_ptr<ShmCollectives> ShmCollectives::connect(GroupStore& store, int rank, int size,
                                                         const std::vector<int>& global_ranks,
                                                         std::chrono::milliseconds timeout,
-                                                        Refusal& refusal) {
-  const std::string domain = shared_memory_domain();
+                                                        Refusal& refusal,
+                                                        const std::string& domain) {
   std::vector<SharedSegment> segments(static_cast<std::size_t>(size));
   std::string problem;
   try {
@@ -66,11 +66,13 @@ std::unique_ptr<ShmCollectives> ShmCollectives::connect(GroupStore& store, int r
   // Every rank reads every entry, so every rank sees the same domains and decides alike whether
   // the group spans hosts.
   std::vector<std::string> names(static_cast<std::size_t>(size));
+  refusal.domains.assign(static_cast<std::size_t>(size), domain);
   for (int peer = 0; peer < size; ++peer) {
     if (peer == rank) continue;
     const std::string entry = text_of(store.get(fmt::format("segment/{}", peer), timeout));
     const auto newline = entry.find('\n');
-    if (entry.substr(0, newline) != domain && !refusal.elsewhere) {
+    refusal.domains[peer] = entry.substr(0, newline);
+    if (refusal.domains[peer] != domain && !refusal.elsewhere) {
       refusal.elsewhere = true;
       refusal.reason = fmt::format(
           "ranks {} and {} are not on one host (or not in one mount, network and pid namespace)",

@@ -35,16 +35,18 @@ class ShmCollectives {
   struct Refusal {
     bool elsewhere = false;  // not every rank is on this host: the usual multi-node case
     std::string reason;
+    std::vector<std::string> domains;  // every rank's domain, by group rank (always filled)
   };
 
   // Collective: every rank of the group calls it with the same store (a prefix of its own). Gives
-  // every rank a transport if all ranks share one shared_memory_domain() and each mapped every
-  // peer's segment, else nullptr on every rank, with the same `refusal.elsewhere` everywhere and
-  // a reason. `global_ranks` maps group ranks to job ranks, for messages.
+  // every rank a transport if all ranks share one domain and each mapped every peer's segment,
+  // else nullptr on every rank, with the same `refusal.elsewhere` and `refusal.domains`
+  // everywhere and a reason. `domain` is this rank's shared_memory_domain() (tests pretend other
+  // hosts with other strings). `global_ranks` maps group ranks to job ranks, for messages.
   static std::unique_ptr<ShmCollectives> connect(GroupStore& store, int rank, int size,
                                                  const std::vector<int>& global_ranks,
                                                  std::chrono::milliseconds timeout,
-                                                 Refusal& refusal);
+                                                 Refusal& refusal, const std::string& domain);
 
   // Each operation is collective and works on CPU memory. They throw std::runtime_error
   // "timed out ..." after `deadline`, or naming a peer whose process exited.

@@ -151,10 +151,12 @@ TEST_CASE("shm set-up refuses a peer from another host, on every rank", "[shm]")
   store->set("segment/1", StoreBytes(elsewhere.begin(), elsewhere.end()));
   store->set("mapped/1", StoreBytes{'o', 'k'});
   shm::ShmCollectives::Refusal refusal;
-  auto transport =
-      shm::ShmCollectives::connect(*store, 0, 2, {0, 1}, std::chrono::seconds(5), refusal);
+  auto transport = shm::ShmCollectives::connect(*store, 0, 2, {0, 1}, std::chrono::seconds(5),
+                                                refusal, shm::shared_memory_domain());
   CHECK(transport == nullptr);
   CHECK(refusal.elsewhere);
+  CHECK(refusal.domains ==
+        std::vector<std::string>{shm::shared_memory_domain(), "another-boot-id/mnt:[1]/net:[2]"});
   CHECK_THAT(refusal.reason, Catch::Contains("ranks 0 and 1 are not on one host"));
   const auto answer = store->get("mapped/0", std::chrono::seconds(1));
   CHECK(std::string(answer.begin(), answer.end()) != "ok");  // rank 1 would give up too
