@@ -1,9 +1,10 @@
 """libddp across nodes (network namespaces, scripts/netns-cluster.sh), through real ddprun agents:
 - runtime_worker's every op x dtype (sizes 1 and 1001, then 16 MiB) on a static job of 2 nodes x
-  2 workers, exact expected values on every rank; the group reports the all_reduce algorithm it
-  picked for ranks on two hosts;
-- ddp-train on 2 nodes x 1 worker ends with the checkpoint of 1 node x 2 workers, byte for byte
-  (a sum of two floats does not depend on the algorithm that adds them)."""
+  2 workers, exact expected values on every rank, through the hierarchical all_reduce (shared
+  memory within a node, Gloo's ring between the nodes' leaders), which the groups report;
+- ddp-train on 2 nodes x 1 worker (Gloo's ring) ends with the checkpoint of 1 node x 2 workers,
+  byte for byte (a sum of two floats does not depend on the algorithm that adds them), and on
+  2 nodes x 2 workers (hierarchical) within 1e-5 of 1 node x 4 workers."""
 
 import os
 import sys
@@ -46,7 +47,8 @@ def ops_across_nodes():
     check(out.count("OK ops") == 4, f"{out.count('OK ops')} of 4 ranks printed OK ops:\n{out}")
     algorithms = sorted({line.split("all_reduce=")[1].split()[0]
                          for line in out.splitlines() if "gloo group connected" in line})
-    check(algorithms, f"no group named its all_reduce algorithm:\n{out}")
+    check(algorithms == ["hierarchical"], f"all_reduce algorithms {algorithms}, expected "
+          f"hierarchical on 2 nodes x 2 workers:\n{out}")
     print(f"ok every op x dtype on 2 nodes x 2 workers (all_reduce: {', '.join(algorithms)})")
     out = run_two_nodes(2, [worker, "ops-big", str(16 * MIB)], 29511, "ops-big")
     check(out.count("OK ops-big") == 4, f"{out.count('OK ops-big')} of 4 ranks:\n{out}")
@@ -67,6 +69,15 @@ def trainer_across_nodes():
             check(a.read() == b.read(), "ddp-train on 2 nodes x 1 ended with another checkpoint "
                   "than on 1 node x 2")
         print("ok ddp-train on 2 nodes x 1 worker == 1 node x 2 workers, bitwise")
+        one_node4 = os.path.join(tmp, "one_node4.safetensors")
+        tc.ddprun_train(4, [*args, "--checkpoint", one_node4], timeout=120)
+        two_nodes2 = os.path.join(tmp, "two_nodes2.safetensors")
+        run_two_nodes(2, [ddptest.bin_path("ddp-train"), *args, "--checkpoint", two_nodes2],
+                      29513, "ddp-train 2x2")
+        diff = tc.relative_difference(tc.read_safetensors(two_nodes2)[0],
+                                      tc.read_safetensors(one_node4)[0])
+        check(diff <= 1e-5, f"ddp-train 2 nodes x 2 vs 1 node x 4: relative difference {diff}")
+        print(f"ok ddp-train on 2 nodes x 2 workers ~ 1 node x 4 workers (relative {diff:.2g})")
     finally:
         ddptest.remove_tree(tmp)
 
