@@ -2,6 +2,8 @@
 - runtime_worker's every op x dtype (sizes 1 and 1001, then 16 MiB) on a static job of 2 nodes x
   2 workers, exact expected values on every rank, through the hierarchical all_reduce (shared
   memory within a node, Gloo's ring between the nodes' leaders), which the groups report;
+- a rank that leaves (node 2's second worker, exiting at once) is named by every other rank's
+  failed all_reduce, on both nodes;
 - ddp-train on 2 nodes x 1 worker (Gloo's ring) ends with the checkpoint of 1 node x 2 workers,
   byte for byte (a sum of two floats does not depend on the algorithm that adds them), and on
   2 nodes x 2 workers (hierarchical) within 1e-5 of 1 node x 4 workers."""
@@ -56,6 +58,15 @@ def ops_across_nodes():
     return algorithms
 
 
+def leaver_across_nodes():
+    out = run_two_nodes(2, [ddptest.bin_path("runtime_worker"), "timeout"], 29514, "timeout")
+    check("LEAVING rank=3" in out, f"rank 3 did not leave:\n{out}")
+    named = out.count("rank [3] of 4 never arrived")
+    check(out.count("OK timeout") == 3 and named >= 3,
+          f"not every remaining rank named rank 3 ({named} errors name it):\n{out}")
+    print("ok a rank leaving on node 2 is named by the ranks of both nodes")
+
+
 def trainer_across_nodes():
     tmp = ddptest.temp_dir()
     try:
@@ -85,5 +96,6 @@ def trainer_across_nodes():
 netns_rig.require_rig()
 tc.require_data()
 ops_across_nodes()
+leaver_across_nodes()
 trainer_across_nodes()
 print("OK")
