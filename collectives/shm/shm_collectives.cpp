@@ -1,5 +1,5 @@
-// ShmCollectives. Set-up is two store rounds: each rank publishes its domain and segment name, maps
-// its peers' segments and publishes whether that worked; the answer is unanimous, so either every
+// ShmCollectives. Set-up is two store rounds: each rank publishes its domain and segment name (or
+// why it has none), maps its peers' segments and publishes whether that worked; the answer is unanimous, so either every
 // rank uses shared memory or none does. Each creator unlinks its name after the second round, when
 // every peer has mapped it (or given up).
 #include "collectives/shm/shm_collectives.hpp"
@@ -60,12 +60,15 @@ std::unique_ptr<ShmCollectives> ShmCollectives::connect(GroupStore& store, int r
   } catch (const std::exception& e) {
     problem = fmt::format("rank {}: {}", global_ranks[rank], e.what());
   }
+  // "<domain>\n<segment name>", or "<domain>\n\n<why there is none>" so that every peer can
+  // quote the creator's own reason (say, a full /dev/shm) whichever rank reports first.
   store.set(fmt::format("segment/{}", rank),
-            bytes_of(domain + "\n" + (problem.empty() ? segments[rank].name() : "")));
+            bytes_of(domain + "\n" + (problem.empty() ? segments[rank].name() : "\n" + problem)));
 
   // Every rank reads every entry, so every rank sees the same domains and decides alike whether
   // the group spans hosts.
   std::vector<std::string> names(static_cast<std::size_t>(size));
+  std::vector<std::string> missing(static_cast<std::size_t>(size));
   refusal.domains.assign(static_cast<std::size_t>(size), domain);
   for (int peer = 0; peer < size; ++peer) {
     if (peer == rank) continue;
@@ -78,14 +81,21 @@ std::unique_ptr<ShmCollectives> ShmCollectives::connect(GroupStore& store, int r
           "ranks {} and {} are not on one host (or not in one mount, network and pid namespace)",
           global_ranks[rank], global_ranks[peer]);
     }
-    names[peer] = newline == std::string::npos ? "" : entry.substr(newline + 1);
+    const std::string rest = newline == std::string::npos ? "" : entry.substr(newline + 1);
+    if (!rest.empty() && rest.front() == '\n') {
+      missing[peer] = rest.substr(1);
+    } else {
+      names[peer] = rest;
+    }
   }
   if (refusal.elsewhere) problem = refusal.reason;
 
   for (int peer = 0; peer < size && problem.empty(); ++peer) {
     if (peer == rank) continue;
     if (names[peer].empty()) {
-      problem = fmt::format("rank {} has no shared segment", global_ranks[peer]);
+      problem = missing[peer].empty()
+                    ? fmt::format("rank {} has no shared segment", global_ranks[peer])
+                    : missing[peer];
       continue;
     }
     try {

@@ -77,6 +77,7 @@ std::shared_ptr<ProcessGroup> make_gloo_group(const Context& c, const InitOption
 }  // namespace
 
 Context init(const InitOptions& options) {
+  log::load_env_levels();  // SPDLOG_LEVEL ("coll=debug") for libddp's own loggers
   Context c = read_context();
   const std::string backend = runtime::choose_backend(options.backend);
   if (runtime::must_host_store(c.rank)) runtime::host_store(c.master_port);

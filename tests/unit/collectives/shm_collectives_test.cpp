@@ -162,3 +162,22 @@ TEST_CASE("shm set-up refuses a peer from another host, on every rank", "[shm]")
   CHECK(std::string(answer.begin(), answer.end()) != "ok");  // rank 1 would give up too
   CHECK(shm_names_of_this_process() == 0);
 }
+
+TEST_CASE("shm set-up quotes the reason a peer has no segment", "[shm]") {
+  auto store = std::make_shared<MemoryGroupStore>();
+  // Rank 1 is played by hand: its segment could not be made (a full /dev/shm, say).
+  const std::string failed = shm::shared_memory_domain() +
+                             "\n\nrank 1: shared memory reserve 9 bytes for /ddp-x: No space left "
+                             "on device (is /dev/shm too small?)";
+  store->set("segment/1", StoreBytes(failed.begin(), failed.end()));
+  const std::string answer = "rank 1: no segment";
+  store->set("mapped/1", StoreBytes(answer.begin(), answer.end()));
+  shm::ShmCollectives::Refusal refusal;
+  auto transport = shm::ShmCollectives::connect(*store, 0, 2, {0, 1}, std::chrono::seconds(5),
+                                                refusal, shm::shared_memory_domain());
+  CHECK(transport == nullptr);
+  CHECK_FALSE(refusal.elsewhere);
+  CHECK_THAT(refusal.reason, Catch::Contains("rank 1: shared memory reserve") &&
+                                 Catch::Contains("is /dev/shm too small?"));
+  CHECK(shm_names_of_this_process() == 0);
+}
