@@ -30,14 +30,15 @@ class ExecImage {
   std::vector<char*> envp_;
 };
 
-// One forked child whose exec outcome is not yet known.
+// One started child (vfork-style: see process_spawner_linux.cpp) whose exec outcome is not yet
+// known.
 class ForkedChild {
  public:
-  // Forks; the child joins a new process group (its own pid), sets PR_SET_PDEATHSIG=SIGKILL,
+  // Starts the child; it joins a new process group (its own pid), sets PR_SET_PDEATHSIG=SIGKILL,
   // unblocks every signal, restores SIGPIPE/SIGXFSZ to default, makes `stdout_fd`/`stderr_fd`
   // its fds 1 and 2, closes every other fd but 0 at exec, and execs the image. With
   // `guard_socket` >= 0 the child registers its process group with the OrphanGuard before exec.
-  // Throws IoError when fork or pipe creation fails.
+  // Throws IoError when the child or the pipe cannot be created.
   ForkedChild(const ExecImage& image, int stdout_fd, int stderr_fd, int guard_socket = -1);
   ~ForkedChild();
   ForkedChild(const ForkedChild&) = delete;

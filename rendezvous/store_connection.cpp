@@ -76,7 +76,7 @@ StoreConnection::StoreConnection(asio::any_io_executor executor, std::string hos
       address_(fmt::format("{}:{}", host_, port_)),
       options_(options),
       encoder_(wire_dialect(options.dialect)),
-      read_buf_(kReadBufferBytes),
+      read_buf_(std::make_unique_for_overwrite<std::uint8_t[]>(kReadBufferBytes)),
       call_timeout_(options.call_timeout) {}
 
 StoreConnection::~StoreConnection() { close(); }
@@ -223,13 +223,13 @@ asio::awaitable<bool> StoreConnection::receive_or_deadline(wire::ReplyShape shap
   for (;;) {
     std::size_t used = 0;
     const auto status = decoder_.consume(
-        wire::ByteSpan(read_buf_.data() + read_begin_, read_end_ - read_begin_), used);
+        wire::ByteSpan(read_buf_.get() + read_begin_, read_end_ - read_begin_), used);
     read_begin_ += used;
     if (status == wire::DecodeStatus::kOk) co_return true;
     if (status == wire::DecodeStatus::kBad) throw_io("bad reply: " + decoder_.error());
     read_begin_ = read_end_ = 0;  // kNeedMore consumed everything buffered
     if (deadline_passed()) co_return false;
-    auto [ec, n] = co_await socket_->socket.async_read_some(asio::buffer(read_buf_), kTuple);
+    auto [ec, n] = co_await socket_->socket.async_read_some(asio::buffer(read_buf_.get(), kReadBufferBytes), kTuple);
     read_end_ = n;  // keep bytes that raced the deadline: they belong to this reply
     if (n == 0 && deadline_passed()) co_return false;
     if (ec == asio::error::eof) throw_io("connection closed by the server");

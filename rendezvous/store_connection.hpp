@@ -73,7 +73,7 @@ class StoreConnection {
   wire::RequestEncoder encoder_;
   wire::ReplyDecoder decoder_;
   std::shared_ptr<Socket> socket_;
-  wire::ByteVec read_buf_;
+  std::unique_ptr<std::uint8_t[]> read_buf_;  // kReadBufferBytes, not zeroed
   std::size_t read_begin_ = 0;
   std::size_t read_end_ = 0;
   std::string what_;

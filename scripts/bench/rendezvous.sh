@@ -7,8 +7,14 @@
 #   rendezvous.sh node_loss        3 agents (--nnodes=2:3, keep_alive_interval=1,
 #                                  keep_alive_max_attempt=2); SIGKILL one: seconds until both
 #                                  survivors run restarted workers
-# Env: BUILD (default build), PORT (default 29611). Each worker writes its start time (date) to a
-# file named after its RANK and WORLD_SIZE; figures come from those files, not from logs.
+# Env: BUILD (default build), PORT (default 29611),
+#   WORKER=stamp (default: build/bin/ddp-bench-stamp, one static exec) or sh (`/bin/sh -c 'date
+#     ...; sleep'`, three execs a worker: the worker of the figures before 2026-11-25),
+#   LAUNCHER=spawn (default: one python3 process starts every agent with posix_spawn) or bash
+#     (`agent &` in a bash loop: a fork of bash per agent, as before 2026-11-25).
+# Each worker writes its start time to a file named after its RANK and WORLD_SIZE; figures come
+# from those files, not from logs. On one 2-core machine the agents, their workers and the
+# launcher share the cores: the harness's own process creation counts in every figure.
 set -euo pipefail
 BUILD=${BUILD:-build}
 DDPRUN=$(cd "$BUILD/bin" && pwd)/ddprun
@@ -18,13 +24,62 @@ trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$WORK"' EXIT
 ulimit -n "$(ulimit -Hn)"
 
 now() { date +%s.%N; }
-# The worker: one shell that records when it started.
-WORKER=(/bin/sh -c 'date +%s.%N > "$0/world${WORLD_SIZE}_rank${RANK}"; sleep "${1:-0}"')
+# The worker records when it started.
+WORKER_NAME=${WORKER:-stamp}
+case "$WORKER_NAME" in
+  stamp) WORKER=("$(cd "$BUILD/bin" && pwd)/ddp-bench-stamp") ;;
+  sh) WORKER=(/bin/sh -c 'date +%s.%N > "$0/world${WORLD_SIZE}_rank${RANK}"; sleep "${1:-0}"') ;;
+  *) echo "rendezvous.sh: WORKER must be stamp or sh, not '$WORKER'" >&2; exit 2 ;;
+esac
+LAUNCHER=${LAUNCHER:-spawn}
+case "$LAUNCHER" in
+  spawn | bash) ;;
+  *) echo "rendezvous.sh: LAUNCHER must be spawn or bash, not '$LAUNCHER'" >&2; exit 2 ;;
+esac
+
+# spawn_all K OUT COMMAND...: starts K copies of COMMAND (stdout to /dev/null, stderr to
+# OUT.agent<i>.log) with posix_spawn from one python3 process; prints the time it started the
+# first and the last, then waits for all and prints how many exited non-zero.
+spawn_all() {
+  python3 - "$@" <<'PY'
+import os, sys, time
+k, out, command = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
+pids = []
+first = time.time()
+for i in range(k):
+    log = os.open(f"{out}.agent{i}.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    actions = [(os.POSIX_SPAWN_OPEN, 1, "/dev/null", os.O_WRONLY, 0),
+               (os.POSIX_SPAWN_DUP2, log, 2)]
+    pids.append(os.posix_spawn(command[0], command, os.environ, file_actions=actions))
+    os.close(log)
+print(f"{first:.6f}\n{time.time():.6f}", flush=True)
+print(sum(1 for pid in pids if os.waitpid(pid, 0)[1] != 0))
+PY
+}
 
 run_agents() {  # run_agents LAUNCHER K OUT [extra ddprun args...]; waits for every agent
   local launcher=$1 k=$2 out=$3
   shift 3
+  if [ "$LAUNCHER" = spawn ]; then
+    local command
+    if [ "$launcher" = ddprun ]; then
+      command=("$DDPRUN")
+    else
+      command=(/usr/bin/env PET_REDIRECTS=9:1 PET_TEE=9:1 /usr/bin/torchrun)
+    fi
+    command+=(--nnodes="$k" --nproc_per_node=1 --rdzv_backend=c10d
+              --rdzv_endpoint=127.0.0.1:"$PORT" --rdzv_id="bench$k" "$@"
+              --no_python "${WORKER[@]}" "$out")
+    local result
+    mapfile -t result < <(spawn_all "$k" "$out" "${command[@]}")
+    FIRST=${result[0]}
+    LAUNCHED=${result[1]}
+    [ "${result[2]}" = 0 ] ||
+      echo "  warning: ${result[2]} agent(s) exited non-zero (logs in $out.agent*.log)" >&2
+    return
+  fi
   local pids=()
+  FIRST=$(now)
   for ((i = 0; i < k; i++)); do
     if [ "$launcher" = ddprun ]; then
       "$DDPRUN" --nnodes="$k" --nproc_per_node=1 --rdzv_backend=c10d \
@@ -48,15 +103,14 @@ latest_start() { cat "$1"/world"$2"_rank* | sort -n | tail -1; }
 scale() {  # scale LAUNCHER K
   local launcher=$1 k=$2 out="$WORK/$1-$2"
   mkdir -p "$out"
-  local t0
-  t0=$(now)
   run_agents "$launcher" "$k" "$out"
+  local t0=$FIRST
   local started
   started=$(ls "$out" | grep -c "^world${k}_rank" || true)
   local last
   last=$(latest_start "$out" "$k")
-  printf '%-8s K=%-5d workers started %d/%d  first agent start -> last worker start: %.2f s (last agent launched at %.2f s)\n' \
-    "$launcher" "$k" "$started" "$k" "$(echo "$last - $t0" | bc -l)" "$(echo "$LAUNCHED - $t0" | bc -l)"
+  printf '%-8s K=%-5d [%s worker, %s launcher] workers started %d/%d  first agent start -> last worker start: %.2f s (last agent launched at %.2f s)\n' \
+    "$launcher" "$k" "${WORKER_NAME}" "$LAUNCHER" "$started" "$k" "$(echo "$last - $t0" | bc -l)" "$(echo "$LAUNCHED - $t0" | bc -l)"
   PORT=$((PORT + 1))
 }
 

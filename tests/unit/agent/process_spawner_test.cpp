@@ -1,8 +1,9 @@
-// fork/exec details: PATH lookup, exec errors through the pipe, process groups, closed fds.
+// Starting workers (vfork-style clone + exec): PATH lookup, exec errors through the pipe, process groups, closed fds.
 
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -78,6 +79,42 @@ TEST_CASE("the worker leads its own process group and inherits no descriptors", 
   ::close(leaked);
   ::close(out_fd);
   CHECK(test::read_file(out_path) == "closed\n" + std::to_string(child.pid()) + "\n");
+}
+
+void count_signal(int) {}
+
+TEST_CASE("the worker starts with nothing blocked or ignored; the caller's mask is kept",
+          "[spawner]") {
+  // The agent handles some signals, ignores SIGPIPE and may block others in its threads; the
+  // worker, which runs in the agent's memory until exec, must start clean.
+  struct sigaction handled {};
+  handled.sa_handler = count_signal;
+  struct sigaction ignored {};
+  ignored.sa_handler = SIG_IGN;
+  struct sigaction old_usr1 {}, old_pipe {};
+  ::sigaction(SIGUSR1, &handled, &old_usr1);
+  ::sigaction(SIGPIPE, &ignored, &old_pipe);
+  sigset_t blocked, old_mask;
+  ::sigemptyset(&blocked);
+  ::sigaddset(&blocked, SIGUSR2);
+  ::pthread_sigmask(SIG_BLOCK, &blocked, &old_mask);
+
+  test::TempDir dir;
+  const std::string out_path = dir.file("status");
+  const int out_fd = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  const std::vector<std::string> argv{"/bin/sh", "-c", "grep -E '^Sig(Blk|Ign)' /proc/$$/status"};
+  ForkedChild child(ExecImage(argv, test::current_env()), out_fd, out_fd);
+  REQUIRE(child.await_exec() == 0);
+  CHECK(wait_exit_code(child.pid()) == 0);
+  ::close(out_fd);
+
+  sigset_t now;
+  ::pthread_sigmask(SIG_SETMASK, &old_mask, &now);
+  CHECK(::sigismember(&now, SIGUSR2) == 1);
+  CHECK(::sigismember(&now, SIGINT) == ::sigismember(&old_mask, SIGINT));
+  ::sigaction(SIGUSR1, &old_usr1, nullptr);
+  ::sigaction(SIGPIPE, &old_pipe, nullptr);
+  CHECK(test::read_file(out_path) == "SigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\n");
 }
 
 TEST_CASE("signal_process_group reports a group that is gone", "[spawner]") {
