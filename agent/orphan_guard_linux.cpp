@@ -1,72 +1,65 @@
-// The orphan guard's watchdog. It runs in a forked copy of the agent, so it only makes
-// async-signal-safe calls and allocates nothing: a fixed table of process groups filled from
-// SOCK_SEQPACKET records {op, pgid}. A socket, not a pipe, so that the agent's send() can use
-// MSG_NOSIGNAL and never dies of SIGPIPE if the watchdog is gone.
+// Starting the orphan guard's watchdog: the static `ddprun-guard` helper beside the executable,
+// started vfork-style (about a millisecond, and the agent's memory is never shared
+// copy-on-write), or, without the helper, a forked copy of the agent running the same loop
+// (orphan_watchdog.cpp).
 
 #include "agent/orphan_guard.hpp"
 
-#include <fcntl.h>
-#include <signal.h>
-#include <sys/prctl.h>
+#include <fmt/format.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <array>
 #include <cerrno>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
 
+#include "agent/orphan_watchdog.hpp"
+#include "agent/process_spawner.hpp"
 #include "common/log.hpp"
+#include "ddp/error.hpp"
 
 namespace ddp::agent {
 namespace {
 
-constexpr int32_t kAdd = 1;
-constexpr int32_t kRemove = 2;
-constexpr size_t kMaxGroups = 4096;
+using watchdog::kAdd;
+using watchdog::kRemove;
+using watchdog::Record;
 
-struct Record {
-  int32_t op;
-  int32_t pgid;
-};
+constexpr const char* kHelperName = "ddprun-guard";
 
-[[noreturn]] void run_watchdog(int sock) {
-  // Own process group, deaf to job-control signals: a Ctrl-C or a kill of the agent's group must
-  // not take the watchdog down before the agent.
-  ::setpgid(0, 0);
-  struct sigaction ign {};
-  ign.sa_handler = SIG_IGN;
-  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGTSTP, SIGTTIN, SIGTTOU, SIGUSR1,
-                SIGUSR2}) {
-    ::sigaction(s, &ign, nullptr);
+// The static helper beside this executable, or DDPRUN_GUARD's path; empty for the fork fallback
+// (DDPRUN_GUARD=fork, or no helper there).
+std::string helper_path() {
+  if (const char* chosen = std::getenv("DDPRUN_GUARD")) {
+    return std::string_view(chosen) == "fork" ? std::string() : std::string(chosen);
   }
-  ::prctl(PR_SET_NAME, "ddprun-guard");
-  // Close everything else, stdio included: holding the agent's stdout would keep whoever reads
-  // it waiting for EOF after the agent is gone.
-  if (sock > 0) ::close_range(0, static_cast<unsigned>(sock) - 1, 0);
-  ::close_range(static_cast<unsigned>(sock) + 1, ~0U, 0);
+  std::error_code ec;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return {};
+  const auto helper = self.parent_path() / kHelperName;
+  return ::access(helper.c_str(), X_OK) == 0 ? helper.string() : std::string();
+}
 
-  static std::array<pid_t, kMaxGroups> groups{};
-  size_t count = 0;
-  while (true) {
-    Record r{};
-    const ssize_t n = ::recv(sock, &r, sizeof r, 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;  // EOF: the agent is gone
-    if (n != sizeof r || r.pgid <= 0) continue;
-    if (r.op == kAdd && count < kMaxGroups) {
-      groups[count++] = r.pgid;
-    } else if (r.op == kRemove) {
-      for (size_t i = 0; i < count; ++i) {
-        if (groups[i] == r.pgid) {
-          groups[i] = groups[--count];
-          break;
-        }
-      }
-    }
+// Starts the helper on `socket` (vfork-style, like a worker, but in no danger from the agent's
+// death); its pid, or -1 (with the reason in `why`) when it did not exec.
+pid_t start_helper(const std::string& helper, int socket, std::string& why) {
+  try {
+    const std::vector<std::string> argv{helper, std::to_string(socket)};
+    ForkedChild child(ExecImage(argv, {}),
+                      ChildSetup{.dies_with_agent = false, .pass_fd = socket});
+    const int error = child.await_exec();
+    if (error == 0) return child.pid();
+    reap_process(child.pid(), true);
+    why = fmt::format("{}: {}", helper, std::strerror(error));
+  } catch (const IoError& e) {
+    why = e.what();
   }
-  for (size_t i = 0; i < count; ++i) ::kill(-groups[i], SIGKILL);
-  ::_exit(0);
+  return -1;
 }
 
 }  // namespace
@@ -92,10 +85,18 @@ void OrphanGuard::start() {
     log::get("agent")->warn("orphan guard not started: socketpair: {}", std::strerror(errno));
     return;
   }
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::close(fds[0]);
-    run_watchdog(fds[1]);
+  std::string why;
+  const std::string helper = helper_path();
+  pid_t pid = helper.empty() ? -1 : start_helper(helper, fds[1], why);
+  if (pid < 0) {
+    if (!helper.empty()) {
+      log::get("agent")->debug("orphan guard helper not started ({}); forking one", why);
+    }
+    pid = ::fork();
+    if (pid == 0) {
+      ::close(fds[0]);
+      watchdog::run(fds[1]);
+    }
   }
   const int fork_errno = errno;
   ::close(fds[1]);

@@ -30,6 +30,15 @@ class ExecImage {
   std::vector<char*> envp_;
 };
 
+// How a child starts, beyond its image.
+struct ChildSetup {
+  int stdout_fd = -1;            // becomes its fd 1 when >= 0 (else fd 1 is inherited)
+  int stderr_fd = -1;            // becomes its fd 2 when >= 0
+  int guard_socket = -1;         // >= 0: registers the child's group with the OrphanGuard
+  bool dies_with_agent = true;   // PR_SET_PDEATHSIG=SIGKILL
+  int pass_fd = -1;              // >= 0: stays open across exec (all others from 3 up close)
+};
+
 // One started child (vfork-style: see process_spawner_linux.cpp) whose exec outcome is not yet
 // known.
 class ForkedChild {
@@ -40,6 +49,8 @@ class ForkedChild {
   // `guard_socket` >= 0 the child registers its process group with the OrphanGuard before exec.
   // Throws IoError when the child or the pipe cannot be created.
   ForkedChild(const ExecImage& image, int stdout_fd, int stderr_fd, int guard_socket = -1);
+  // The same with every choice spelled out (ChildSetup's defaults: stdio inherited).
+  ForkedChild(const ExecImage& image, const ChildSetup& setup);
   ~ForkedChild();
   ForkedChild(const ForkedChild&) = delete;
   ForkedChild& operator=(const ForkedChild&) = delete;

@@ -23,6 +23,7 @@
 #include <cstring>
 #include <memory>
 #include <string_view>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -82,12 +83,27 @@ struct ChildPlan {
   char* const* argv;
   char* const* envp;
   pid_t parent;
-  int stdout_fd;
-  int stderr_fd;
+  ChildSetup setup;
   int status_fd;       // the CLOEXEC pipe's write end
   int status_read_fd;  // its read end: the parent's, closed in the child
-  int guard_socket;
 };
+
+// Marks every descriptor from 3 up close-on-exec but `keep` (-1: none); where the kernel has no
+// CLOSE_RANGE_CLOEXEC, closes them now instead, sparing `status` (which must close at exec).
+void close_at_exec_all_but(int keep, int status) {
+  if (::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) == 0) {
+    if (keep >= 0) ::fcntl(keep, F_SETFD, 0);
+    return;
+  }
+  int spared[2] = {status, keep >= 0 ? keep : status};
+  if (spared[0] > spared[1]) std::swap(spared[0], spared[1]);
+  unsigned from = 3;
+  for (int fd : spared) {
+    if (static_cast<unsigned>(fd) > from) ::close_range(from, static_cast<unsigned>(fd) - 1, 0);
+    from = static_cast<unsigned>(fd) + 1;
+  }
+  ::close_range(from, ~0U, 0);
+}
 
 // Handlers are the agent's code: in a child that shares the agent's memory one must never run.
 // Every handled signal goes back to its default (as exec would do) while all are still blocked;
@@ -106,29 +122,31 @@ void reset_signal_handlers() {
 
 // Runs in the child: async-signal-safe calls only.
 [[noreturn]] void exec_child(const ChildPlan& plan) {
+  const ChildSetup& setup = plan.setup;
   ::close(plan.status_read_fd);
   ::setpgid(0, 0);
-  if (plan.guard_socket >= 0) OrphanGuard::add_self(plan.guard_socket);
-  if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) write_errno_and_exit(plan.status_fd, errno);
-  // The parent may have died between clone and prctl: then no death signal will ever come.
-  if (::getppid() != plan.parent) ::_exit(127);
+  if (setup.guard_socket >= 0) OrphanGuard::add_self(setup.guard_socket);
+  if (setup.dies_with_agent) {
+    if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) write_errno_and_exit(plan.status_fd, errno);
+    // The parent may have died between clone and prctl: then no death signal will ever come.
+    if (::getppid() != plan.parent) ::_exit(127);
+  }
   reset_signal_handlers();
   sigset_t none;
   ::sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
-  if (::dup2(plan.stdout_fd, STDOUT_FILENO) < 0 || ::dup2(plan.stderr_fd, STDERR_FILENO) < 0) {
+  if (setup.stdout_fd >= 0 && ::dup2(setup.stdout_fd, STDOUT_FILENO) < 0) {
+    write_errno_and_exit(plan.status_fd, errno);
+  }
+  if (setup.stderr_fd >= 0 && ::dup2(setup.stderr_fd, STDERR_FILENO) < 0) {
     write_errno_and_exit(plan.status_fd, errno);
   }
   // dup2 onto itself keeps FD_CLOEXEC (our pipes have it): clear it explicitly then.
-  if (plan.stdout_fd == STDOUT_FILENO) ::fcntl(STDOUT_FILENO, F_SETFD, 0);
-  if (plan.stderr_fd == STDERR_FILENO) ::fcntl(STDERR_FILENO, F_SETFD, 0);
+  if (setup.stdout_fd == STDOUT_FILENO) ::fcntl(STDOUT_FILENO, F_SETFD, 0);
+  if (setup.stderr_fd == STDERR_FILENO) ::fcntl(STDERR_FILENO, F_SETFD, 0);
   // Every other inherited descriptor (store sockets, other workers' pipes) closes at exec; the
   // status pipe too, which is what tells the parent exec succeeded.
-  const auto status = static_cast<unsigned>(plan.status_fd);
-  if (::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
-    ::close_range(3, status - 1, 0);
-    ::close_range(status + 1, ~0U, 0);
-  }
+  close_at_exec_all_but(setup.pass_fd, plan.status_fd);
   ::execve(plan.program, plan.argv, plan.envp);
   write_errno_and_exit(plan.status_fd, errno);
 }
@@ -176,7 +194,12 @@ ExecImage::ExecImage(const std::vector<std::string>& argv, const std::vector<std
 }
 
 ForkedChild::ForkedChild(const ExecImage& image, int stdout_fd, int stderr_fd,
-                         int guard_socket) {
+                         int guard_socket)
+    : ForkedChild(image, ChildSetup{.stdout_fd = stdout_fd,
+                                    .stderr_fd = stderr_fd,
+                                    .guard_socket = guard_socket}) {}
+
+ForkedChild::ForkedChild(const ExecImage& image, const ChildSetup& setup) {
   int status_pipe[2];
   if (::pipe2(status_pipe, O_CLOEXEC) != 0) {
     throw IoError(fmt::format("cannot start worker '{}': pipe: {}", image.name(),
@@ -186,11 +209,9 @@ ForkedChild::ForkedChild(const ExecImage& image, int stdout_fd, int stderr_fd,
                        .argv = image.argv_.data(),
                        .envp = image.envp_.data(),
                        .parent = ::getpid(),
-                       .stdout_fd = stdout_fd,
-                       .stderr_fd = stderr_fd,
+                       .setup = setup,
                        .status_fd = status_pipe[1],
-                       .status_read_fd = status_pipe[0],
-                       .guard_socket = guard_socket};
+                       .status_read_fd = status_pipe[0]};
   const pid_t pid = start_child(plan);
   const int start_errno = errno;
   ::close(status_pipe[1]);

@@ -18,3 +18,11 @@ elseif(DDP_SANITIZE STREQUAL "undefined")
 elseif(NOT DDP_SANITIZE STREQUAL "")
   message(FATAL_ERROR "DDP_SANITIZE must be address, thread or undefined, not '${DDP_SANITIZE}'")
 endif()
+
+# ddp_link_static(target): links a small helper program statically (no dynamic loading when it
+# starts), except under sanitizers, whose runtimes cannot be linked statically.
+function(ddp_link_static target)
+  if(DDP_SANITIZE STREQUAL "")
+    target_link_options(${target} PRIVATE -static)
+  endif()
+endfunction()

@@ -6,6 +6,8 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <thread>
 
@@ -46,9 +48,22 @@ bool all_dead_within(const std::vector<pid_t>& pids, std::chrono::milliseconds l
   }
 }
 
+// The program the watchdog of this process runs: ddprun-guard, or a forked copy of this test.
+std::string watchdog_program() {
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink(
+      "/proc/" + std::to_string(OrphanGuard::instance().watchdog_pid()) + "/exe", ec);
+  return ec ? "unknown" : exe.filename().string();
+}
+
 TEST_CASE("SIGKILL to the agent kills its workers and their grandchildren within 1 s",
           "[orphan_guard]") {
+  // Both ways of starting the watchdog: the static helper beside the executable (the default),
+  // and a fork of the agent (no helper there, or DDPRUN_GUARD=fork).
+  const bool fork_fallback = GENERATE(false, true);
+  INFO((fork_fallback ? "DDPRUN_GUARD=fork" : "ddprun-guard helper"));
   test::TempDir dir;
+  const std::string program_file = dir.file("watchdog_program");
   const std::string fifo = dir.file("pids");
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
   const int fifo_fd = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
@@ -58,7 +73,9 @@ TEST_CASE("SIGKILL to the agent kills its workers and their grandchildren within
   REQUIRE(agent >= 0);
   if (agent == 0) {  // the "agent": a WorkerGroup with one worker that starts a grandchild
     try {
+      if (fork_fallback) ::setenv("DDPRUN_GUARD", "fork", 1);
       become_child_subreaper();
+      std::ofstream(program_file) << watchdog_program();
       boost::asio::io_context io;
       WorkerGroup group(io, OutputOptions{});
       group.start({test::sh_worker("sleep 30 >/dev/null 2>&1 & echo $$ $! > " + fifo + "; wait")});
@@ -73,6 +90,7 @@ TEST_CASE("SIGKILL to the agent kills its workers and their grandchildren within
   REQUIRE(grandchild > 0);
   CHECK_FALSE(test::is_dead(worker));
   CHECK_FALSE(test::is_dead(grandchild));
+  CHECK(test::read_file(program_file) == (fork_fallback ? "agent_tests" : "ddprun-guard"));
 
   ::kill(agent, SIGKILL);
   int status = 0;
@@ -93,6 +111,7 @@ TEST_CASE("the guard's watchdog runs apart from the agent's process group", "[or
   REQUIRE(guard.is_active());
   CHECK_FALSE(test::is_dead(guard.watchdog_pid()));
   CHECK(::getpgid(guard.watchdog_pid()) == guard.watchdog_pid());
+  CHECK(watchdog_program() == "ddprun-guard");
   CHECK(&OrphanGuard::instance() == &guard);
 }
 

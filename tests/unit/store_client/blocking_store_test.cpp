@@ -73,11 +73,11 @@ TEST_CASE("blocking store prefixes keys and returns each reply", "[blocking]") {
 }
 
 TEST_CASE("blocking store connect to a closed port times out", "[blocking]") {
-  std::uint16_t port = 0;
-  {
-    asio::io_context io;
-    port = make_acceptor(io).local_endpoint().port();
-  }
+  // A port held bound but not listening: connections are refused, and no test running beside
+  // this one can take the port over (a freed port could be listening again by connect time).
+  asio::io_context io;
+  tcp::socket held(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+  const std::uint16_t port = held.local_endpoint().port();
   auto o = options();
   o.connect_timeout = 100ms;
   CHECK_THROWS_AS(BlockingStore::connect("127.0.0.1", port, o), TimeoutError);
