@@ -1,7 +1,7 @@
 // ShmCollectives. Set-up is two store rounds: each rank publishes its domain and segment name (or
-// why it has none), maps its peers' segments and publishes whether that worked; the answer is unanimous, so either every
-// rank uses shared memory or none does. Each creator unlinks its name after the second round, when
-// every peer has mapped it (or given up).
+// why it has none), maps its peers' segments and publishes whether that worked; the answer is
+// unanimous, so either every rank uses shared memory or none does. Each creator unlinks its name
+// after the second round, when every peer has mapped it (or given up).
 #include "collectives/shm/shm_collectives.hpp"
 
 #include <fmt/format.h>

@@ -60,41 +60,30 @@ PY
 run_agents() {  # run_agents LAUNCHER K OUT [extra ddprun args...]; waits for every agent
   local launcher=$1 k=$2 out=$3
   shift 3
+  local command failed
+  if [ "$launcher" = ddprun ]; then
+    command=("$DDPRUN")
+  else
+    command=(/usr/bin/env PET_REDIRECTS=9:1 PET_TEE=9:1 /usr/bin/torchrun)
+  fi
+  command+=(--nnodes="$k" --nproc_per_node=1 --rdzv_backend=c10d
+            --rdzv_endpoint=127.0.0.1:"$PORT" --rdzv_id="bench$k" "$@"
+            --no_python "${WORKER[@]}" "$out")
   if [ "$LAUNCHER" = spawn ]; then
-    local command
-    if [ "$launcher" = ddprun ]; then
-      command=("$DDPRUN")
-    else
-      command=(/usr/bin/env PET_REDIRECTS=9:1 PET_TEE=9:1 /usr/bin/torchrun)
-    fi
-    command+=(--nnodes="$k" --nproc_per_node=1 --rdzv_backend=c10d
-              --rdzv_endpoint=127.0.0.1:"$PORT" --rdzv_id="bench$k" "$@"
-              --no_python "${WORKER[@]}" "$out")
     local result
     mapfile -t result < <(spawn_all "$k" "$out" "${command[@]}")
-    FIRST=${result[0]}
-    LAUNCHED=${result[1]}
-    [ "${result[2]}" = 0 ] ||
-      echo "  warning: ${result[2]} agent(s) exited non-zero (logs in $out.agent*.log)" >&2
-    return
+    FIRST=${result[0]} LAUNCHED=${result[1]} failed=${result[2]}
+  else
+    local pids=()
+    FIRST=$(now)
+    for ((i = 0; i < k; i++)); do
+      "${command[@]}" >/dev/null 2>"$out.agent$i.log" &
+      pids+=($!)
+    done
+    LAUNCHED=$(now)
+    failed=0
+    for p in "${pids[@]}"; do wait "$p" || failed=$((failed + 1)); done
   fi
-  local pids=()
-  FIRST=$(now)
-  for ((i = 0; i < k; i++)); do
-    if [ "$launcher" = ddprun ]; then
-      "$DDPRUN" --nnodes="$k" --nproc_per_node=1 --rdzv_backend=c10d \
-        --rdzv_endpoint=127.0.0.1:"$PORT" --rdzv_id="bench$k" "$@" \
-        --no_python "${WORKER[@]}" "$out" >/dev/null 2>"$out.agent$i.log" &
-    else
-      PET_REDIRECTS=9:1 PET_TEE=9:1 /usr/bin/torchrun --nnodes="$k" --nproc_per_node=1 \
-        --rdzv_backend=c10d --rdzv_endpoint=127.0.0.1:"$PORT" --rdzv_id="bench$k" "$@" \
-        --no_python "${WORKER[@]}" "$out" >/dev/null 2>"$out.agent$i.log" &
-    fi
-    pids+=($!)
-  done
-  LAUNCHED=$(now)
-  local failed=0
-  for p in "${pids[@]}"; do wait "$p" || failed=$((failed + 1)); done
   [ "$failed" = 0 ] || echo "  warning: $failed agent(s) exited non-zero (logs in $out.agent*.log)" >&2
 }
 

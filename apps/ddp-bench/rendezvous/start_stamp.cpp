@@ -1,6 +1,6 @@
-// ddp-bench-stamp DIR [SECONDS]: writes the wall-clock time it started (seconds since the epoch,
-// nanosecond digits) to DIR/world<WORLD_SIZE>_rank<RANK>, then sleeps SECONDS (default 0). The
-// worker of scripts/bench/rendezvous.sh: one exec, where `sh -c 'date ...'` costs three.
+// ddp-bench-stamp DIR: writes the wall-clock time it started (seconds since the epoch, nanosecond
+// digits) to DIR/world<WORLD_SIZE>_rank<RANK>. The worker of scripts/bench/rendezvous.sh: one
+// exec, where `sh -c 'date ...'` costs three.
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -14,9 +14,9 @@ int main(int argc, char** argv) {
   ::clock_gettime(CLOCK_REALTIME, &now);
   const char* world = std::getenv("WORLD_SIZE");
   const char* rank = std::getenv("RANK");
-  if (argc < 2 || world == nullptr || rank == nullptr) {
-    std::fprintf(stderr, "usage: ddp-bench-stamp DIR [SECONDS] (under a launcher that sets "
-                         "WORLD_SIZE and RANK)\n");
+  if (argc != 2 || world == nullptr || rank == nullptr) {
+    std::fprintf(stderr, "usage: ddp-bench-stamp DIR (under a launcher that sets WORLD_SIZE and "
+                         "RANK)\n");
     return 2;
   }
   char path[4096];
@@ -28,12 +28,6 @@ int main(int argc, char** argv) {
   if (fd < 0 || ::write(fd, line, static_cast<std::size_t>(n)) != n || ::close(fd) != 0) {
     std::perror(path);
     return 1;
-  }
-  if (argc > 2) {
-    const double seconds = std::atof(argv[2]);
-    timespec pause{static_cast<time_t>(seconds),
-                   static_cast<long>((seconds - static_cast<double>(static_cast<time_t>(seconds))) * 1e9)};
-    ::nanosleep(&pause, nullptr);
   }
   return 0;
 }

@@ -1,4 +1,5 @@
-// Starting workers (vfork-style clone + exec): PATH lookup, exec errors through the pipe, process groups, closed fds.
+// Starting workers (vfork-style clone + exec): PATH lookup, exec errors through the pipe,
+// process groups, closed fds, signal dispositions.
 
 #include <catch2/catch.hpp>
 
