@@ -3,9 +3,10 @@
 // --mode ddp goes through libddp (ddp::init, ProcessGroup, Work); --mode gloo is the baseline that
 // calls Gloo directly with the same algorithm (ring or bcube; libddp's shared-memory algorithm,
 // --algorithm shm, has no Gloo counterpart); --mode paired runs both in one process, one operation
-// of each in turn, so that both meet the same load. Rank 0 prints one line (or one JSON object)
-// per size and mode. --check verifies every iteration's result (outside the timed region) and exits
-// 1 on a wrong one. Iteration counts depend only on the size, so every rank runs the same number.
+// of each in turn with the order flipping every iteration, so that both meet the same load. Rank 0
+// prints one line (or one JSON object) per size and mode: mean and median time of an operation.
+// --check verifies every iteration's result (outside the timed region) and exits 1 on a wrong
+// one. Iteration counts depend only on the size, so every rank runs the same number.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -53,9 +54,26 @@ struct Runner {
   int size = 1;
 };
 
+// Seconds of one operation: the mean over the timed iterations (the bandwidth printed) and the
+// median (robust to the odd operation a noisy machine stretches; what scripts/bench compares).
+struct OpTimes {
+  double mean = 0;
+  double median = 0;
+};
+
+OpTimes summarize(std::vector<double> seconds) {
+  OpTimes t;
+  for (double s : seconds) t.mean += s / static_cast<double>(seconds.size());
+  const auto middle = seconds.begin() + static_cast<std::ptrdiff_t>(seconds.size() / 2);
+  std::nth_element(seconds.begin(), middle, seconds.end());
+  t.median = *middle;
+  if (seconds.size() % 2 == 0) t.median = (t.median + *std::max_element(seconds.begin(), middle)) / 2;
+  return t;
+}
+
 void print_result(const Runner& runner, const Options& o, std::size_t bytes, int iters,
-                  double seconds, std::optional<bool> correct) {
-  const double algbw = static_cast<double>(bytes) / seconds / 1e9;
+                  OpTimes times, std::optional<bool> correct) {
+  const double algbw = static_cast<double>(bytes) / times.mean / 1e9;
   const double busbw = algbw * 2.0 * (runner.size - 1) / runner.size;
   if (o.json) {
     nlohmann::json line{{"version", 1},
@@ -67,53 +85,59 @@ void print_result(const Runner& runner, const Options& o, std::size_t bytes, int
                         {"world_size", runner.size},
                         {"size_bytes", bytes},
                         {"iters", iters},
-                        {"time_us", seconds * 1e6},
+                        {"time_us", times.mean * 1e6},
+                        {"time_us_median", times.median * 1e6},
                         {"algbw_gbps", algbw},
                         {"busbw_gbps", busbw}};
     if (correct) line["check"] = *correct ? "ok" : "wrong";
     std::printf("%s\n", line.dump().c_str());
   } else {
-    std::printf("%-8s %-6s %-6s n=%d iters=%-4d time=%10.1fus algbw=%7.3fGB/s busbw=%7.3fGB/s%s\n",
-                ddp::bench::format_size(bytes).c_str(), runner.mode.c_str(), o.algorithm.c_str(),
-                runner.size, iters, seconds * 1e6, algbw, busbw,
-                correct ? (*correct ? " check=ok" : " check=WRONG") : "");
+    std::printf(
+        "%-8s %-6s %-6s n=%d iters=%-4d time=%10.1fus median=%10.1fus algbw=%7.3fGB/s "
+        "busbw=%7.3fGB/s%s\n",
+        ddp::bench::format_size(bytes).c_str(), runner.mode.c_str(), o.algorithm.c_str(),
+        runner.size, iters, times.mean * 1e6, times.median * 1e6, algbw, busbw,
+        correct ? (*correct ? " check=ok" : " check=WRONG") : "");
   }
   std::fflush(stdout);
 }
 
 // Times every runner on the same size, one operation of each in turn (--mode paired runs ddp and
-// gloo in one process, so both see the same moments of a noisy machine). Returns false when
-// --check found a wrong element.
+// gloo in one process, so both see the same moments of a noisy machine). The order flips every
+// iteration: the first operation of a turn also absorbs the ranks' skew since the last one, so a
+// fixed order would charge that skew to one runner. Returns false when --check found a wrong
+// element.
 bool run_size(const std::vector<Runner>& runners, const Options& o, std::size_t bytes) {
   const std::size_t count = bytes / sizeof(float);
   const int rank = runners.front().rank;
   const int size = runners.front().size;
   const float expected = static_cast<float>(size * (size + 1) / 2);
-  std::vector<std::vector<float>> data(runners.size(), std::vector<float>(count, 0.0f));
-  for (std::size_t k = 0; k < runners.size(); ++k) {
+  const std::size_t n = runners.size();
+  std::vector<std::vector<float>> data(n, std::vector<float>(count, 0.0f));
+  for (std::size_t k = 0; k < n; ++k) {
     for (int i = 0; i < o.warmup; ++i) runners[k].all_reduce(data[k].data(), count);
   }
   const int iters = iterations_for(bytes, o.iters);
   runners.front().barrier();
-  std::vector<Clock::duration> total(runners.size());
-  std::vector<bool> correct(runners.size(), true);
+  std::vector<std::vector<double>> seconds(n);
+  std::vector<bool> correct(n, true);
   for (int i = 0; i < iters; ++i) {
-    for (std::size_t k = 0; k < runners.size(); ++k) {
+    for (std::size_t turn = 0; turn < n; ++turn) {
+      const std::size_t k = i % 2 == 0 ? turn : n - 1 - turn;
       auto& v = data[k];
       if (o.check) std::fill(v.begin(), v.end(), static_cast<float>(rank + 1));
       const auto start = Clock::now();
       runners[k].all_reduce(v.data(), count);
-      total[k] += Clock::now() - start;
+      seconds[k].push_back(std::chrono::duration<double>(Clock::now() - start).count());
       if (o.check && std::any_of(v.begin(), v.end(), [&](float x) { return x != expected; })) {
         correct[k] = false;
       }
     }
   }
   bool all_correct = true;
-  for (std::size_t k = 0; k < runners.size(); ++k) {
-    const double seconds = std::chrono::duration<double>(total[k]).count() / iters;
+  for (std::size_t k = 0; k < n; ++k) {
     if (rank == 0) {
-      print_result(runners[k], o, bytes, iters, seconds,
+      print_result(runners[k], o, bytes, iters, summarize(seconds[k]),
                    o.check ? std::optional<bool>(correct[k]) : std::nullopt);
     }
     if (!correct[k]) {

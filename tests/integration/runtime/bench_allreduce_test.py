@@ -26,6 +26,8 @@ def expect_results(nproc, args, modes, algorithm):
         ddptest.check(line["mode"] in modes and line["algorithm"] == algorithm,
                       f"{args}: unexpected {line}")
         ddptest.check(line["world_size"] == nproc and line["busbw_gbps"] > 0, f"{args}: {line}")
+        ddptest.check(0 < line["time_us_median"] <= line["time_us"] * line["iters"],
+                      f"{args}: median time out of range {line}")
 
 
 expect_results(2, ["--mode", "paired"], {"ddp", "gloo"}, "ring")
