@@ -16,7 +16,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr int kVersion = 1;
+constexpr int kVersion = 2;  // 2: the assignment says whether members[0] hosts the store
 
 json parse_document(const Bytes& bytes, const std::string& what) {
   json doc = json::parse(bytes.begin(), bytes.end(), nullptr, false);
@@ -79,6 +79,7 @@ Bytes encode(const C10dAssignment& assignment) {
   doc["restart_count"] = assignment.restart_count;
   doc["master_addr"] = assignment.master_addr;
   doc["master_port"] = assignment.master_port;
+  doc["host_first"] = assignment.host_first;
   doc["members"] = std::move(members);
   return dump(doc);
 }
@@ -91,6 +92,7 @@ C10dAssignment decode_assignment(const Bytes& bytes, const std::string& what) {
     a.restart_count = doc.at("restart_count").get<int>();
     a.master_addr = doc.at("master_addr").get<std::string>();
     a.master_port = doc.at("master_port").get<std::uint16_t>();
+    a.host_first = doc.at("host_first").get<bool>();
     for (const json& m : doc.at("members")) {
       a.members.push_back({m.at(0).get<std::string>(), m.at(1).get<int>(), m.at(2).get<int>()});
     }
@@ -114,8 +116,8 @@ C10dAssignment assign_ranks(int round, int restart_count,
   a.restart_count = restart_count;
   a.master_addr = fallback_master.first;
   a.master_port = fallback_master.second;
-  if (!order.empty() && order.front().second.is_host &&
-      !order.front().second.master_addr.empty()) {
+  a.host_first = !order.empty() && order.front().second.is_host;
+  if (a.host_first && !order.front().second.master_addr.empty()) {
     a.master_addr = order.front().second.master_addr;
     a.master_port = order.front().second.master_port;
   }

@@ -36,6 +36,8 @@ struct C10dAssignment {
   int restart_count = 0;
   std::string master_addr;
   std::uint16_t master_port = 0;
+  // members[0] is the store host: it leaves last, so it alone closes the finished job.
+  bool host_first = false;
   std::vector<C10dMember> members;
 
   // Group rank of the member that arrived join_index-th, or nullopt when it is not a member.

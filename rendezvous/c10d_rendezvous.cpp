@@ -314,7 +314,10 @@ asio::awaitable<void> C10dRendezvous::finish(bool success) {
   }
   if (current_) co_await exit_barrier();
   stop_monitor();
-  if (current_) co_await close_job(kJobFinished);
+  // Nodes still waiting for a next round learn that the job is over. A store host in the round
+  // does it alone: the exit barrier keeps it until every member has passed, so the others leave
+  // without another store operation (which could meet a host that has just gone).
+  if (current_ && (self_.is_host || !current_->host_first)) co_await close_job(kJobFinished);
 }
 
 asio::awaitable<void> C10dRendezvous::wait_until_read(int round) {

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "c10d_test_util.hpp"
+#include "rendezvous/c10d_keys.hpp"
 #include "ddp/error.hpp"
 
 using namespace ddp::rdzv;
@@ -145,6 +146,17 @@ TEST_CASE("the exit barrier holds every node until the last one finishes", "[c10
   REQUIRE(run_until(c.io, [&] { return f0->done && f1->done; }));
   CHECK_FALSE(f0->error);
   CHECK_FALSE(f1->error);
+  // The store host, which leaves last, closed the job alone: the other node left without touching
+  // the store again (a host that had just gone would have failed that operation).
+  auto log = spawn(c.io, c.store.get("/ddprun/test/" + c10d_keys::change(0)));
+  REQUIRE(run_until(c.io, [&] { return log->done; }));
+  const std::string text = to_string(log->get());
+  std::size_t closed = 0;
+  for (auto at = text.find("job finished"); at != std::string::npos;
+       at = text.find("job finished", at + 1)) {
+    ++closed;
+  }
+  CHECK(closed == 1);
 
   // The job is over: a node arriving now is told so.
   c.add_node();
