@@ -4,6 +4,10 @@
 #   rendezvous.sh scale K [K...]   K ddprun agents (--nnodes=K, one trivial worker each): seconds
 #                                  from the first agent's start to every agent's worker running
 #   rendezvous.sh torchrun K       the same with torchrun 1.13 (PET_REDIRECTS=9:1 PET_TEE=9:1)
+#   rendezvous.sh floor K [K...]   the machine's floor for the same figure: K copies of
+#                                  `ddp-bench-stamp --as-agent` (a static program that starts the
+#                                  same worker and waits; no rendezvous), started by the same
+#                                  launcher
 #   rendezvous.sh node_loss        3 agents (--nnodes=2:3, keep_alive_interval=1,
 #                                  keep_alive_max_attempt=2); SIGKILL one: seconds until both
 #                                  survivors run restarted workers
@@ -37,20 +41,22 @@ case "$LAUNCHER" in
   *) echo "rendezvous.sh: LAUNCHER must be spawn or bash, not '$LAUNCHER'" >&2; exit 2 ;;
 esac
 
-# spawn_all K OUT COMMAND...: starts K copies of COMMAND (stdout to /dev/null, stderr to
-# OUT.agent<i>.log) with posix_spawn from one python3 process; prints the time it started the
-# first and the last, then waits for all and prints how many exited non-zero.
+# spawn_all K OUT RANK_ENV COMMAND...: starts K copies of COMMAND (stdout to /dev/null, stderr to
+# OUT.agent<i>.log) with posix_spawn from one python3 process, copy i with RANK=i and
+# WORLD_SIZE=K in its environment when RANK_ENV is 1; prints the time it started the first and the
+# last, then waits for all and prints how many exited non-zero.
 spawn_all() {
   python3 - "$@" <<'PY'
 import os, sys, time
-k, out, command = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
+k, out, rank_env, command = int(sys.argv[1]), sys.argv[2], sys.argv[3] == "1", sys.argv[4:]
 pids = []
 first = time.time()
 for i in range(k):
     log = os.open(f"{out}.agent{i}.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     actions = [(os.POSIX_SPAWN_OPEN, 1, "/dev/null", os.O_WRONLY, 0),
                (os.POSIX_SPAWN_DUP2, log, 2)]
-    pids.append(os.posix_spawn(command[0], command, os.environ, file_actions=actions))
+    env = dict(os.environ, RANK=str(i), WORLD_SIZE=str(k)) if rank_env else os.environ
+    pids.append(os.posix_spawn(command[0], command, env, file_actions=actions))
     os.close(log)
 print(f"{first:.6f}\n{time.time():.6f}", flush=True)
 print(sum(1 for pid in pids if os.waitpid(pid, 0)[1] != 0))
@@ -60,23 +66,28 @@ PY
 run_agents() {  # run_agents LAUNCHER K OUT [extra ddprun args...]; waits for every agent
   local launcher=$1 k=$2 out=$3
   shift 3
-  local command failed
-  if [ "$launcher" = ddprun ]; then
-    command=("$DDPRUN")
+  local command failed rank_env=0
+  case "$launcher" in
+    ddprun) command=("$DDPRUN") ;;
+    torchrun) command=(/usr/bin/env PET_REDIRECTS=9:1 PET_TEE=9:1 /usr/bin/torchrun) ;;
+  esac
+  if [ "$launcher" = floor ]; then
+    command=("$(cd "$BUILD/bin" && pwd)/ddp-bench-stamp" --as-agent "$out")
+    rank_env=1
   else
-    command=(/usr/bin/env PET_REDIRECTS=9:1 PET_TEE=9:1 /usr/bin/torchrun)
+    command+=(--nnodes="$k" --nproc_per_node=1 --rdzv_backend=c10d
+              --rdzv_endpoint=127.0.0.1:"$PORT" --rdzv_id="bench$k" "$@"
+              --no_python "${WORKER[@]}" "$out")
   fi
-  command+=(--nnodes="$k" --nproc_per_node=1 --rdzv_backend=c10d
-            --rdzv_endpoint=127.0.0.1:"$PORT" --rdzv_id="bench$k" "$@"
-            --no_python "${WORKER[@]}" "$out")
   if [ "$LAUNCHER" = spawn ]; then
     local result
-    mapfile -t result < <(spawn_all "$k" "$out" "${command[@]}")
+    mapfile -t result < <(spawn_all "$k" "$out" "$rank_env" "${command[@]}")
     FIRST=${result[0]} LAUNCHED=${result[1]} failed=${result[2]}
   else
     local pids=()
     FIRST=$(now)
     for ((i = 0; i < k; i++)); do
+      if [ "$rank_env" = 1 ]; then export RANK=$i WORLD_SIZE=$k; fi
       "${command[@]}" >/dev/null 2>"$out.agent$i.log" &
       pids+=($!)
     done
@@ -99,7 +110,7 @@ scale() {  # scale LAUNCHER K
   local last
   last=$(latest_start "$out" "$k")
   printf '%-8s K=%-5d [%s worker, %s launcher] workers started %d/%d  first agent start -> last worker start: %.2f s (last agent launched at %.2f s)\n' \
-    "$launcher" "$k" "${WORKER_NAME}" "$LAUNCHER" "$started" "$k" "$(echo "$last - $t0" | bc -l)" "$(echo "$LAUNCHED - $t0" | bc -l)"
+    "$launcher" "$k" "$([ "$launcher" = floor ] && echo stamp || echo "$WORKER_NAME")" "$LAUNCHER" "$started" "$k" "$(echo "$last - $t0" | bc -l)" "$(echo "$LAUNCHED - $t0" | bc -l)"
   PORT=$((PORT + 1))
 }
 
@@ -133,6 +144,7 @@ node_loss() {
 case "${1:-}" in
   scale) shift; for k in "$@"; do scale ddprun "$k"; done ;;
   torchrun) shift; for k in "$@"; do scale torchrun "$k"; done ;;
+  floor) shift; for k in "$@"; do scale floor "$k"; done ;;
   node_loss) node_loss ;;
-  *) echo "usage: rendezvous.sh scale K... | torchrun K... | node_loss" >&2; exit 2 ;;
+  *) echo "usage: rendezvous.sh scale K... | torchrun K... | floor K... | node_loss" >&2; exit 2 ;;
 esac
