@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <random>
+#include <tuple>
 
 #include "common/log.hpp"
 #include "ddp/error.hpp"
@@ -165,14 +166,24 @@ asio::awaitable<void> StoreConnection::open() {
 }
 
 // One attempt: resolve and connect before `deadline`. Throws system_error (the connect error, or
-// timed_out) so that open() retries; an attempt never waits past the overall deadline.
+// timed_out) so that open() retries; an attempt never waits past the overall deadline. A numeric
+// address is connected to directly: Asio's resolver starts a thread of its own on first use,
+// which costs a process that only talks to 127.0.0.1 or 10.0.0.1 more than the connection.
 asio::awaitable<void> StoreConnection::connect_once(Clock::time_point deadline) {
   arm(deadline);
-  auto [rec, endpoints] =
-      co_await socket_->resolver.async_resolve(host_, std::to_string(port_), kTuple);
-  if (deadline_passed()) throw boost::system::system_error(asio::error::timed_out);
-  if (rec) throw boost::system::system_error(rec);
-  auto [cec, endpoint] = co_await asio::async_connect(socket_->socket, endpoints, kTuple);
+  boost::system::error_code not_numeric;
+  const auto address = asio::ip::make_address(host_, not_numeric);
+  boost::system::error_code cec;
+  if (!not_numeric) {
+    std::tie(cec) =
+        co_await socket_->socket.async_connect(tcp::endpoint(address, port_), kTuple);
+  } else {
+    auto [rec, endpoints] =
+        co_await socket_->resolver.async_resolve(host_, std::to_string(port_), kTuple);
+    if (deadline_passed()) throw boost::system::system_error(asio::error::timed_out);
+    if (rec) throw boost::system::system_error(rec);
+    std::tie(cec, std::ignore) = co_await asio::async_connect(socket_->socket, endpoints, kTuple);
+  }
   if (deadline_passed()) throw boost::system::system_error(asio::error::timed_out);
   if (cec) throw boost::system::system_error(cec);
   socket_->disarm();

@@ -83,6 +83,23 @@ TEST_CASE("blocking store connect to a closed port times out", "[blocking]") {
   CHECK_THROWS_AS(BlockingStore::connect("127.0.0.1", port, o), TimeoutError);
 }
 
+TEST_CASE("blocking store connects to a host name as well as to a numeric address", "[blocking]") {
+  // A numeric address is connected to directly; a name goes through the resolver.
+  ServerThread server([](tcp::acceptor& acceptor) -> asio::awaitable<void> {
+    for (int i = 0; i < 2; ++i) {
+      auto s = co_await acceptor.async_accept(asio::use_awaitable);
+      co_await answer_handshake(s);
+      co_await expect_bytes(s, "07");  // GETNUMKEYS
+      co_await write_all(s, hex("0700000000000000"));
+    }
+  });
+  for (const std::string host : {"127.0.0.1", "localhost"}) {
+    auto store = BlockingStore::connect(host, server.port(), options());
+    CHECK(store->num_keys() == 7);
+  }
+  server.join();
+}
+
 TEST_CASE("blocking store set_timeout bounds the next call", "[blocking]") {
   ServerThread server([](tcp::acceptor& acceptor) -> asio::awaitable<void> {
     auto s = co_await acceptor.async_accept(asio::use_awaitable);
