@@ -78,20 +78,21 @@ asio::awaitable<std::unique_ptr<TcpStoreClient>> TcpStoreClient::connect(std::st
                                                                         std::uint16_t port,
                                                                         ConnectOptions options) {
   auto executor = co_await asio::this_coro::executor;
-  auto impl = std::make_unique<Impl>(executor, std::move(host), port, options);
+  auto impl = std::make_shared<Impl>(executor, std::move(host), port, options);
   co_await impl->conn.open();
   std::unique_ptr<TcpStoreClient> client(new TcpStoreClient(std::move(impl)));
   client->set_timeout(options.call_timeout);
   co_return client;
 }
 
-TcpStoreClient::TcpStoreClient(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+TcpStoreClient::TcpStoreClient(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
 TcpStoreClient::~TcpStoreClient() = default;
 
 const std::string& TcpStoreClient::address() const { return impl_->conn.address(); }
 
 asio::awaitable<void> TcpStoreClient::set(std::string key, Bytes value) {
-  auto& c = *impl_;
+  const std::shared_ptr<Impl> keep = impl_;
+  auto& c = *keep;
   co_await c.start(fmt::format("set({})", key), timeout());
   Impl::CallScope scope{c};
   c.conn.encoder().set(c.out, key, value);
@@ -101,7 +102,8 @@ asio::awaitable<void> TcpStoreClient::set(std::string key, Bytes value) {
 asio::awaitable<Bytes> TcpStoreClient::get(std::string key) {
   std::vector<std::string> keys{key};
   co_await wait(std::move(keys), timeout());
-  auto& c = *impl_;
+  const std::shared_ptr<Impl> keep = impl_;
+  auto& c = *keep;
   co_await c.start(fmt::format("get({})", key), timeout());
   Impl::CallScope scope{c};
   c.conn.encoder().get(c.out, key);
@@ -111,7 +113,8 @@ asio::awaitable<Bytes> TcpStoreClient::get(std::string key) {
 }
 
 asio::awaitable<std::int64_t> TcpStoreClient::add(std::string key, std::int64_t delta) {
-  auto& c = *impl_;
+  const std::shared_ptr<Impl> keep = impl_;
+  auto& c = *keep;
   co_await c.start(fmt::format("add({}, {})", key, delta), timeout());
   Impl::CallScope scope{c};
   c.conn.encoder().add(c.out, key, delta);
@@ -122,7 +125,8 @@ asio::awaitable<std::int64_t> TcpStoreClient::add(std::string key, std::int64_t 
 
 asio::awaitable<Bytes> TcpStoreClient::compare_set(std::string key, Bytes expected,
                                                    Bytes desired) {
-  auto& c = *impl_;
+  const std::shared_ptr<Impl> keep = impl_;
+  auto& c = *keep;
   co_await c.start(fmt::format("compare_set({})", key), timeout());
   Impl::CallScope scope{c};
   c.conn.encoder().compare_set(c.out, key, expected, desired);
@@ -132,7 +136,8 @@ asio::awaitable<Bytes> TcpStoreClient::compare_set(std::string key, Bytes expect
 }
 
 asio::awaitable<bool> TcpStoreClient::check(std::vector<std::string> keys) {
-  auto& c = *impl_;
+  const std::shared_ptr<Impl> keep = impl_;
+  auto& c = *keep;
   co_await c.start(fmt::format("check({})", key_list(keys)), timeout());
   Impl::CallScope scope{c};
   c.conn.encoder().check(c.out, keys);
@@ -147,7 +152,8 @@ asio::awaitable<bool> TcpStoreClient::check(std::vector<std::string> keys) {
 
 asio::awaitable<void> TcpStoreClient::wait(std::vector<std::string> keys,
                                            std::chrono::milliseconds timeout) {
-  co_await impl_->wait(keys, timeout, this->timeout());
+  const std::shared_ptr<Impl> keep = impl_;
+  co_await keep->wait(keys, timeout, this->timeout());
 }
 
 // PyTorch 2.x's doWait: on the deadline send CANCEL_WAIT and read WAIT_CANCELED, which may be
@@ -191,7 +197,8 @@ asio::awaitable<void> TcpStoreClient::Impl::wait(const std::vector<std::string>&
 }
 
 asio::awaitable<std::int64_t> TcpStoreClient::num_keys() {
-  auto& c = *impl_;
+  const std::shared_ptr<Impl> keep = impl_;
+  auto& c = *keep;
   co_await c.start("num_keys()", timeout());
   Impl::CallScope scope{c};
   c.conn.encoder().get_num_keys(c.out);
@@ -201,7 +208,8 @@ asio::awaitable<std::int64_t> TcpStoreClient::num_keys() {
 }
 
 asio::awaitable<bool> TcpStoreClient::delete_key(std::string key) {
-  auto& c = *impl_;
+  const std::shared_ptr<Impl> keep = impl_;
+  auto& c = *keep;
   co_await c.start(fmt::format("delete_key({})", key), timeout());
   Impl::CallScope scope{c};
   c.conn.encoder().delete_key(c.out, key);
@@ -213,7 +221,8 @@ asio::awaitable<bool> TcpStoreClient::delete_key(std::string key) {
 // In the 1.13 dialect this sends 2.0's APPEND (9), which ddp-store serves; PyTorch 1.13's own
 // server has no APPEND and closes the connection.
 asio::awaitable<void> TcpStoreClient::append(std::string key, Bytes value) {
-  auto& c = *impl_;
+  const std::shared_ptr<Impl> keep = impl_;
+  auto& c = *keep;
   co_await c.start(fmt::format("append({})", key), timeout());
   Impl::CallScope scope{c};
   c.conn.encoder().append(c.out, key, value);
@@ -224,7 +233,8 @@ asio::awaitable<void> TcpStoreClient::append(std::string key, Bytes value) {
 // one GET per key in a single write instead.
 asio::awaitable<std::vector<Bytes>> TcpStoreClient::multi_get(std::vector<std::string> keys) {
   co_await wait(keys, timeout());
-  auto& c = *impl_;
+  const std::shared_ptr<Impl> keep = impl_;
+  auto& c = *keep;
   co_await c.start(fmt::format("multi_get({})", key_list(keys)), timeout());
   Impl::CallScope scope{c};
   if (c.dialect == WireDialect::kTorch2) {
@@ -246,7 +256,8 @@ asio::awaitable<std::vector<Bytes>> TcpStoreClient::multi_get(std::vector<std::s
 
 // MULTI_SET, or in the 1.13 dialect one SET per key in a single write.
 asio::awaitable<void> TcpStoreClient::multi_set(std::vector<std::pair<std::string, Bytes>> kvs) {
-  auto& c = *impl_;
+  const std::shared_ptr<Impl> keep = impl_;
+  auto& c = *keep;
   std::vector<std::string> keys;
   for (const auto& kv : kvs) keys.push_back(kv.first);
   co_await c.start(fmt::format("multi_set({})", key_list(keys)), timeout());

@@ -49,8 +49,10 @@ class TcpStoreClient final : public Store {
 
  private:
   struct Impl;
-  explicit TcpStoreClient(std::unique_ptr<Impl> impl);
-  std::unique_ptr<Impl> impl_;
+  explicit TcpStoreClient(std::shared_ptr<Impl> impl);
+  // Shared with every operation in flight: a coroutine frame that outlives the client (an
+  // io_context destroyed after it) still ends its call on a live connection.
+  std::shared_ptr<Impl> impl_;
 };
 
 }  // namespace ddp::rdzv
