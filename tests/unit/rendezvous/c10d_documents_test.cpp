@@ -21,6 +21,7 @@ TEST_CASE("assign_ranks puts the store host first and then arrival order", "[c10
   CHECK(a.members[2].name == "c");
   CHECK(a.master_addr == "10.0.0.2");
   CHECK(a.master_port == 4711);
+  CHECK(a.host_first);
   CHECK(a.group_rank_of(2) == 0);
   CHECK(a.group_rank_of(3) == 2);
   CHECK_FALSE(a.group_rank_of(4).has_value());
@@ -40,6 +41,7 @@ TEST_CASE("without a hosting member the workers use the rendezvous store", "[c10
       assign_ranks(0, 0, {{1, {"a", "10.0.0.1", 1, false, "", 0}}}, {"store", 29400});
   CHECK(a.master_addr == "store");
   CHECK(a.master_port == 29400);
+  CHECK_FALSE(a.host_first);
 }
 
 TEST_CASE("descriptors and assignments survive encoding", "[c10d]") {
@@ -56,9 +58,11 @@ TEST_CASE("descriptors and assignments survive encoding", "[c10d]") {
   a.restart_count = 1;
   a.master_addr = "10.0.0.1";
   a.master_port = 99;
+  a.host_first = true;
   a.members = {{"x", 2, 3}, {"y", 1, 1}};
   const C10dAssignment b = decode_assignment(encode(a), "assignment");
   CHECK(b.round == 3);
+  CHECK(b.host_first);
   CHECK(b.restart_count == 1);
   CHECK(b.master_addr == "10.0.0.1");
   REQUIRE(b.members.size() == 2);
