@@ -240,7 +240,8 @@ asio::awaitable<bool> StoreConnection::receive_or_deadline(wire::ReplyShape shap
     if (status == wire::DecodeStatus::kBad) throw_io("bad reply: " + decoder_.error());
     read_begin_ = read_end_ = 0;  // kNeedMore consumed everything buffered
     if (deadline_passed()) co_return false;
-    auto [ec, n] = co_await socket_->socket.async_read_some(asio::buffer(read_buf_.get(), kReadBufferBytes), kTuple);
+    auto [ec, n] = co_await socket_->socket.async_read_some(
+        asio::buffer(read_buf_.get(), kReadBufferBytes), kTuple);
     read_end_ = n;  // keep bytes that raced the deadline: they belong to this reply
     if (n == 0 && deadline_passed()) co_return false;
     if (ec == asio::error::eof) throw_io("connection closed by the server");

@@ -106,8 +106,9 @@ asio::awaitable<void> accept_loop(std::shared_ptr<Shared> shared, KeyTable* tabl
                 limits.max_connections);
       continue;  // `socket` closes here
     }
-    auto connection = std::make_shared<ServerConnection>(std::move(socket), *table, wire_limits,
-                                                         std::span(shared->read_buffer.get(), kReadBufferBytes));
+    auto connection =
+        std::make_shared<ServerConnection>(std::move(socket), *table, wire_limits,
+                                           std::span(shared->read_buffer.get(), kReadBufferBytes));
     ServerConnection* key = connection.get();
     shared->live.emplace(key, connection);
     // Forgotten when closed: at the end of serve(), or after its last write, or by stop().

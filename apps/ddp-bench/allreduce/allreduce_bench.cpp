@@ -67,7 +67,9 @@ OpTimes summarize(std::vector<double> seconds) {
   const auto middle = seconds.begin() + static_cast<std::ptrdiff_t>(seconds.size() / 2);
   std::nth_element(seconds.begin(), middle, seconds.end());
   t.median = *middle;
-  if (seconds.size() % 2 == 0) t.median = (t.median + *std::max_element(seconds.begin(), middle)) / 2;
+  if (seconds.size() % 2 == 0) {  // the mean of the two middle values
+    t.median = (t.median + *std::max_element(seconds.begin(), middle)) / 2;
+  }
   return t;
 }
 

@@ -30,8 +30,8 @@ struct Context {
 // Reads RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT and
 // TORCHELASTIC_RESTART_COUNT, connects to the store under the prefix
 // "ddp/attempt_<restart_count>/" and builds the default group. Applies SPDLOG_LEVEL (e.g.
-// "coll=debug") to libddp's logs. Throws ConfigError naming a
-// missing or malformed variable, TimeoutError/IoError naming the store or the missing ranks.
+// "coll=debug") to libddp's logs. Throws ConfigError naming a missing or malformed variable,
+// TimeoutError/IoError naming the store or the missing ranks.
 Context init(const InitOptions& options = {});
 
 }  // namespace ddp
