@@ -42,7 +42,7 @@ std::string helper_path() {
   const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (ec) return {};
   const auto helper = self.parent_path() / kHelperName;
-  return ::access(helper.c_str(), X_OK) == 0 ? helper.string() : std::string();
+  return is_executable_file(helper.string()) ? helper.string() : std::string();
 }
 
 // Starts the helper on `socket` (vfork-style, like a worker, but in no danger from the agent's

@@ -66,6 +66,9 @@ class ForkedChild {
   int exec_status_fd_ = -1;  // read end of the CLOEXEC pipe
 };
 
+// True when `path` is a regular file this process may execute (PATH lookup's test).
+bool is_executable_file(const std::string& path);
+
 // Sends `signal` to the process group `pgid`. Returns false when the group no longer exists.
 bool signal_process_group(pid_t pgid, int signal);
 

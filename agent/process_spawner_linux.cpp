@@ -44,11 +44,6 @@ constexpr bool kShareMemoryWithChild = true;
 // The child's stack while it shares the agent's memory: exec_child needs a few hundred bytes.
 constexpr std::size_t kChildStackBytes = 64 * 1024;
 
-bool is_executable_file(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
-}
-
 std::string_view path_of(const std::vector<std::string>& env) {
   for (const auto& entry : env) {
     if (entry.starts_with("PATH=")) return std::string_view(entry).substr(5);
@@ -241,6 +236,11 @@ int ForkedChild::await_exec() {
   ::close(exec_status_fd_);
   exec_status_fd_ = -1;
   return n == static_cast<ssize_t>(sizeof error) ? error : 0;
+}
+
+bool is_executable_file(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
 }
 
 bool signal_process_group(pid_t pgid, int signal) {
