@@ -29,9 +29,10 @@ ulimit -n "$(ulimit -Hn)"
 
 now() { date +%s.%N; }
 # The worker records when it started.
+STAMP=$(cd "$BUILD/bin" && pwd)/ddp-bench-stamp
 WORKER_NAME=${WORKER:-stamp}
 case "$WORKER_NAME" in
-  stamp) WORKER=("$(cd "$BUILD/bin" && pwd)/ddp-bench-stamp") ;;
+  stamp) WORKER=("$STAMP") ;;
   sh) WORKER=(/bin/sh -c 'date +%s.%N > "$0/world${WORLD_SIZE}_rank${RANK}"; sleep "${1:-0}"') ;;
   *) echo "rendezvous.sh: WORKER must be stamp or sh, not '$WORKER'" >&2; exit 2 ;;
 esac
@@ -67,18 +68,15 @@ run_agents() {  # run_agents LAUNCHER K OUT [extra ddprun args...]; waits for ev
   local launcher=$1 k=$2 out=$3
   shift 3
   local command failed rank_env=0
+  local agent_args=(--nnodes="$k" --nproc_per_node=1 --rdzv_backend=c10d
+                    --rdzv_endpoint=127.0.0.1:"$PORT" --rdzv_id="bench$k" "$@"
+                    --no_python "${WORKER[@]}" "$out")
   case "$launcher" in
-    ddprun) command=("$DDPRUN") ;;
-    torchrun) command=(/usr/bin/env PET_REDIRECTS=9:1 PET_TEE=9:1 /usr/bin/torchrun) ;;
+    ddprun) command=("$DDPRUN" "${agent_args[@]}") ;;
+    torchrun) command=(/usr/bin/env PET_REDIRECTS=9:1 PET_TEE=9:1 /usr/bin/torchrun
+                       "${agent_args[@]}") ;;
+    floor) command=("$STAMP" --as-agent "$out") rank_env=1 ;;
   esac
-  if [ "$launcher" = floor ]; then
-    command=("$(cd "$BUILD/bin" && pwd)/ddp-bench-stamp" --as-agent "$out")
-    rank_env=1
-  else
-    command+=(--nnodes="$k" --nproc_per_node=1 --rdzv_backend=c10d
-              --rdzv_endpoint=127.0.0.1:"$PORT" --rdzv_id="bench$k" "$@"
-              --no_python "${WORKER[@]}" "$out")
-  fi
   if [ "$LAUNCHER" = spawn ]; then
     local result
     mapfile -t result < <(spawn_all "$k" "$out" "$rank_env" "${command[@]}")
@@ -87,8 +85,10 @@ run_agents() {  # run_agents LAUNCHER K OUT [extra ddprun args...]; waits for ev
     local pids=()
     FIRST=$(now)
     for ((i = 0; i < k; i++)); do
-      if [ "$rank_env" = 1 ]; then export RANK=$i WORLD_SIZE=$k; fi
-      "${command[@]}" >/dev/null 2>"$out.agent$i.log" &
+      (
+        if [ "$rank_env" = 1 ]; then export RANK=$i WORLD_SIZE=$k; fi
+        exec "${command[@]}"
+      ) >/dev/null 2>"$out.agent$i.log" &
       pids+=($!)
     done
     LAUNCHED=$(now)
@@ -104,13 +104,14 @@ scale() {  # scale LAUNCHER K
   local launcher=$1 k=$2 out="$WORK/$1-$2"
   mkdir -p "$out"
   run_agents "$launcher" "$k" "$out"
-  local t0=$FIRST
+  local t0=$FIRST worker=$WORKER_NAME
+  [ "$launcher" = floor ] && worker=stamp
   local started
   started=$(ls "$out" | grep -c "^world${k}_rank" || true)
   local last
   last=$(latest_start "$out" "$k")
   printf '%-8s K=%-5d [%s worker, %s launcher] workers started %d/%d  first agent start -> last worker start: %.2f s (last agent launched at %.2f s)\n' \
-    "$launcher" "$k" "$([ "$launcher" = floor ] && echo stamp || echo "$WORKER_NAME")" "$LAUNCHER" "$started" "$k" "$(echo "$last - $t0" | bc -l)" "$(echo "$LAUNCHED - $t0" | bc -l)"
+    "$launcher" "$k" "$worker" "$LAUNCHER" "$started" "$k" "$(echo "$last - $t0" | bc -l)" "$(echo "$LAUNCHED - $t0" | bc -l)"
   PORT=$((PORT + 1))
 }
 
