@@ -1,5 +1,6 @@
-// JSON forms of the c10d documents. Members are compact arrays [name, join_index, lws] because
-// every member reads the whole assignment: at 1,024 nodes it is read 1,024 times.
+// JSON forms of the c10d documents. A round is published as a header that every node reads and
+// one small place per member: at 1,024 nodes a whole member list read by each of them was 1,024
+// copies of a 30 KB document, parsed into about 100 fresh pages of memory per agent.
 
 #include "rendezvous/c10d_assignment.hpp"
 
@@ -16,7 +17,8 @@ namespace {
 
 using nlohmann::json;
 
-constexpr int kVersion = 2;  // 2: the assignment says whether members[0] hosts the store
+// 2: the assignment says whether members[0] hosts the store. 3: header and places.
+constexpr int kVersion = 3;
 
 json parse_document(const Bytes& bytes, const std::string& what) {
   json doc = json::parse(bytes.begin(), bytes.end(), nullptr, false);
@@ -27,16 +29,21 @@ json parse_document(const Bytes& bytes, const std::string& what) {
   return doc;
 }
 
+// Parses one of our documents and reads its fields with `read`; a missing or mistyped field is an
+// InternalError naming `what`.
+template <class Read>
+auto read_document(const Bytes& bytes, const std::string& what, Read read) {
+  const json doc = parse_document(bytes, what);
+  try {
+    return read(doc);
+  } catch (const json::exception& e) {
+    throw InternalError(fmt::format("c10d rendezvous: bad {}: {}", what, e.what()));
+  }
+}
+
 Bytes dump(const json& doc) { return to_bytes(doc.dump()); }
 
 }  // namespace
-
-std::optional<int> C10dAssignment::group_rank_of(int join_index) const {
-  for (std::size_t i = 0; i < members.size(); ++i) {
-    if (members[i].join_index == join_index) return static_cast<int>(i);
-  }
-  return std::nullopt;
-}
 
 Bytes encode(const C10dNodeDesc& desc) {
   json doc = json::object();
@@ -53,8 +60,7 @@ Bytes encode(const C10dNodeDesc& desc) {
 }
 
 C10dNodeDesc decode_node_desc(const Bytes& bytes, const std::string& what) {
-  const json doc = parse_document(bytes, what);
-  try {
+  return read_document(bytes, what, [](const json& doc) {
     C10dNodeDesc desc;
     desc.name = doc.at("name").get<std::string>();
     desc.addr = doc.at("addr").get<std::string>();
@@ -63,43 +69,55 @@ C10dNodeDesc decode_node_desc(const Bytes& bytes, const std::string& what) {
     desc.master_addr = doc.value("master_addr", std::string{});
     desc.master_port = doc.value("master_port", std::uint16_t{0});
     return desc;
-  } catch (const json::exception& e) {
-    throw InternalError(fmt::format("c10d rendezvous: bad {}: {}", what, e.what()));
-  }
+  });
 }
 
-Bytes encode(const C10dAssignment& assignment) {
-  json members = json::array();
-  for (const C10dMember& m : assignment.members) {
-    members.push_back(json::array({m.name, m.join_index, m.local_world_size}));
-  }
+Bytes encode(const C10dRoundHeader& header) {
   json doc = json::object();
   doc["version"] = kVersion;
-  doc["round"] = assignment.round;
-  doc["restart_count"] = assignment.restart_count;
-  doc["master_addr"] = assignment.master_addr;
-  doc["master_port"] = assignment.master_port;
-  doc["host_first"] = assignment.host_first;
-  doc["members"] = std::move(members);
+  doc["round"] = header.round;
+  doc["restart_count"] = header.restart_count;
+  doc["master_addr"] = header.master_addr;
+  doc["master_port"] = header.master_port;
+  doc["host_first"] = header.host_first;
+  doc["size"] = header.size;
+  doc["world_size"] = header.world_size;
   return dump(doc);
 }
 
-C10dAssignment decode_assignment(const Bytes& bytes, const std::string& what) {
-  const json doc = parse_document(bytes, what);
-  try {
-    C10dAssignment a;
-    a.round = doc.at("round").get<int>();
-    a.restart_count = doc.at("restart_count").get<int>();
-    a.master_addr = doc.at("master_addr").get<std::string>();
-    a.master_port = doc.at("master_port").get<std::uint16_t>();
-    a.host_first = doc.at("host_first").get<bool>();
-    for (const json& m : doc.at("members")) {
-      a.members.push_back({m.at(0).get<std::string>(), m.at(1).get<int>(), m.at(2).get<int>()});
-    }
-    return a;
-  } catch (const json::exception& e) {
-    throw InternalError(fmt::format("c10d rendezvous: bad {}: {}", what, e.what()));
-  }
+C10dRoundHeader decode_round_header(const Bytes& bytes, const std::string& what) {
+  return read_document(bytes, what, [](const json& doc) {
+    C10dRoundHeader h;
+    h.round = doc.at("round").get<int>();
+    h.restart_count = doc.at("restart_count").get<int>();
+    h.master_addr = doc.at("master_addr").get<std::string>();
+    h.master_port = doc.at("master_port").get<std::uint16_t>();
+    h.host_first = doc.at("host_first").get<bool>();
+    h.size = doc.at("size").get<int>();
+    h.world_size = doc.at("world_size").get<int>();
+    return h;
+  });
+}
+
+Bytes encode(const C10dPlace& place) {
+  json doc = json::object();
+  doc["version"] = kVersion;
+  doc["group_rank"] = place.group_rank;
+  doc["rank_base"] = place.rank_base;
+  doc["neighbour_index"] = place.neighbour_index;
+  doc["neighbour"] = place.neighbour;
+  return dump(doc);
+}
+
+C10dPlace decode_place(const Bytes& bytes, const std::string& what) {
+  return read_document(bytes, what, [](const json& doc) {
+    C10dPlace p;
+    p.group_rank = doc.at("group_rank").get<int>();
+    p.rank_base = doc.at("rank_base").get<int>();
+    p.neighbour_index = doc.at("neighbour_index").get<int>();
+    p.neighbour = doc.at("neighbour").get<std::string>();
+    return p;
+  });
 }
 
 C10dAssignment assign_ranks(int round, int restart_count,
@@ -127,21 +145,45 @@ C10dAssignment assign_ranks(int round, int restart_count,
   return a;
 }
 
-RendezvousInfo info_for(const C10dAssignment& a, int group_rank, const std::string& run_id) {
+C10dRoundHeader header_of(const C10dAssignment& a) {
+  C10dRoundHeader h;
+  h.round = a.round;
+  h.restart_count = a.restart_count;
+  h.master_addr = a.master_addr;
+  h.master_port = a.master_port;
+  h.host_first = a.host_first;
+  h.size = static_cast<int>(a.members.size());
+  for (const C10dMember& m : a.members) h.world_size += m.local_world_size;
+  return h;
+}
+
+C10dPlace place_of(const C10dAssignment& a, int group_rank) {
+  C10dPlace p;
+  p.group_rank = group_rank;
+  for (int i = 0; i < group_rank; ++i) {
+    p.rank_base += a.members[static_cast<std::size_t>(i)].local_world_size;
+  }
+  const auto size = static_cast<int>(a.members.size());
+  if (size > 1) {
+    const C10dMember& next = a.members[static_cast<std::size_t>((group_rank + 1) % size)];
+    p.neighbour_index = next.join_index;
+    p.neighbour = next.name;
+  }
+  return p;
+}
+
+RendezvousInfo info_for(const C10dRoundHeader& header, const C10dPlace& place,
+                        const std::string& run_id) {
   RendezvousInfo info;
   info.run_id = run_id;
-  info.round = a.round;
-  info.group_rank = group_rank;
-  info.group_world_size = static_cast<int>(a.members.size());
-  info.restart_count = a.restart_count;
-  info.master_addr = a.master_addr;
-  info.master_port = a.master_port;
-  info.world_size = 0;
-  for (std::size_t i = 0; i < a.members.size(); ++i) {
-    if (static_cast<int>(i) == group_rank) info.rank_base = info.world_size;
-    info.world_size += a.members[i].local_world_size;
-    info.node_names.push_back(a.members[i].name);
-  }
+  info.round = header.round;
+  info.group_rank = place.group_rank;
+  info.group_world_size = header.size;
+  info.restart_count = header.restart_count;
+  info.master_addr = header.master_addr;
+  info.master_port = header.master_port;
+  info.world_size = header.world_size;
+  info.rank_base = place.rank_base;
   return info;
 }
 

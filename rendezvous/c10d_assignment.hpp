@@ -1,10 +1,10 @@
 #pragma once
-// The documents of a c10d round: each node's descriptor (written once when it joins) and the
-// round's assignment (written once by the node that closed the round, read by every member).
+// The documents of a c10d round: each node's descriptor (written once when it joins) and, written
+// once by the node that closed the round, its header (read by every node) and each member's place
+// (read by that member alone), so that what a node reads does not grow with the round.
 // Pure functions: encoding, decoding and the deterministic rank order; no store, no Asio.
 
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -30,7 +30,7 @@ struct C10dMember {
   int local_world_size = 1;
 };
 
-// A closed round: members in group-rank order.
+// A closed round as its closer computes it: members in group-rank order.
 struct C10dAssignment {
   int round = 0;
   int restart_count = 0;
@@ -39,17 +39,39 @@ struct C10dAssignment {
   // members[0] is the store host: it leaves last, so it alone closes the finished job.
   bool host_first = false;
   std::vector<C10dMember> members;
-
-  // Group rank of the member that arrived join_index-th, or nullopt when it is not a member.
-  std::optional<int> group_rank_of(int join_index) const;
 };
 
+// What every node reads of a closed round (O(1) bytes). Its members are the arrivals 1..size.
+struct C10dRoundHeader {
+  int round = 0;
+  int restart_count = 0;
+  std::string master_addr;
+  std::uint16_t master_port = 0;
+  bool host_first = false;
+  int size = 0;        // members (the group world size)
+  int world_size = 0;  // workers of every member
+};
+
+// What one member reads of its own place in a closed round.
+struct C10dPlace {
+  int group_rank = 0;
+  int rank_base = 0;        // global rank of its local rank 0
+  int neighbour_index = 0;  // join index of the member at group rank + 1 (a ring); 0 when alone
+  std::string neighbour;    // that member's name
+};
+
+C10dRoundHeader header_of(const C10dAssignment& assignment);
+C10dPlace place_of(const C10dAssignment& assignment, int group_rank);
+
 Bytes encode(const C10dNodeDesc& desc);
-// Throws InternalError naming `what` when the bytes are not a descriptor.
+// Each decode throws InternalError naming `what` when the bytes are not that document.
 C10dNodeDesc decode_node_desc(const Bytes& bytes, const std::string& what);
 
-Bytes encode(const C10dAssignment& assignment);
-C10dAssignment decode_assignment(const Bytes& bytes, const std::string& what);
+Bytes encode(const C10dRoundHeader& header);
+C10dRoundHeader decode_round_header(const Bytes& bytes, const std::string& what);
+
+Bytes encode(const C10dPlace& place);
+C10dPlace decode_place(const Bytes& bytes, const std::string& what);
 
 // The deterministic order of a round: the store host first, then by arrival. `nodes` are
 // (join_index, descriptor) for indices 1..size. The worker store is the host's when a member
@@ -58,8 +80,9 @@ C10dAssignment assign_ranks(int round, int restart_count,
                             const std::vector<std::pair<int, C10dNodeDesc>>& nodes,
                             const std::pair<std::string, std::uint16_t>& fallback_master);
 
-// This node's view of the round (group rank, rank base, world size, node names).
-RendezvousInfo info_for(const C10dAssignment& assignment, int group_rank,
+// This node's view of the round (group rank, rank base, world size). node_names stays empty: no
+// member reads the others' names.
+RendezvousInfo info_for(const C10dRoundHeader& header, const C10dPlace& place,
                         const std::string& run_id);
 
 }  // namespace ddp::rdzv

@@ -31,7 +31,10 @@ inline std::string node(int round, int index) {  // descriptor of the index-th a
 inline std::string heartbeat(int round, int index) {
   return round_key(round, "hb/" + std::to_string(index));
 }
-inline std::string assignment(int round) { return round_key(round, "assignment"); }
+inline std::string assignment(int round) { return round_key(round, "assignment"); }  // header
+inline std::string place(int round, int index) {  // the index-th arrival's place, if a member
+  return round_key(round, "place/" + std::to_string(index));
+}
 inline std::string change(int round) { return round_key(round, "change"); }  // append-only log
 inline std::string failed(int round) { return round_key(round, "failed"); }  // first failure
 inline std::string restart_count(int round) { return round_key(round, "restart_count"); }

@@ -63,16 +63,12 @@ asio::awaitable<void> wait_signal(asio::steady_timer& timer) {
 
 }  // namespace
 
-void C10dRendezvous::start_monitor(const C10dAssignment& assignment, int group_rank) {
+void C10dRendezvous::start_monitor(const Member& member) {
   auto m = std::make_shared<Monitor>(executor_);
-  m->round = assignment.round;
+  m->round = member.header.round;
   m->index = current_index_;
-  const auto size = static_cast<int>(assignment.members.size());
-  if (size > 1) {
-    const C10dMember& next = assignment.members[static_cast<std::size_t>((group_rank + 1) % size)];
-    m->neighbour_index = next.join_index;
-    m->neighbour = next.name;
-  }
+  m->neighbour_index = member.place.neighbour_index;
+  m->neighbour = member.place.neighbour;
   monitor_ = m;
   const milliseconds interval = settings_.keep_alive_interval;
   const auto lost_after = interval * settings_.keep_alive_max_attempt;
@@ -174,8 +170,8 @@ asio::awaitable<RoundEvent> C10dRendezvous::watch_round() {
 }
 
 asio::awaitable<void> C10dRendezvous::exit_barrier() {
-  const int round = current_->round;
-  const auto size = static_cast<std::int64_t>(current_->members.size());
+  const int round = current_->header.round;
+  const auto size = static_cast<std::int64_t>(current_->header.size);
   const std::shared_ptr<Monitor> m = monitor_;
   if (m) m->finishing = true;
   if (co_await store_.add(keys::finished(round), 1) == size) {

@@ -1,7 +1,8 @@
 // Joining and closing c10d rounds. Every node does O(1) store operations per round (an add for
-// its arrival index, its own descriptor and heartbeat keys, one wait, one read of the assignment);
-// the node whose compare_set closes the round reads the descriptors once and writes the one
-// assignment document. Nothing is read-modify-written by every node.
+// its arrival index, its own descriptor and heartbeat keys, one wait, one read of the round's
+// header and one of its own place) and reads O(1) bytes; the node whose compare_set closes the
+// round reads the descriptors once and writes the places and the header. Nothing is
+// read-modify-written by every node.
 
 #include "rendezvous/c10d_rendezvous.hpp"
 
@@ -67,28 +68,28 @@ asio::awaitable<RendezvousInfo> C10dRendezvous::next_round(int local_world_size)
   stop_monitor();
   if (current_ && co_await store_.check(c10d_keys::one(keys::kClosed))) {
     // Tell a store host that is failing the job that we have read why, so it may exit.
-    co_await store_.add(keys::left(current_->round), 1);
+    co_await store_.add(keys::left(current_->header.round), 1);
   }
   co_await throw_if_closed();
   const Clock::time_point deadline = Clock::now() + settings_.join_timeout;
   int round = 0;
   int expected = 0;
   if (current_) {
-    round = current_->round + 1;
-    expected = co_await expected_members(current_->round);
+    round = current_->header.round + 1;
+    expected = co_await expected_members(current_->header.round);
   } else {
     round = co_await first_round();
   }
   current_.reset();
   Joined joined;
-  C10dAssignment assignment;
+  C10dRoundHeader header;
   for (;;) {
     joined = co_await join(round, local_world_size, expected);
-    assignment = co_await wait_closed(joined, expected, deadline);
-    if (assignment.group_rank_of(joined.index)) break;
+    header = co_await wait_closed(joined, expected, deadline);
+    if (joined.index <= header.size) break;  // the members are the arrivals 1..size
     // Late: the round closed without us. Running members restart for us when there is room
     // ("waiting"); a full round only learns that we stand by for the next one.
-    joined.size = static_cast<int>(assignment.members.size());
+    joined.size = header.size;
     if (joined.size < settings_.max_nodes) {
       co_await store_.append(keys::change(round), waiting_line(self_.name));
       logger()->info("round {} of run {} closed with {} node(s) before this node joined; waiting "
@@ -102,15 +103,16 @@ asio::awaitable<RendezvousInfo> C10dRendezvous::next_round(int local_world_size)
     expected = co_await expected_members(round);
     ++round;
   }
-  const int group_rank = *assignment.group_rank_of(joined.index);
-  current_ = assignment;
+  const std::string place_key = keys::place(round, joined.index);
+  const C10dPlace place = decode_place(co_await store_.get(place_key), place_key);
+  current_ = Member{header, place};
   current_index_ = joined.index;
-  RendezvousInfo info = info_for(assignment, group_rank, settings_.run_id);
+  RendezvousInfo info = info_for(header, place, settings_.run_id);
   logger()->info("round closed run={} round={} group_rank={} group_world_size={} world_size={} "
                  "restart_count={} master={}:{}", settings_.run_id, round, info.group_rank,
                  info.group_world_size, info.world_size, info.restart_count, info.master_addr,
                  info.master_port);
-  start_monitor(assignment, group_rank);
+  start_monitor(*current_);
   co_return info;
 }
 
@@ -162,8 +164,8 @@ asio::awaitable<C10dRendezvous::Joined> C10dRendezvous::join(int round, int loca
   co_return joined;
 }
 
-asio::awaitable<C10dAssignment> C10dRendezvous::wait_closed(const Joined& joined, int expected,
-                                                 Clock::time_point deadline) {
+asio::awaitable<C10dRoundHeader> C10dRendezvous::wait_closed(const Joined& joined, int expected,
+                                                             Clock::time_point deadline) {
   const int round = joined.round;
   if (joined.index == settings_.max_nodes ||
       (expected >= settings_.min_nodes && joined.index == expected)) {
@@ -177,7 +179,7 @@ asio::awaitable<C10dAssignment> C10dRendezvous::wait_closed(const Joined& joined
     if (last_call) wake = std::min(wake, *last_call);
     const auto wait_for = std::max(milliseconds(1),
                                    std::chrono::duration_cast<milliseconds>(wake - now));
-    // The assignment, not the size: one wake-up and one read per node when the round closes.
+    // The header, not the size: one wake-up and one read per node when the round closes.
     bool closed = true;
     try {
       co_await store_.wait(c10d_keys::one(keys::assignment(round)), wait_for);
@@ -191,7 +193,7 @@ asio::awaitable<C10dAssignment> C10dRendezvous::wait_closed(const Joined& joined
         throw RendezvousClosedError(fmt::format("c10d rendezvous run={} round={} was closed",
                                                 settings_.run_id, round));
       }
-      co_return decode_assignment(value, keys::assignment(round));
+      co_return decode_round_header(value, keys::assignment(round));
     }
     const int arrived = static_cast<int>(co_await store_.add(keys::join(round), 0));
     if (last_call && Clock::now() >= *last_call) {
@@ -217,7 +219,7 @@ asio::awaitable<C10dAssignment> C10dRendezvous::wait_closed(const Joined& joined
 
 asio::awaitable<void> C10dRendezvous::close_round(int round, int size) {
   // The value carries the closer's name so that exactly one node sees its own write come back
-  // and publishes the assignment.
+  // and publishes the round.
   const Bytes desired = to_bytes(fmt::format("{} {}", size, self_.name));
   const Bytes stored = co_await store_.compare_set(keys::size(round), {}, desired);
   if (stored != desired) co_return;
@@ -238,9 +240,16 @@ asio::awaitable<void> C10dRendezvous::publish_assignment(int round, int size) {
   const C10dAssignment assignment =
       assign_ranks(round, static_cast<int>(restarts), nodes,
                    {settings_.store_host, settings_.store_port});
+  std::vector<std::pair<std::string, Bytes>> places;
+  for (std::size_t g = 0; g < assignment.members.size(); ++g) {
+    places.emplace_back(keys::place(round, assignment.members[g].join_index),
+                        encode(place_of(assignment, static_cast<int>(g))));
+  }
   // append, not set: a late node may already have logged that it waits.
   co_await store_.append(keys::change(round), {});
-  co_await store_.set(keys::assignment(round), encode(assignment));
+  // The places first: members read theirs once the header, which they wait on, exists.
+  co_await store_.multi_set(std::move(places));
+  co_await store_.set(keys::assignment(round), encode(header_of(assignment)));
   co_await store_.set(keys::kLatest, to_bytes(std::to_string(round)));
 }
 
@@ -276,7 +285,7 @@ std::string C10dRendezvous::missing_report(int round, int joined) const {
 asio::awaitable<int> C10dRendezvous::report_failure(std::string what) {
   failure_ = what;
   if (!current_) co_return static_cast<int>(co_await store_.add(keys::kRestarts, 1));
-  const int round = current_->round;
+  const int round = current_->header.round;
   const Bytes desired = to_bytes(self_.name + " " + what);
   const Bytes stored = co_await store_.compare_set(keys::failed(round), {}, desired);
   if (stored == desired) {
@@ -294,11 +303,11 @@ asio::awaitable<int> C10dRendezvous::report_failure(std::string what) {
 asio::awaitable<void> C10dRendezvous::close_job(const std::string& why) {
   co_await store_.compare_set(keys::kClosed, {}, to_bytes(why));
   if (current_) {
-    co_await store_.append(keys::change(current_->round), closed_line(why));
+    co_await store_.append(keys::change(current_->header.round), closed_line(why));
     // Nodes already waiting for the next round wake up and see the job closed.
     const Bytes closed = to_bytes(keys::kClosedSize);
-    if (co_await store_.compare_set(keys::size(current_->round + 1), {}, closed) == closed) {
-      co_await store_.set(keys::assignment(current_->round + 1), closed);
+    if (co_await store_.compare_set(keys::size(current_->header.round + 1), {}, closed) == closed) {
+      co_await store_.set(keys::assignment(current_->header.round + 1), closed);
     }
   }
 }
@@ -309,7 +318,7 @@ asio::awaitable<void> C10dRendezvous::finish(bool success) {
     const std::string why = fmt::format("workers failed on node {}{}", self_.name,
                                         failure_ ? ": " + *failure_ : std::string{});
     co_await close_job(why);
-    if (self_.is_host && current_) co_await wait_until_read(current_->round);
+    if (self_.is_host && current_) co_await wait_until_read(current_->header.round);
     co_return;
   }
   if (current_) co_await exit_barrier();
@@ -317,13 +326,13 @@ asio::awaitable<void> C10dRendezvous::finish(bool success) {
   // Nodes still waiting for a next round learn that the job is over. A store host in the round
   // does it alone: the exit barrier keeps it until every member has passed, so the others leave
   // without another store operation (which could meet a host that has just gone).
-  if (current_ && (self_.is_host || !current_->host_first)) co_await close_job(kJobFinished);
+  if (current_ && (self_.is_host || !current_->header.host_first)) co_await close_job(kJobFinished);
 }
 
 asio::awaitable<void> C10dRendezvous::wait_until_read(int round) {
   // The other members learn why the job failed from this store: keep it up until each has read
   // it (they count themselves in r<N>/left), at most close_timeout.
-  const auto others = static_cast<std::int64_t>(current_->members.size()) - 1;
+  const auto others = static_cast<std::int64_t>(current_->header.size) - 1;
   const Clock::time_point until = Clock::now() + settings_.close_timeout;
   asio::steady_timer tick(executor_);
   while (co_await store_.add(keys::left(round), 0) < others && Clock::now() < until) {

@@ -48,20 +48,24 @@ class C10dRendezvous final : public Rendezvous {
     int index = 0;  // join index
     int size = 0;   // members of the closed round
   };
+  struct Member {  // this node in the closed round it runs in
+    C10dRoundHeader header;
+    C10dPlace place;
+  };
   struct Monitor;  // the running round's heartbeat and change watcher (c10d_monitor.cpp)
 
   asio::awaitable<int> first_round();
   asio::awaitable<int> expected_members(int round);
   asio::awaitable<Joined> join(int round, int local_world_size, int expected);
-  asio::awaitable<C10dAssignment> wait_closed(const Joined& joined, int expected,
-                                   std::chrono::steady_clock::time_point deadline);
+  asio::awaitable<C10dRoundHeader> wait_closed(const Joined& joined, int expected,
+                                               std::chrono::steady_clock::time_point deadline);
   asio::awaitable<void> close_round(int round, int size);
   asio::awaitable<void> publish_assignment(int round, int size);
   asio::awaitable<void> throw_if_closed();
   asio::awaitable<std::string> joined_names(int round, int count);
   std::string missing_report(int round, int joined) const;
 
-  void start_monitor(const C10dAssignment& assignment, int group_rank);
+  void start_monitor(const Member& member);
   void stop_monitor();
   asio::awaitable<void> exit_barrier();
   asio::awaitable<void> wait_until_read(int round);
@@ -72,7 +76,7 @@ class C10dRendezvous final : public Rendezvous {
   C10dSettings settings_;
   C10dNode self_;
   WorkerStoreOpener open_worker_store_;
-  std::optional<C10dAssignment> current_;  // the round this node runs in
+  std::optional<Member> current_;  // the round this node runs in
   int current_index_ = 0;
   std::optional<std::string> failure_;    // what report_failure was told last
   std::shared_ptr<Monitor> monitor_;

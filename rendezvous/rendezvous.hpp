@@ -25,7 +25,7 @@ struct RendezvousInfo {
   int restart_count = 0;     // job-wide restarts spent so far (TORCHELASTIC_RESTART_COUNT)
   std::string master_addr;   // where workers reach the store (MASTER_ADDR)
   std::uint16_t master_port = 0;        // (MASTER_PORT)
-  std::vector<std::string> node_names;  // "host" of each node, by group rank (reports, logs)
+  std::vector<std::string> node_names;  // static only: "host" of each node, by group rank (logs)
 };
 
 // Why a running round has to end for a reason outside this node.

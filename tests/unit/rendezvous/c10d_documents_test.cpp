@@ -22,18 +22,37 @@ TEST_CASE("assign_ranks puts the store host first and then arrival order", "[c10
   CHECK(a.master_addr == "10.0.0.2");
   CHECK(a.master_port == 4711);
   CHECK(a.host_first);
-  CHECK(a.group_rank_of(2) == 0);
-  CHECK(a.group_rank_of(3) == 2);
-  CHECK_FALSE(a.group_rank_of(4).has_value());
+  CHECK(a.members[0].join_index == 2);
+  CHECK(a.members[2].join_index == 3);
 
-  const RendezvousInfo info = info_for(a, 1, "job");
+  const C10dRoundHeader header = header_of(a);
+  CHECK(header.size == 3);
+  CHECK(header.world_size == 7);
+  CHECK(header.host_first);
+  const C10dPlace place = place_of(a, 1);  // "a": after the host's 4 workers
+  CHECK(place.rank_base == 4);
+  CHECK(place.neighbour_index == 3);
+  CHECK(place.neighbour == "c");
+  CHECK(place_of(a, 2).neighbour == "host");  // the ring closes
+  CHECK(place_of(a, 2).rank_base == 6);
+
+  const RendezvousInfo info = info_for(header, place, "job");
   CHECK(info.group_rank == 1);
   CHECK(info.group_world_size == 3);
   CHECK(info.world_size == 7);
   CHECK(info.rank_base == 4);
   CHECK(info.restart_count == 2);
   CHECK(info.round == 5);
-  CHECK(info.node_names == std::vector<std::string>{"host", "a", "c"});
+  CHECK(info.master_port == 4711);
+}
+
+TEST_CASE("a member alone in its round has no neighbour to watch", "[c10d]") {
+  const C10dAssignment a =
+      assign_ranks(0, 0, {{1, {"a", "10.0.0.1", 2, false, "", 0}}}, {"store", 29400});
+  const C10dPlace place = place_of(a, 0);
+  CHECK(place.neighbour_index == 0);
+  CHECK(place.neighbour.empty());
+  CHECK(header_of(a).world_size == 2);
 }
 
 TEST_CASE("without a hosting member the workers use the rendezvous store", "[c10d]") {
@@ -44,7 +63,7 @@ TEST_CASE("without a hosting member the workers use the rendezvous store", "[c10
   CHECK_FALSE(a.host_first);
 }
 
-TEST_CASE("descriptors and assignments survive encoding", "[c10d]") {
+TEST_CASE("descriptors, round headers and places survive encoding", "[c10d]") {
   const C10dNodeDesc desc{"n_1", "::1", 8, true, "::1", 1234};
   const C10dNodeDesc back = decode_node_desc(encode(desc), "node");
   CHECK(back.name == "n_1");
@@ -53,28 +72,37 @@ TEST_CASE("descriptors and assignments survive encoding", "[c10d]") {
   CHECK(back.is_host);
   CHECK(back.master_port == 1234);
 
-  C10dAssignment a;
-  a.round = 3;
-  a.restart_count = 1;
-  a.master_addr = "10.0.0.1";
-  a.master_port = 99;
-  a.host_first = true;
-  a.members = {{"x", 2, 3}, {"y", 1, 1}};
-  const C10dAssignment b = decode_assignment(encode(a), "assignment");
-  CHECK(b.round == 3);
-  CHECK(b.host_first);
-  CHECK(b.restart_count == 1);
-  CHECK(b.master_addr == "10.0.0.1");
-  REQUIRE(b.members.size() == 2);
-  CHECK(b.members[0].name == "x");
-  CHECK(b.members[0].join_index == 2);
-  CHECK(b.members[1].local_world_size == 1);
+  C10dRoundHeader h;
+  h.round = 3;
+  h.restart_count = 1;
+  h.master_addr = "10.0.0.1";
+  h.master_port = 99;
+  h.host_first = true;
+  h.size = 2;
+  h.world_size = 4;
+  const C10dRoundHeader g = decode_round_header(encode(h), "assignment");
+  CHECK(g.round == 3);
+  CHECK(g.host_first);
+  CHECK(g.restart_count == 1);
+  CHECK(g.master_addr == "10.0.0.1");
+  CHECK(g.master_port == 99);
+  CHECK(g.size == 2);
+  CHECK(g.world_size == 4);
+
+  const C10dPlace p{1, 3, 2, "x"};
+  const C10dPlace q = decode_place(encode(p), "place");
+  CHECK(q.group_rank == 1);
+  CHECK(q.rank_base == 3);
+  CHECK(q.neighbour_index == 2);
+  CHECK(q.neighbour == "x");
 }
 
 TEST_CASE("a document that is not ours is an error naming the key", "[c10d]") {
   CHECK_THROWS_WITH(decode_node_desc(to_bytes("garbage"), "r0/node/1"),
                     Catch::Contains("r0/node/1"));
-  CHECK_THROWS_AS(decode_assignment(to_bytes("{\"version\":7}"), "a"), ddp::InternalError);
+  CHECK_THROWS_AS(decode_round_header(to_bytes("{\"version\":7}"), "a"), ddp::InternalError);
+  CHECK_THROWS_WITH(decode_place(encode(C10dRoundHeader{}), "r0/place/1"),
+                    Catch::Contains("r0/place/1"));
 }
 
 TEST_CASE("the change log yields the event to act on and the next round's size", "[c10d]") {

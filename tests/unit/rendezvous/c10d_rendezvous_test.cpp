@@ -34,11 +34,33 @@ TEST_CASE("four nodes get group ranks 0..3 exactly once and the store host gets 
     CHECK(info.run_id == "test");
     CHECK(info.master_addr == "10.0.0.2");  // the host's worker store of round 0
     CHECK(info.master_port == 1000);
-    CHECK(info.node_names.size() == 4);
-    CHECK(info.node_names.front() == "n2");
   }
   CHECK(ranks == std::set<int>{0, 1, 2, 3});
   CHECK(out[2]->get().group_rank == 0);
+}
+
+// Size of the round-0 header that every node reads, after `nodes` nodes formed the round.
+std::size_t header_bytes(int nodes) {
+  Cluster c(fast_settings(nodes, nodes));
+  std::vector<int> all;
+  for (int i = 0; i < nodes; ++i) {
+    c.add_node();
+    all.push_back(i);
+  }
+  REQUIRE(all_done(c.next_round(all)));
+  for (int i = 1; i <= nodes; ++i) {  // one place per member, naming its ring neighbour
+    auto place = spawn(c.io, c.store.get("/ddprun/test/" + c10d_keys::place(0, i)));
+    REQUIRE(run_until(c.io, [&] { return place->done; }));
+    CHECK(decode_place(place->get(), "place").neighbour_index == i % nodes + 1);
+  }
+  auto header = spawn(c.io, c.store.get("/ddprun/test/" + c10d_keys::assignment(0)));
+  REQUIRE(run_until(c.io, [&] { return header->done; }));
+  return header->get().size();
+}
+
+TEST_CASE("what every node reads of a round does not grow with the round", "[c10d]") {
+  // Ten times the nodes: the header gains at most the digits of the larger sizes.
+  CHECK(header_bytes(40) <= header_bytes(4) + 4);
 }
 
 TEST_CASE("a round closes at max nodes at once without the last call", "[c10d]") {
