@@ -8,7 +8,10 @@
 #include <boost/asio/ip/tcp.hpp>
 
 #include <fmt/format.h>
+#include <sys/socket.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include "common/log.hpp"
 #include "ddp/error.hpp"
@@ -30,17 +33,20 @@ bool is_v6_literal(const std::string& host) {
   return !ec && addr.is_v6();
 }
 
-// True when binding host:port fails because the address is in use (port 0 is never taken).
+// True when binding host:port fails because the address is in use (port 0 is never taken). A
+// bare socket: every agent but one on a machine asks, and an io_context for one bind would cost
+// each of them an epoll instance, an eventfd and a timerfd.
 bool port_is_taken(const std::string& host, std::uint16_t port) {
   if (port == 0) return false;
-  boost::asio::io_context io;
-  boost::asio::ip::tcp::acceptor probe(io);
   const boost::asio::ip::tcp::endpoint endpoint(asio::ip::make_address(host), port);
-  boost::system::error_code ec;
-  probe.open(endpoint.protocol(), ec);
-  if (!ec) probe.set_option(boost::asio::socket_base::reuse_address(true), ec);
-  if (!ec) probe.bind(endpoint, ec);
-  return ec == boost::asio::error::address_in_use;
+  const int fd = ::socket(endpoint.protocol().family(), SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  const int on = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+  const bool taken = ::bind(fd, endpoint.data(), static_cast<socklen_t>(endpoint.size())) != 0 &&
+                     errno == EADDRINUSE;
+  ::close(fd);
+  return taken;
 }
 
 class C10dBackend final : public Rendezvous {

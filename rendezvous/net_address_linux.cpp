@@ -10,8 +10,13 @@
 #include <fmt/format.h>
 #include <ifaddrs.h>
 #include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <variant>
 #include <vector>
 
 #include "ddp/error.hpp"
@@ -58,6 +63,28 @@ std::vector<address> interface_addresses() {
   return out;
 }
 
+// The local address of a connected UDP socket to the target, or an error message. A bare socket:
+// every agent asks, and an io_context for one connect would cost each an epoll instance, an
+// eventfd and a timerfd.
+std::variant<address, std::string> local_address_towards(const address& target,
+                                                         std::uint16_t port) {
+  const asio::ip::udp::endpoint remote(target, port == 0 ? std::uint16_t{9} : port);
+  const int fd = ::socket(remote.protocol().family(), SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return std::string(std::strerror(errno));
+  asio::ip::udp::endpoint local;
+  socklen_t length = static_cast<socklen_t>(local.capacity());
+  std::variant<address, std::string> out;
+  if (::connect(fd, remote.data(), static_cast<socklen_t>(remote.size())) != 0 ||
+      ::getsockname(fd, local.data(), &length) != 0) {
+    out = std::string(std::strerror(errno));
+  } else {
+    local.resize(length);
+    out = local.address();
+  }
+  ::close(fd);
+  return out;
+}
+
 }  // namespace
 
 std::string route_address(const std::string& host, std::uint16_t port) {
@@ -65,23 +92,18 @@ std::string route_address(const std::string& host, std::uint16_t port) {
   if (targets.empty()) throw IoError(fmt::format("cannot resolve rendezvous host '{}'", host));
   std::string last_error;
   for (const address& target : targets) {
-    asio::io_context io;
-    asio::ip::udp::socket socket(io);
-    boost::system::error_code ec;
-    socket.open(target.is_v4() ? asio::ip::udp::v4() : asio::ip::udp::v6(), ec);
-    if (!ec) socket.connect({target, port == 0 ? std::uint16_t{9} : port}, ec);
-    if (!ec) {
-      const address local = socket.local_endpoint(ec).address();
-      if (!ec) {
-        if (local.is_v6()) {
-          auto v6 = local.to_v6();
-          v6.scope_id(0);
-          return v6.to_string();
-        }
-        return local.to_string();
-      }
+    auto local = local_address_towards(target, port);
+    if (auto* error = std::get_if<std::string>(&local)) {
+      last_error = *error;
+      continue;
     }
-    last_error = ec.message();
+    const address& found = std::get<address>(local);
+    if (found.is_v6()) {
+      auto v6 = found.to_v6();
+      v6.scope_id(0);
+      return v6.to_string();
+    }
+    return found.to_string();
   }
   throw IoError(fmt::format("no route to rendezvous host '{}': {}", host, last_error));
 }
