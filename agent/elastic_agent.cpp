@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <csignal>
 #include <cstdio>
@@ -119,7 +120,11 @@ ElasticAgent::ElasticAgent(asio::io_context& io, const LaunchConfig& config,
 }
 
 asio::awaitable<int> ElasticAgent::wait_signal() {
-  co_return co_await signals_.async_wait(use_awaitable);
+  // Cancelled when another branch of the agent's race wins, which then ignores this branch's
+  // value: 0 then, not an operation_aborted exception at the end of every round.
+  boost::system::error_code ec;
+  const int signal = co_await signals_.async_wait(asio::redirect_error(use_awaitable, ec));
+  co_return ec ? 0 : signal;
 }
 
 asio::awaitable<bool> ElasticAgent::finish_success() {

@@ -51,15 +51,18 @@ milliseconds poll_period(milliseconds interval) {
   return std::clamp(interval / 2, milliseconds(50), milliseconds(1000));
 }
 
-// Waits on a timer that is cancelled to signal; true unless this coroutine itself was cancelled.
-asio::awaitable<void> wait_signal(asio::steady_timer& timer) {
+// Waits on a timer that is cancelled to signal; false when this coroutine itself was cancelled.
+asio::awaitable<bool> wait_signal(asio::steady_timer& timer) {
   boost::system::error_code ec;
   co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
   const auto state = co_await asio::this_coro::cancellation_state;
-  if (state.cancelled() != asio::cancellation_type::none) {
-    throw boost::system::system_error(asio::error::operation_aborted);
-  }
+  co_return state.cancelled() == asio::cancellation_type::none;
 }
+
+// What a cancelled watch_round returns. Only a caller that lost a race cancels it, and that
+// caller discards the value; returning it, rather than throwing operation_aborted, spares every
+// agent two exceptions at the end of each round.
+RoundEvent abandoned_watch() { return {RoundChange::kPeerFailed, "watch abandoned"}; }
 
 }  // namespace
 
@@ -158,15 +161,15 @@ asio::awaitable<RoundEvent> C10dRendezvous::watch_round() {
   while (m && !m->stopped) {
     if (m->error) std::rethrow_exception(m->error);
     if (const auto event = m->event()) co_return *event;
-    co_await wait_signal(m->signal);
+    if (!co_await wait_signal(m->signal)) co_return abandoned_watch();
   }
   // Not in a running round, or this node itself left it (the exit barrier passed, or the agent
   // moved on to the next round): nothing can change it any more. Wait until cancelled; the
   // agent's race ends through its other branch. (`this` may be gone by now: a rendezvous
   // destroyed mid-round stops its monitor too.)
   asio::steady_timer forever(co_await asio::this_coro::executor, Clock::time_point::max());
-  co_await wait_signal(forever);
-  throw InternalError("c10d watch_round woke without a round");
+  if (co_await wait_signal(forever)) throw InternalError("c10d watch_round woke without a round");
+  co_return abandoned_watch();
 }
 
 asio::awaitable<void> C10dRendezvous::exit_barrier() {
