@@ -37,7 +37,7 @@ struct TcpStoreClient::Impl {
   }
 
   // Waits for the connection (calls are serialised on it), reconnects it when an earlier call
-  // failed, and starts the call's deadline. Pair with a CallScope.
+  // failed, and starts the call's deadline. TcpStoreClient::call() pairs it with a Call.
   asio::awaitable<void> start(std::string what, std::chrono::milliseconds timeout) {
     while (busy) co_await turn.async_wait(asio::as_tuple(asio::use_awaitable));
     busy = true;
@@ -57,22 +57,39 @@ struct TcpStoreClient::Impl {
     turn.cancel_one();
   }
 
-  // Ends the call on every path out of an operation, exceptions included.
-  struct CallScope {
-    Impl& impl;
-    ~CallScope() { impl.finish(); }
-  };
-
-  // Sends WAIT and reads STOP_WAITING, or on the deadline cancels (2.x) and drains.
-  asio::awaitable<void> wait(const std::vector<std::string>& keys,
-                             std::chrono::milliseconds timeout, std::chrono::milliseconds call);
-
   detail::StoreConnection conn;
   asio::steady_timer turn;  // a condition variable: callers waiting for the connection
   bool busy = false;
   WireDialect dialect;
   wire::ByteVec out;
 };
+
+// One call on the connection: it holds the connection and ends the call on every path out of an
+// operation, exceptions included.
+class TcpStoreClient::Call {
+ public:
+  explicit Call(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+  Call(Call&& other) noexcept = default;  // leaves `other` empty: only one end per call
+  Call& operator=(Call&&) = delete;
+  ~Call() {
+    if (impl_) impl_->finish();
+  }
+  Impl* operator->() const { return impl_.get(); }
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+asio::awaitable<TcpStoreClient::Call> TcpStoreClient::call(std::string what,
+                                                           std::chrono::milliseconds deadline) {
+  std::shared_ptr<Impl> impl = impl_;
+  co_await impl->start(std::move(what), deadline);
+  co_return Call(std::move(impl));
+}
+
+asio::awaitable<TcpStoreClient::Call> TcpStoreClient::call(std::string what) {
+  return call(std::move(what), timeout());
+}
 
 asio::awaitable<std::unique_ptr<TcpStoreClient>> TcpStoreClient::connect(std::string host,
                                                                         std::uint16_t port,
@@ -91,183 +108,145 @@ TcpStoreClient::~TcpStoreClient() = default;
 const std::string& TcpStoreClient::address() const { return impl_->conn.address(); }
 
 asio::awaitable<void> TcpStoreClient::set(std::string key, Bytes value) {
-  const std::shared_ptr<Impl> keep = impl_;
-  auto& c = *keep;
-  co_await c.start(fmt::format("set({})", key), timeout());
-  Impl::CallScope scope{c};
-  c.conn.encoder().set(c.out, key, value);
-  co_await c.conn.send(c.out);
+  const Call c = co_await call(fmt::format("set({})", key));
+  c->conn.encoder().set(c->out, key, value);
+  co_await c->conn.send(c->out);
 }
 
 asio::awaitable<Bytes> TcpStoreClient::get(std::string key) {
   std::vector<std::string> keys{key};
   co_await wait(std::move(keys), timeout());
-  const std::shared_ptr<Impl> keep = impl_;
-  auto& c = *keep;
-  co_await c.start(fmt::format("get({})", key), timeout());
-  Impl::CallScope scope{c};
-  c.conn.encoder().get(c.out, key);
-  co_await c.conn.send(c.out);
-  co_await c.conn.receive(ReplyShape::kValue);
-  co_return c.conn.reply().take_value();
+  const Call c = co_await call(fmt::format("get({})", key));
+  c->conn.encoder().get(c->out, key);
+  co_await c->conn.send(c->out);
+  co_await c->conn.receive(ReplyShape::kValue);
+  co_return c->conn.reply().take_value();
 }
 
 asio::awaitable<std::int64_t> TcpStoreClient::add(std::string key, std::int64_t delta) {
-  const std::shared_ptr<Impl> keep = impl_;
-  auto& c = *keep;
-  co_await c.start(fmt::format("add({}, {})", key, delta), timeout());
-  Impl::CallScope scope{c};
-  c.conn.encoder().add(c.out, key, delta);
-  co_await c.conn.send(c.out);
-  co_await c.conn.receive(ReplyShape::kI64);
-  co_return c.conn.reply().i64();
+  const Call c = co_await call(fmt::format("add({}, {})", key, delta));
+  c->conn.encoder().add(c->out, key, delta);
+  co_await c->conn.send(c->out);
+  co_await c->conn.receive(ReplyShape::kI64);
+  co_return c->conn.reply().i64();
 }
 
 asio::awaitable<Bytes> TcpStoreClient::compare_set(std::string key, Bytes expected,
                                                    Bytes desired) {
-  const std::shared_ptr<Impl> keep = impl_;
-  auto& c = *keep;
-  co_await c.start(fmt::format("compare_set({})", key), timeout());
-  Impl::CallScope scope{c};
-  c.conn.encoder().compare_set(c.out, key, expected, desired);
-  co_await c.conn.send(c.out);
-  co_await c.conn.receive(ReplyShape::kValue);
-  co_return c.conn.reply().take_value();
+  const Call c = co_await call(fmt::format("compare_set({})", key));
+  c->conn.encoder().compare_set(c->out, key, expected, desired);
+  co_await c->conn.send(c->out);
+  co_await c->conn.receive(ReplyShape::kValue);
+  co_return c->conn.reply().take_value();
 }
 
 asio::awaitable<bool> TcpStoreClient::check(std::vector<std::string> keys) {
-  const std::shared_ptr<Impl> keep = impl_;
-  auto& c = *keep;
-  co_await c.start(fmt::format("check({})", key_list(keys)), timeout());
-  Impl::CallScope scope{c};
-  c.conn.encoder().check(c.out, keys);
-  co_await c.conn.send(c.out);
-  co_await c.conn.receive(ReplyShape::kU8);
-  const auto reply = c.conn.reply().u8();
+  const Call c = co_await call(fmt::format("check({})", key_list(keys)));
+  c->conn.encoder().check(c->out, keys);
+  co_await c->conn.send(c->out);
+  co_await c->conn.receive(ReplyShape::kU8);
+  const auto reply = c->conn.reply().u8();
   if (reply > static_cast<std::uint8_t>(wire::CheckResponse::kNotReady)) {
-    c.conn.throw_io(fmt::format("unexpected CHECK reply {}", reply));
+    c->conn.throw_io(fmt::format("unexpected CHECK reply {}", reply));
   }
   co_return reply == static_cast<std::uint8_t>(wire::CheckResponse::kReady);
 }
 
+// PyTorch 2.x's doWait: WAIT, then STOP_WAITING; on the deadline send CANCEL_WAIT and read
+// WAIT_CANCELED, which may be preceded by a STOP_WAITING that raced the cancel. PyTorch raises even
+// then; we return, since every key does exist. The 1.13 dialect has no CANCEL_WAIT: the server
+// keeps the wait and would push a stray STOP_WAITING into a later reply, so the connection is
+// closed instead (the next call reconnects, and the server forgets the waits of a closed socket).
 asio::awaitable<void> TcpStoreClient::wait(std::vector<std::string> keys,
                                            std::chrono::milliseconds timeout) {
-  const std::shared_ptr<Impl> keep = impl_;
-  co_await keep->wait(keys, timeout, this->timeout());
-}
-
-// PyTorch 2.x's doWait: on the deadline send CANCEL_WAIT and read WAIT_CANCELED, which may be
-// preceded by a STOP_WAITING that raced the cancel. PyTorch raises even then; we return, since
-// every key does exist. The 1.13 dialect has no CANCEL_WAIT: the server keeps the wait and would
-// push a stray STOP_WAITING into a later reply, so the connection is closed instead (the next call
-// reconnects, and the server forgets the waits of a closed socket).
-asio::awaitable<void> TcpStoreClient::Impl::wait(const std::vector<std::string>& keys,
-                                                 std::chrono::milliseconds timeout,
-                                                 std::chrono::milliseconds call) {
   const auto what = fmt::format("wait({})", key_list(keys));
-  co_await start(what, timeout);
-  CallScope scope{*this};
-  conn.encoder().wait(out, keys);
-  co_await conn.send(out);
+  const Call c = co_await call(what, timeout);
+  c->conn.encoder().wait(c->out, keys);
+  co_await c->conn.send(c->out);
   const auto stop = static_cast<std::uint8_t>(wire::WaitResponse::kStopWaiting);
   const auto canceled = static_cast<std::uint8_t>(wire::WaitResponse::kWaitCanceled);
-  const bool in_time = co_await conn.receive_or_deadline(ReplyShape::kU8);
+  const bool in_time = co_await c->conn.receive_or_deadline(ReplyShape::kU8);
   if (in_time) {
-    if (conn.reply().u8() != stop) {
-      conn.throw_io(fmt::format("unexpected WAIT reply {}", conn.reply().u8()));
+    if (c->conn.reply().u8() != stop) {
+      c->conn.throw_io(fmt::format("unexpected WAIT reply {}", c->conn.reply().u8()));
     }
     co_return;
   }
-  if (dialect == WireDialect::kTorch113) conn.throw_timeout();
-  conn.begin_call(what + " cancel", call);
-  out.clear();
-  conn.encoder().cancel_wait(out);
-  co_await conn.send(out);
-  co_await conn.receive(ReplyShape::kU8);
-  auto reply = conn.reply().u8();
+  if (c->dialect == WireDialect::kTorch113) c->conn.throw_timeout();
+  c->conn.begin_call(what + " cancel", this->timeout());
+  c->out.clear();
+  c->conn.encoder().cancel_wait(c->out);
+  co_await c->conn.send(c->out);
+  co_await c->conn.receive(ReplyShape::kU8);
+  auto reply = c->conn.reply().u8();
   const bool keys_arrived = reply == stop;
   if (keys_arrived) {
-    co_await conn.receive(ReplyShape::kU8);
-    reply = conn.reply().u8();
+    co_await c->conn.receive(ReplyShape::kU8);
+    reply = c->conn.reply().u8();
   }
-  if (reply != canceled) conn.throw_io(fmt::format("unexpected CANCEL_WAIT reply {}", reply));
+  if (reply != canceled) c->conn.throw_io(fmt::format("unexpected CANCEL_WAIT reply {}", reply));
   if (keys_arrived) co_return;
   throw TimeoutError(fmt::format("store {} timed out after {} at {}", what,
-                                 detail::format_duration(timeout), conn.address()));
+                                 detail::format_duration(timeout), c->conn.address()));
 }
 
 asio::awaitable<std::int64_t> TcpStoreClient::num_keys() {
-  const std::shared_ptr<Impl> keep = impl_;
-  auto& c = *keep;
-  co_await c.start("num_keys()", timeout());
-  Impl::CallScope scope{c};
-  c.conn.encoder().get_num_keys(c.out);
-  co_await c.conn.send(c.out);
-  co_await c.conn.receive(ReplyShape::kI64);
-  co_return c.conn.reply().i64();
+  const Call c = co_await call("num_keys()");
+  c->conn.encoder().get_num_keys(c->out);
+  co_await c->conn.send(c->out);
+  co_await c->conn.receive(ReplyShape::kI64);
+  co_return c->conn.reply().i64();
 }
 
 asio::awaitable<bool> TcpStoreClient::delete_key(std::string key) {
-  const std::shared_ptr<Impl> keep = impl_;
-  auto& c = *keep;
-  co_await c.start(fmt::format("delete_key({})", key), timeout());
-  Impl::CallScope scope{c};
-  c.conn.encoder().delete_key(c.out, key);
-  co_await c.conn.send(c.out);
-  co_await c.conn.receive(ReplyShape::kI64);
-  co_return c.conn.reply().i64() > 0;
+  const Call c = co_await call(fmt::format("delete_key({})", key));
+  c->conn.encoder().delete_key(c->out, key);
+  co_await c->conn.send(c->out);
+  co_await c->conn.receive(ReplyShape::kI64);
+  co_return c->conn.reply().i64() > 0;
 }
 
 // In the 1.13 dialect this sends 2.0's APPEND (9), which ddp-store serves; PyTorch 1.13's own
 // server has no APPEND and closes the connection.
 asio::awaitable<void> TcpStoreClient::append(std::string key, Bytes value) {
-  const std::shared_ptr<Impl> keep = impl_;
-  auto& c = *keep;
-  co_await c.start(fmt::format("append({})", key), timeout());
-  Impl::CallScope scope{c};
-  c.conn.encoder().append(c.out, key, value);
-  co_await c.conn.send(c.out);
+  const Call c = co_await call(fmt::format("append({})", key));
+  c->conn.encoder().append(c->out, key, value);
+  co_await c->conn.send(c->out);
 }
 
 // WAIT on every key, then MULTI_GET; the 1.13 dialect (whose server has no MULTI_GET) pipelines
 // one GET per key in a single write instead.
 asio::awaitable<std::vector<Bytes>> TcpStoreClient::multi_get(std::vector<std::string> keys) {
   co_await wait(keys, timeout());
-  const std::shared_ptr<Impl> keep = impl_;
-  auto& c = *keep;
-  co_await c.start(fmt::format("multi_get({})", key_list(keys)), timeout());
-  Impl::CallScope scope{c};
-  if (c.dialect == WireDialect::kTorch2) {
-    c.conn.encoder().multi_get(c.out, keys);
-    co_await c.conn.send(c.out);
-    co_await c.conn.receive(ReplyShape::kValues, keys.size());
-    co_return c.conn.reply().take_values();
+  const Call c = co_await call(fmt::format("multi_get({})", key_list(keys)));
+  if (c->dialect == WireDialect::kTorch2) {
+    c->conn.encoder().multi_get(c->out, keys);
+    co_await c->conn.send(c->out);
+    co_await c->conn.receive(ReplyShape::kValues, keys.size());
+    co_return c->conn.reply().take_values();
   }
-  for (const auto& key : keys) c.conn.encoder().get(c.out, key);
-  co_await c.conn.send(c.out);
+  for (const auto& key : keys) c->conn.encoder().get(c->out, key);
+  co_await c->conn.send(c->out);
   std::vector<Bytes> values;
   values.reserve(keys.size());
   for (std::size_t i = 0; i < keys.size(); ++i) {
-    co_await c.conn.receive(ReplyShape::kValue);
-    values.push_back(c.conn.reply().take_value());
+    co_await c->conn.receive(ReplyShape::kValue);
+    values.push_back(c->conn.reply().take_value());
   }
   co_return values;
 }
 
 // MULTI_SET, or in the 1.13 dialect one SET per key in a single write.
 asio::awaitable<void> TcpStoreClient::multi_set(std::vector<std::pair<std::string, Bytes>> kvs) {
-  const std::shared_ptr<Impl> keep = impl_;
-  auto& c = *keep;
   std::vector<std::string> keys;
   for (const auto& kv : kvs) keys.push_back(kv.first);
-  co_await c.start(fmt::format("multi_set({})", key_list(keys)), timeout());
-  Impl::CallScope scope{c};
-  if (c.dialect == WireDialect::kTorch2) {
-    c.conn.encoder().multi_set(c.out, kvs);
+  const Call c = co_await call(fmt::format("multi_set({})", key_list(keys)));
+  if (c->dialect == WireDialect::kTorch2) {
+    c->conn.encoder().multi_set(c->out, kvs);
   } else {
-    for (const auto& [key, value] : kvs) c.conn.encoder().set(c.out, key, value);
+    for (const auto& [key, value] : kvs) c->conn.encoder().set(c->out, key, value);
   }
-  co_await c.conn.send(c.out);
+  co_await c->conn.send(c->out);
 }
 
 }  // namespace ddp::rdzv

@@ -49,7 +49,12 @@ class TcpStoreClient final : public Store {
 
  private:
   struct Impl;
+  class Call;
   explicit TcpStoreClient(std::shared_ptr<Impl> impl);
+  // Waits for the connection and starts a call named `what` with a deadline of `deadline`
+  // (default: timeout()).
+  asio::awaitable<Call> call(std::string what, std::chrono::milliseconds deadline);
+  asio::awaitable<Call> call(std::string what);
   // Shared with every operation in flight: a coroutine frame that outlives the client (an
   // io_context destroyed after it) still ends its call on a live connection.
   std::shared_ptr<Impl> impl_;
