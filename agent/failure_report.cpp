@@ -55,8 +55,9 @@ std::vector<WorkerExit> reportable_failures(const std::vector<WorkerExit>& exits
   for (const auto& exit : exits) {
     if (exit.failed() && !exit.stopped_by_agent) failures.push_back(exit);
   }
-  std::stable_sort(failures.begin(), failures.end(),
-                   [](const WorkerExit& a, const WorkerExit& b) { return a.mono_time < b.mono_time; });
+  std::stable_sort(failures.begin(), failures.end(), [](const WorkerExit& a, const WorkerExit& b) {
+    return a.mono_time < b.mono_time;
+  });
   return failures;
 }
 

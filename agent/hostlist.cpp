@@ -38,7 +38,9 @@ std::vector<std::string> expand_ranges(std::string_view body, std::string_view e
     std::size_t dash = part.find('-');
     std::string_view low = part.substr(0, dash);
     std::string_view high = dash == std::string_view::npos ? low : part.substr(dash + 1);
-    if (!all_digits(low) || !all_digits(high)) malformed(expression, "bad range '" + std::string(part) + "'");
+    if (!all_digits(low) || !all_digits(high)) {
+      malformed(expression, "bad range '" + std::string(part) + "'");
+    }
     if (low.size() > 18 || high.size() > 18) malformed(expression, "number too long");
     unsigned long long first = std::stoull(std::string(low));
     unsigned long long last = std::stoull(std::string(high));
@@ -56,13 +58,15 @@ std::vector<std::string> expand_ranges(std::string_view body, std::string_view e
 
 // One top-level item: literal text and bracket groups, expanded as a cartesian product with the
 // leftmost bracket varying slowest.
-void expand_item(std::string_view item, std::string_view expression, std::vector<std::string>& out) {
+void expand_item(std::string_view item, std::string_view expression,
+                 std::vector<std::string>& out) {
   if (item.empty()) malformed(expression, "empty host name");
   std::vector<std::string> partial{""};
   std::size_t pos = 0;
   while (pos < item.size()) {
     std::size_t open = item.find('[', pos);
-    std::string_view literal = item.substr(pos, open == std::string_view::npos ? item.npos : open - pos);
+    std::string_view literal =
+        item.substr(pos, open == std::string_view::npos ? item.npos : open - pos);
     if (literal.find(']') != std::string_view::npos) malformed(expression, "unmatched ']'");
     for (auto& p : partial) p += literal;
     if (open == std::string_view::npos) break;

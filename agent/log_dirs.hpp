@@ -1,6 +1,6 @@
 #pragma once
-// The per-run log tree, as torchrun lays it out:
-//   <base>/<run_id>_<random>/attempt_<restart_count>/<local_rank>/{stdout.log,stderr.log,error.json}
+// The per-run log tree, as torchrun lays it out (n: the restart count):
+//   <base>/<run_id>_<random>/attempt_<n>/<local_rank>/{stdout.log,stderr.log,error.json}
 // base = --log_dir (created if missing) or a fresh "$TMPDIR/ddprun_XXXXXX" (never deleted).
 // Called from the agent's thread; blocking filesystem calls, done before workers start.
 

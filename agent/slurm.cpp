@@ -34,7 +34,8 @@ int to_int(const std::map<std::string, std::string>& env, const std::string& key
   }
 }
 
-int first_int(const std::map<std::string, std::string>& env, std::initializer_list<const char*> keys) {
+int first_int(const std::map<std::string, std::string>& env,
+              std::initializer_list<const char*> keys) {
   for (const char* key : keys) {
     int n = to_int(env, key);
     if (n >= 0) return n;
@@ -48,7 +49,8 @@ void reject_several_tasks_per_node(const std::map<std::string, std::string>& env
   int local_id = first_int(env, {"SLURM_LOCALID"});
   bool several = tasks_on_node > 1 || local_id > 0 || (ntasks > 0 && nnodes > 0 && ntasks > nnodes);
   if (!several) return;
-  int count = tasks_on_node > 1 ? tasks_on_node : (ntasks > 0 && nnodes > 0 ? (ntasks + nnodes - 1) / nnodes : 2);
+  int count = tasks_on_node > 1 ? tasks_on_node
+                                : (ntasks > 0 && nnodes > 0 ? (ntasks + nnodes - 1) / nnodes : 2);
   throw ConfigError("srun started " + std::to_string(count) +
                     " ddprun tasks on this node; run one per node: srun --ntasks-per-node=1 ... "
                     "(ddprun starts --nproc_per_node workers itself)");
@@ -90,9 +92,11 @@ std::optional<SlurmDefaults> detect_slurm(const std::map<std::string, std::strin
   }
   out.master_port = kPortBase + static_cast<int>(id % kPortSpan);
   out.run_id = "slurm-" + *job_id + (in_step ? "." + *step_id : "");
-  out.summary = "SLURM job " + *job_id + (in_step ? " step " + *step_id : " batch script (no srun step)") +
-                ": nnodes=" + std::to_string(out.nnodes) + " node_rank=" + std::to_string(out.node_rank) +
-                " master=" + out.master_addr + ":" + std::to_string(out.master_port) + " run_id=" + out.run_id;
+  out.summary = "SLURM job " + *job_id +
+                (in_step ? " step " + *step_id : " batch script (no srun step)") +
+                ": nnodes=" + std::to_string(out.nnodes) +
+                " node_rank=" + std::to_string(out.node_rank) + " master=" + out.master_addr + ":" +
+                std::to_string(out.master_port) + " run_id=" + out.run_id;
   return out;
 }
 

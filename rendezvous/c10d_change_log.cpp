@@ -23,7 +23,9 @@ void add_distinct(std::vector<std::string>& names, const std::string& name) {
   if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
 }
 
-std::string joined(const std::vector<std::string>& names) { return fmt::format("{}", fmt::join(names, ", ")); }
+std::string joined(const std::vector<std::string>& names) {
+  return fmt::format("{}", fmt::join(names, ", "));
+}
 
 }  // namespace
 
@@ -64,7 +66,9 @@ std::optional<RoundEvent> C10dChanges::first_event(bool finishing) const {
   if (closed && !(finishing && finished())) {
     return RoundEvent{RoundChange::kPeerFailed, "job closed: " + *closed};
   }
-  if (!failed.empty()) return RoundEvent{RoundChange::kPeerFailed, "workers failed on " + failed.front()};
+  if (!failed.empty()) {
+    return RoundEvent{RoundChange::kPeerFailed, "workers failed on " + failed.front()};
+  }
   if (finishing) return std::nullopt;
   if (!lost.empty()) return RoundEvent{RoundChange::kNodeLost, "lost node(s): " + joined(lost)};
   if (!waiting.empty()) {

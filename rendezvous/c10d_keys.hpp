@@ -11,10 +11,13 @@ namespace ddp::rdzv::c10d_keys {
 inline constexpr const char* kClosed = "closed";      // why the job ended (failed, finished)
 inline constexpr const char* kRestarts = "restarts";  // counter: job-wide restarts spent
 inline constexpr const char* kLatest = "latest";      // the last round that closed
-inline constexpr const char* kClosedSize = "closed";  // r<N>/size and r<N>/assignment of a round the job ended before
+// r<N>/size and r<N>/assignment of a round the job ended before
+inline constexpr const char* kClosedSize = "closed";
 
 // A one-key list for check/wait. (A braced list inside a co_await expression trips GCC 12.)
-inline std::vector<std::string> one(std::string key) { return std::vector<std::string>(1, std::move(key)); }
+inline std::vector<std::string> one(std::string key) {
+  return std::vector<std::string>(1, std::move(key));
+}
 
 inline std::string round_key(int round, const std::string& name) {
   std::string key = std::to_string(round);  // (not "r" + ...: GCC 12 -O3 false -Wrestrict)

@@ -132,7 +132,9 @@ asio::awaitable<int> C10dRendezvous::expected_members(int round) {
   const auto size_value = co_await store_.get(keys::size(round));
   const int size = static_cast<int>(leading_int(size_value).value_or(0));
   Bytes log;
-  if (co_await store_.check(c10d_keys::one(keys::change(round)))) log = co_await store_.get(keys::change(round));
+  if (co_await store_.check(c10d_keys::one(keys::change(round)))) {
+    log = co_await store_.get(keys::change(round));
+  }
   const C10dChanges changes = parse_changes(log);
   const auto standby = co_await store_.add(keys::standby(round), 0);
   const int expected =
@@ -269,8 +271,9 @@ asio::awaitable<std::string> C10dRendezvous::joined_names(int round, int count) 
                                      keys::node(round, i)).name);
   }
   if (count > kMaxNamed) names.push_back(fmt::format("and {} more", count - kMaxNamed));
-  co_return fmt::format("{}; joined: {}", missing_report(round, count),
-                        names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", ")));
+  co_return fmt::format(
+      "{}; joined: {}", missing_report(round, count),
+      names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", ")));
 }
 
 std::string C10dRendezvous::missing_report(int round, int joined) const {

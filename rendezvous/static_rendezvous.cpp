@@ -284,7 +284,8 @@ asio::awaitable<RendezvousInfo> StaticRendezvous::next_round(int local_world_siz
   info.master_port = s->port;
   info.world_size = 0;
   for (int rank = 0; rank < options.nnodes; ++rank) {
-    const auto node = json::parse(to_string(values[static_cast<std::size_t>(rank)]), nullptr, false);
+    const auto node =
+        json::parse(to_string(values[static_cast<std::size_t>(rank)]), nullptr, false);
     if (node.is_discarded() || !node.is_object()) {
       throw IoError(fmt::format("static rendezvous: unreadable entry of node {} in round {}", rank,
                                 round));

@@ -37,7 +37,8 @@ int run_agent(const ddp::agent::LaunchConfig& config,
   int exit_code = 1;
   std::exception_ptr error;
   {
-    const auto events = ddp::agent::make_event_sink(config.event_log ? &*config.event_log : nullptr);
+    const auto events =
+        ddp::agent::make_event_sink(config.event_log ? &*config.event_log : nullptr);
     const auto rendezvous = ddp::agent::make_rendezvous(config, io);
     ddp::agent::ElasticAgent agent(io, config, env, *rendezvous, *events);
     boost::asio::co_spawn(io, agent.run(), [&](std::exception_ptr e, int code) {

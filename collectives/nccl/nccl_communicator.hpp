@@ -16,7 +16,8 @@ class NcclCommunicator {
   using Clock = std::chrono::steady_clock;
 
   // Joins communicator `id` as `rank` of `size` on `device`; gives up at `deadline`.
-  NcclCommunicator(const ncclUniqueId& id, int rank, int size, int device, Clock::time_point deadline);
+  NcclCommunicator(const ncclUniqueId& id, int rank, int size, int device,
+                   Clock::time_point deadline);
   ~NcclCommunicator();
   NcclCommunicator(const NcclCommunicator&) = delete;
   NcclCommunicator& operator=(const NcclCommunicator&) = delete;

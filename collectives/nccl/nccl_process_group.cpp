@@ -72,7 +72,8 @@ class NcclWork final : public Work {
       if (status != cudaErrorNotReady) check_cuda(status, name_.c_str(), comm_->device());
       const ncclResult_t async = comm_->async_error();
       if (async != ncclSuccess && async != ncclInProgress) {
-        throw IoError(fmt::format("nccl {} #{} failed: {}", name_, seq_, ncclGetErrorString(async)));
+        throw IoError(
+            fmt::format("nccl {} #{} failed: {}", name_, seq_, ncclGetErrorString(async)));
       }
       if (Clock::now() - start_ >= timeout_) fail_timeout();
       std::this_thread::sleep_for(std::chrono::microseconds(50));
@@ -146,13 +147,15 @@ class NcclProcessGroup final : public ProcessGroup {
   std::shared_ptr<Work> all_reduce(Tensor t, ReduceOp op) override {
     check_tensor("all_reduce", t);
     return enqueue("all_reduce", [&](cudaStream_t s) {
-      return ncclAllReduce(t.data, t.data, t.count, nccl_type(t.dtype), nccl_op(op), comm_->comm(), s);
+      return ncclAllReduce(t.data, t.data, t.count, nccl_type(t.dtype), nccl_op(op), comm_->comm(),
+                           s);
     });
   }
   std::shared_ptr<Work> broadcast(Tensor t, int root) override {
     check_tensor("broadcast", t);
     if (root < 0 || root >= size_) {
-      throw ConfigError(fmt::format("nccl broadcast: root {} is outside the group of {}", root, size_));
+      throw ConfigError(
+          fmt::format("nccl broadcast: root {} is outside the group of {}", root, size_));
     }
     return enqueue("broadcast", [&](cudaStream_t s) {
       return ncclBroadcast(t.data, t.data, t.count, nccl_type(t.dtype), root, comm_->comm(), s);
@@ -162,7 +165,8 @@ class NcclProcessGroup final : public ProcessGroup {
     check_tensor("all_gather", in);
     check_tensor("all_gather", out);
     if (in.dtype != out.dtype || out.count != in.count * static_cast<std::size_t>(size_)) {
-      throw ConfigError("nccl all_gather: output must hold size() x input elements of the same dtype");
+      throw ConfigError(
+          "nccl all_gather: output must hold size() x input elements of the same dtype");
     }
     return enqueue("all_gather", [&](cudaStream_t s) {
       return ncclAllGather(in.data, out.data, in.count, nccl_type(in.dtype), comm_->comm(), s);
@@ -172,7 +176,8 @@ class NcclProcessGroup final : public ProcessGroup {
     check_tensor("reduce_scatter", in);
     check_tensor("reduce_scatter", out);
     if (in.dtype != out.dtype || in.count != out.count * static_cast<std::size_t>(size_)) {
-      throw ConfigError("nccl reduce_scatter: input must hold size() x output elements of the same dtype");
+      throw ConfigError(
+          "nccl reduce_scatter: input must hold size() x output elements of the same dtype");
     }
     return enqueue("reduce_scatter", [&](cudaStream_t s) {
       return ncclReduceScatter(in.data, out.data, out.count, nccl_type(in.dtype), nccl_op(op),
@@ -185,7 +190,8 @@ class NcclProcessGroup final : public ProcessGroup {
       check_cuda(cudaMalloc(&barrier_buffer_, sizeof(float)), "cudaMalloc", comm_->device());
     }
     auto work = enqueue("barrier", [&](cudaStream_t s) {
-      return ncclAllReduce(barrier_buffer_, barrier_buffer_, 1, ncclFloat32, ncclSum, comm_->comm(), s);
+      return ncclAllReduce(barrier_buffer_, barrier_buffer_, 1, ncclFloat32, ncclSum, comm_->comm(),
+                           s);
     });
     return work;
   }
@@ -257,8 +263,8 @@ class NcclProcessGroup final : public ProcessGroup {
   }
   void check_peer(int peer) const {
     if (peer < 0 || peer >= size_ || peer == rank_) {
-      throw ConfigError(fmt::format("nccl send/recv: peer {} is not another rank of this group of {}",
-                                    peer, size_));
+      throw ConfigError(fmt::format(
+          "nccl send/recv: peer {} is not another rank of this group of {}", peer, size_));
     }
   }
 

@@ -196,7 +196,8 @@ ParseResult RequestParser::feed(std::span<const std::uint8_t> data) {
           return bad();
         }
         // Reserve what was announced only up to a bound: the bytes must arrive to be stored.
-        request_.values.emplace_back().reserve(std::min<std::uint64_t>(remaining_, kMaxInitialReserve));
+        request_.values.emplace_back().reserve(
+            std::min<std::uint64_t>(remaining_, kMaxInitialReserve));
         scratch_used_ = 0;
         step_ = Step::kValueBytes;
         break;

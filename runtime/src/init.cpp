@@ -57,8 +57,9 @@ std::shared_ptr<coll::GroupStore> connect_store(const Context& c, const InitOpti
   connect.connect_timeout = options.store_timeout;
   connect.call_timeout = options.store_timeout;
   connect.dialect = runtime::store_dialect_from_env();
-  auto store = rdzv::BlockingStore::connect(c.master_addr, static_cast<std::uint16_t>(c.master_port),
-                                            connect, fmt::format("ddp/attempt_{}", c.restart_count));
+  auto store =
+      rdzv::BlockingStore::connect(c.master_addr, static_cast<std::uint16_t>(c.master_port),
+                                   connect, fmt::format("ddp/attempt_{}", c.restart_count));
   store->set_timeout(options.store_timeout);
   return std::make_shared<coll::BlockingGroupStore>(std::move(store));
 }
@@ -67,7 +68,9 @@ std::shared_ptr<ProcessGroup> make_gloo_group(const Context& c, const InitOption
                                               std::shared_ptr<coll::GroupStore> store) {
   coll::GlooOptions gloo;
   gloo.iface = env_or("GLOO_SOCKET_IFNAME", "");
-  if (gloo.iface.empty()) gloo.hostname = runtime::local_address_toward(c.master_addr, c.master_port);
+  if (gloo.iface.empty()) {
+    gloo.hostname = runtime::local_address_toward(c.master_addr, c.master_port);
+  }
   gloo.timeout = options.timeout;
   gloo.algorithm = coll::parse_allreduce_algorithm(env_or("DDP_ALLREDUCE_ALGORITHM", "auto"),
                                                    "environment variable DDP_ALLREDUCE_ALGORITHM");

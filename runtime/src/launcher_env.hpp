@@ -1,5 +1,6 @@
 #pragma once
-// Reading the variables a launcher (ddprun or torchrun) gives each worker. Errors name the variable.
+// Reading the variables a launcher (ddprun or torchrun) gives each worker. Errors name the
+// variable they are about.
 
 #include <map>
 #include <optional>

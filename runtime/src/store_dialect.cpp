@@ -16,7 +16,8 @@ rdzv::WireDialect store_dialect_from_env() {
   if (text.empty() || text == "torch113") return rdzv::WireDialect::kTorch113;
   if (text == "torch2") return rdzv::WireDialect::kTorch2;
   throw ConfigError(fmt::format(
-      "environment variable DDP_STORE_DIALECT='{}' is not a store dialect (torch113, torch2)", text));
+      "environment variable DDP_STORE_DIALECT='{}' is not a store dialect (torch113, torch2)",
+      text));
 }
 
 }  // namespace ddp::runtime

@@ -30,8 +30,8 @@ struct GlooDirect::Impl {
 GlooDirect::GlooDirect(const std::string& host, int port, int rank, int size,
                        const std::string& hostname, const std::string& algorithm)
     : impl_(std::make_unique<Impl>()) {
-  auto store = std::make_shared<coll::BlockingGroupStore>(
-      rdzv::BlockingStore::connect(host, static_cast<std::uint16_t>(port), {}, "bench/gloo_direct"));
+  auto store = std::make_shared<coll::BlockingGroupStore>(rdzv::BlockingStore::connect(
+      host, static_cast<std::uint16_t>(port), {}, "bench/gloo_direct"));
   coll::GlooStoreAdapter adapter(store, std::chrono::minutes(5));
   gloo::transport::tcp::attr attr;
   attr.hostname = hostname;

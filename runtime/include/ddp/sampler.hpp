@@ -1,6 +1,7 @@
 #pragma once
-// DistributedSampler: which dataset indices one rank visits in one epoch, index for index the same
-// as PyTorch's torch.utils.data.DistributedSampler (torch.randperm under manual_seed(seed + epoch)).
+// DistributedSampler: which dataset indices one rank visits in one epoch, index for index the
+// same as PyTorch's torch.utils.data.DistributedSampler (torch.randperm under
+// manual_seed(seed + epoch)).
 
 #include <cstdint>
 #include <vector>

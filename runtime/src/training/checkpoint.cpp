@@ -81,7 +81,8 @@ void save_checkpoint(const std::string& path, const Checkpoint& ckpt) {
   std::uint64_t offset = 0;
   for (const auto& [name, t] : ckpt.tensors) {
     const std::uint64_t bytes = t.data.size() * sizeof(float);
-    header[name] = {{"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
+    header[name] = {
+        {"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
   }
   if (!ckpt.metadata.empty()) header["__metadata__"] = ckpt.metadata;
@@ -133,8 +134,9 @@ Checkpoint load_checkpoint(const std::string& path) {
   std::uint64_t header_len = 0;
   for (int i = 0; i < 8; ++i) header_len |= std::uint64_t{len_bytes[i]} << (8 * i);
   if (header_len > kMaxHeaderBytes || header_len > file_size - 8) {
-    throw ConfigError(fmt::format("checkpoint {}: header length {} does not fit the file ({} bytes)",
-                                  path, header_len, file_size));
+    throw ConfigError(
+        fmt::format("checkpoint {}: header length {} does not fit the file ({} bytes)", path,
+                    header_len, file_size));
   }
   std::string text(header_len, '\0');
   in.read(text.data(), static_cast<std::streamsize>(header_len));

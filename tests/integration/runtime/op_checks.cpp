@@ -157,7 +157,9 @@ std::vector<std::string> check_all_reduce(ProcessGroup& group, DType dtype, std:
   const std::string suffix = fmt::format("{} n={}", dtype_name(dtype), count);
   for (ReduceOp op : ops) {
     Buffer b(dtype, count);
-    for (std::size_t i = 0; i < count; ++i) store_value(dtype, b.bytes.data(), i, input_of(rank, i));
+    for (std::size_t i = 0; i < count; ++i) {
+      store_value(dtype, b.bytes.data(), i, input_of(rank, i));
+    }
     group.all_reduce(b.tensor(), op)->wait();
     compare(failures, fmt::format("all_reduce {} {}", op_name(op), suffix), b,
             [&](std::size_t i) { return expected_reduce(op, size, i, dtype); });
@@ -177,10 +179,13 @@ std::vector<std::string> check_data_movement(ProcessGroup& group, DType dtype, s
   group.broadcast(bc.tensor(), root)->wait();
   compare(failures, "broadcast " + suffix, bc, [&](std::size_t i) { return input_of(root, i); });
 
-  // all_gather: the output has `count` elements (rounded down to a multiple of size, at least size).
+  // all_gather: the output has `count` elements (rounded down to a multiple of size, at
+  // least size).
   const std::size_t per_rank = std::max<std::size_t>(1, count / size);
   Buffer in(dtype, per_rank), out(dtype, per_rank * size);
-  for (std::size_t i = 0; i < per_rank; ++i) store_value(dtype, in.bytes.data(), i, input_of(rank, i));
+  for (std::size_t i = 0; i < per_rank; ++i) {
+    store_value(dtype, in.bytes.data(), i, input_of(rank, i));
+  }
   group.all_gather(in.tensor(), out.tensor())->wait();
   compare(failures, "all_gather " + suffix, out, [&](std::size_t i) {
     return input_of(static_cast<int>(i / per_rank), i % per_rank);
@@ -206,7 +211,9 @@ std::vector<std::string> check_send_recv(ProcessGroup& group, std::size_t count)
   const int size = group.size();
   if (size < 2) return failures;
   Buffer out(DType::kInt32, count), in(DType::kInt32, count);
-  for (std::size_t i = 0; i < count; ++i) store_value(DType::kInt32, out.bytes.data(), i, rank * 10 + i % 7);
+  for (std::size_t i = 0; i < count; ++i) {
+    store_value(DType::kInt32, out.bytes.data(), i, rank * 10 + i % 7);
+  }
   const int next = (rank + 1) % size;
   const int prev = (rank + size - 1) % size;
   auto recv = group.recv(in.tensor(), prev, 5);

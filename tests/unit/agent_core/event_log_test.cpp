@@ -17,7 +17,9 @@ namespace {
 TEST_CASE("an event is one JSON object with version, name, both clocks and its fields",
           "[event_log]") {
   Event event("worker_exited");
-  event.with("rank", 3).with("signal", std::string("SIGKILL")).with("pids", std::vector<std::int64_t>{1, 2});
+  event.with("rank", 3)
+      .with("signal", std::string("SIGKILL"))
+      .with("pids", std::vector<std::int64_t>{1, 2});
   const std::string line = to_json_line(event);
   CHECK(line.find('\n') == std::string::npos);
   const auto doc = nlohmann::json::parse(line);

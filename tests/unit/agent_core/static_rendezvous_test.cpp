@@ -144,7 +144,8 @@ TEST_CASE("a node that never comes is named", "[static]") {
       co_await host.next_round(1);
     } catch (const TimeoutError& e) {
       timed_out = true;
-      CHECK(std::string(e.what()).find("node(s) 1 of --nnodes=2 did not join") != std::string::npos);
+      CHECK(std::string(e.what()).find("node(s) 1 of --nnodes=2 did not join") !=
+            std::string::npos);
     }
     CHECK(timed_out);
   });

@@ -44,7 +44,9 @@ TEST_CASE("four nodes over TCP get ranks 0..3 and lose the store host cleanly", 
         C10dNode{"127.0.0.1", "n" + std::to_string(i), false}));
   }
   std::vector<std::shared_ptr<Outcome<RendezvousInfo>>> out;
-  for (int i = 3; i >= 0; --i) out.push_back(spawn(io, nodes[static_cast<std::size_t>(i)]->next_round(2)));
+  for (int i = 3; i >= 0; --i) {
+    out.push_back(spawn(io, nodes[static_cast<std::size_t>(i)]->next_round(2)));
+  }
   REQUIRE(run_until(io, [&] { return all_done(out); }));
   std::set<int> ranks;
   for (const auto& o : out) ranks.insert(o->get().group_rank);

@@ -12,7 +12,8 @@ TEST_CASE("hostlist: single names and top-level comma lists") {
 }
 
 TEST_CASE("hostlist: ranges keep zero padding and commas inside brackets are ranges") {
-  CHECK(expand_hostlist("node[01-04,07]") == Hosts{"node01", "node02", "node03", "node04", "node07"});
+  CHECK(expand_hostlist("node[01-04,07]") ==
+        Hosts{"node01", "node02", "node03", "node04", "node07"});
   CHECK(expand_hostlist("n[08-11]") == Hosts{"n08", "n09", "n10", "n11"});
   CHECK(expand_hostlist("x[9-10]") == Hosts{"x9", "x10"});
   CHECK(expand_hostlist("n[3]") == Hosts{"n3"});
@@ -25,8 +26,8 @@ TEST_CASE("hostlist: suffixes and several brackets expand as a product, leftmost
 }
 
 TEST_CASE("hostlist: malformed expressions throw ConfigError") {
-  for (const char* bad : {"", "a,", ",a", "n[1-", "n]1[", "n[a-b]", "n[3-1]", "n[[1]]", "n[1-2", "n[]",
-                          "n[1-99999999]", "n[1,]"}) {
+  for (const char* bad : {"", "a,", ",a", "n[1-", "n]1[", "n[a-b]", "n[3-1]", "n[[1]]", "n[1-2",
+                          "n[]", "n[1-99999999]", "n[1,]"}) {
     INFO(bad);
     CHECK_THROWS_AS(expand_hostlist(bad), ddp::ConfigError);
   }

@@ -17,12 +17,15 @@ std::string write_minimal_conf() {
   char dir[] = "/tmp/ddp-slurm-conf-XXXXXX";
   REQUIRE(mkdtemp(dir) != nullptr);
   std::string path = std::string(dir) + "/slurm.conf";
-  std::ofstream(path) << "ClusterName=ddptest\nSlurmctldHost=localhost\nNodeName=n1\nPartitionName=p Nodes=n1\n";
+  std::ofstream(path)
+      << "ClusterName=ddptest\nSlurmctldHost=localhost\nNodeName=n1\nPartitionName=p Nodes=n1\n";
   return path;
 }
 
-std::vector<std::string> scontrol_hostnames(const std::string& conf, const std::string& expression) {
-  std::string command = "SLURM_CONF=" + conf + " scontrol show hostnames '" + expression + "' 2>/dev/null";
+std::vector<std::string> scontrol_hostnames(const std::string& conf,
+                                            const std::string& expression) {
+  std::string command =
+      "SLURM_CONF=" + conf + " scontrol show hostnames '" + expression + "' 2>/dev/null";
   FILE* pipe = popen(command.c_str(), "r");
   REQUIRE(pipe != nullptr);
   std::string text;
@@ -43,8 +46,9 @@ TEST_CASE("hostlist: agrees with scontrol show hostnames") {
     return;
   }
   std::string conf = write_minimal_conf();
-  for (const char* expression : {"node1", "a,b,c", "node[01-04,07]", "n[08-11],x[9-10]", "a[1-2]b[3-4]",
-                                 "a[1-2],b,c[5,7]", "rack[1-2]-n[001-003]", "z[0098-0102]"}) {
+  for (const char* expression :
+       {"node1", "a,b,c", "node[01-04,07]", "n[08-11],x[9-10]", "a[1-2]b[3-4]", "a[1-2],b,c[5,7]",
+        "rack[1-2]-n[001-003]", "z[0098-0102]"}) {
     INFO(expression);
     CHECK(ddp::agent::expand_hostlist(expression) == scontrol_hostnames(conf, expression));
   }

@@ -26,7 +26,8 @@ T run(asio::io_context& io, asio::awaitable<T> work) {
   return future.get();
 }
 
-asio::awaitable<void> set_after(MemoryStore& store, std::string key, std::chrono::milliseconds delay) {
+asio::awaitable<void> set_after(MemoryStore& store, std::string key,
+                                std::chrono::milliseconds delay) {
   asio::steady_timer timer(co_await asio::this_coro::executor, delay);
   co_await timer.async_wait(asio::use_awaitable);
   co_await store.set(std::move(key), to_bytes("late"));
@@ -92,8 +93,9 @@ TEST_CASE("MemoryStore wait times out naming the missing keys and forgets the wa
   asio::io_context io;
   MemoryStore store(io.get_executor());
   run(io, store.set("here", to_bytes("1")));
-  CHECK_THROWS_MATCHES(run(io, store.wait({"here", "absent"}, 30ms)), ddp::TimeoutError,
-                       Catch::Message("store wait(absent) timed out after 30ms (in-process store)"));
+  CHECK_THROWS_MATCHES(
+      run(io, store.wait({"here", "absent"}, 30ms)), ddp::TimeoutError,
+      Catch::Message("store wait(absent) timed out after 30ms (in-process store)"));
   CHECK(store.table().waiter_count() == 0);
 }
 

@@ -79,7 +79,8 @@ TEST_CASE("1.13 watch events: created, updated, deleted, as captured") {
   Peer writer(table);
   CHECK(watcher.send(cat({byte(7), str("/wk")})) == hex("03"));
   writer.send(cat({byte(0), str("/wk"), str("A")}));
-  CHECK(watcher.take_later() == hex("01 0300000000000000 2f776b 0000000000000000 0100000000000000 41"));
+  CHECK(watcher.take_later() ==
+        hex("01 0300000000000000 2f776b 0000000000000000 0100000000000000 41"));
   writer.send(cat({byte(0), str("/wk"), str("BB")}));
   CHECK(watcher.take_later() == hex("00 0300000000000000 2f776b 0100000000000000 41 "
                                     "0200000000000000 4242"));

@@ -98,7 +98,8 @@ TEST_CASE("loading a missing, truncated or garbled file names it", "[checkpoint]
                                    Catch::Contains("truncated file?"));
   std::ofstream(path, std::ios::binary | std::ios::trunc) << "abc";
   CHECK_THAT(load_error(path), Catch::Contains("too short for a safetensors file"));
-  std::ofstream(path, std::ios::binary | std::ios::trunc) << std::string("\x04\0\0\0\0\0\0\0{bad", 12);
+  std::ofstream(path, std::ios::binary | std::ios::trunc)
+      << std::string("\x04\0\0\0\0\0\0\0{bad", 12);
   CHECK_THAT(load_error(path), Catch::Contains("header is not a JSON object"));
 }
 
@@ -136,7 +137,8 @@ TEST_CASE("model and optimizer state survive a round trip exactly", "[checkpoint
   auto opt_a = ddp::train::make_optimizer(oo, a.parameters());
   for (float& g : a.flat_grads()) g = 0.125f;
   opt_a->step(a.parameters(), 1);
-  ddp::save_checkpoint(path, ddp::train::make_checkpoint(a, *opt_a, {2, 7, 3}, 1, 16, 1, "adamw", 0));
+  ddp::save_checkpoint(path,
+                       ddp::train::make_checkpoint(a, *opt_a, {2, 7, 3}, 1, 16, 1, "adamw", 0));
   ddp::train::Mlp b({8, 6, 3});
   auto opt_b = ddp::train::make_optimizer(oo, b.parameters());
   const auto pos = ddp::train::restore_checkpoint(path, b, *opt_b, "adamw");

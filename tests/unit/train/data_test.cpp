@@ -71,7 +71,8 @@ TEST_CASE("a small IDX split loads with normalized pixels and its labels", "[dat
   CHECK(ds.size == 5);
   CHECK(ds.features == 784);
   REQUIRE(ds.images.size() == 5u * 784u);
-  CHECK(ds.images[0] == Approx((0.0f - ddp::train::kFashionMnistMean) / ddp::train::kFashionMnistStd));
+  CHECK(ds.images[0] ==
+        Approx((0.0f - ddp::train::kFashionMnistMean) / ddp::train::kFashionMnistStd));
   CHECK(ds.images[1] ==
         Approx((1.0f / 255.0f - ddp::train::kFashionMnistMean) / ddp::train::kFashionMnistStd));
   CHECK(ds.labels == std::vector<std::int32_t>{7, 8, 9, 7, 8});

@@ -65,6 +65,7 @@ TEST_CASE("bad values are reported with the flag's name", "[options]") {
   CHECK_THAT(error_of({"--optimizer", "lion"}), Catch::Contains("--optimizer"));
   CHECK_THAT(error_of({"--epochs", "x"}), Catch::Contains("--epochs"));
   CHECK_THAT(error_of({"--hidden", "64,0"}), Catch::Contains("--hidden: width 0"));
-  CHECK_THAT(error_of({"--fail_at_step", "3"}), Catch::Contains("--fail_at_step needs --checkpoint"));
+  CHECK_THAT(error_of({"--fail_at_step", "3"}),
+             Catch::Contains("--fail_at_step needs --checkpoint"));
   CHECK_THAT(error_of({"--no_such_flag"}), Catch::Contains("--no_such_flag"));
 }

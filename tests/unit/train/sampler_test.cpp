@@ -80,7 +80,8 @@ TEST_CASE("ranks of one world size split the same permutation as one rank sees i
       s.set_epoch(2);
       const auto mine = s.indices();
       for (std::size_t k = 0; k < mine.size(); ++k) {
-        REQUIRE(mine[k] == all[k * static_cast<std::size_t>(world) + static_cast<std::size_t>(rank)]);
+        REQUIRE(mine[k] ==
+                all[k * static_cast<std::size_t>(world) + static_cast<std::size_t>(rank)]);
       }
     }
   }
