@@ -186,13 +186,7 @@ asio::awaitable<void> C10dRendezvous::exit_barrier() {
   const milliseconds period = poll_period(settings_.keep_alive_interval);
   std::int64_t lost = 0;
   for (;;) {
-    bool all_finished = true;
-    try {
-      co_await store_.wait(c10d_keys::one(keys::all_finished(round)), period);
-    } catch (const TimeoutError&) {
-      all_finished = false;
-    }
-    if (all_finished) break;
+    if (co_await store_.wait_for(c10d_keys::one(keys::all_finished(round)), period)) break;
     if (m && m->error) {
       logger()->warn("exit barrier abandoned: the store is gone");
       co_return;

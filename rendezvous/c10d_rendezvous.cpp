@@ -182,13 +182,7 @@ asio::awaitable<C10dRoundHeader> C10dRendezvous::wait_closed(const Joined& joine
     const auto wait_for = std::max(milliseconds(1),
                                    std::chrono::duration_cast<milliseconds>(wake - now));
     // The header, not the size: one wake-up and one read per node when the round closes.
-    bool closed = true;
-    try {
-      co_await store_.wait(c10d_keys::one(keys::assignment(round)), wait_for);
-    } catch (const TimeoutError&) {
-      closed = false;
-    }
-    if (closed) {
+    if (co_await store_.wait_for(c10d_keys::one(keys::assignment(round)), wait_for)) {
       const Bytes value = co_await store_.get(keys::assignment(round));
       if (value == to_bytes(keys::kClosedSize)) {
         co_await throw_if_closed();

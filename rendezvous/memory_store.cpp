@@ -55,19 +55,25 @@ asio::awaitable<bool> MemoryStore::check(std::vector<std::string> keys) {
   co_return state_->table.contains_all(keys);
 }
 
-asio::awaitable<void> MemoryStore::wait(std::vector<std::string> keys,
-                                        std::chrono::milliseconds timeout) {
+asio::awaitable<bool> MemoryStore::wait_for(std::vector<std::string> keys,
+                                            std::chrono::milliseconds timeout) {
   auto timer = std::make_shared<asio::steady_timer>(state_->executor, timeout);
   auto woken = std::make_shared<bool>(false);
   const auto id = state_->table.wait(keys, [timer, woken] {
     *woken = true;
     timer->cancel();
   });
-  if (!id) co_return;
+  if (!id) co_return true;
   boost::system::error_code ec;
   co_await timer->async_wait(asio::redirect_error(asio::use_awaitable, ec));
-  if (*woken) co_return;
+  if (*woken) co_return true;
   state_->table.cancel_wait(*id);
+  co_return false;
+}
+
+asio::awaitable<void> MemoryStore::wait(std::vector<std::string> keys,
+                                        std::chrono::milliseconds timeout) {
+  if (co_await wait_for(keys, timeout)) co_return;
   std::vector<std::string> missing;
   for (const auto& key : keys) {
     if (!state_->table.contains(key)) missing.push_back(key);

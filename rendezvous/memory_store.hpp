@@ -25,6 +25,8 @@ class MemoryStore final : public Store {
   using Store::wait;
   asio::awaitable<void> wait(std::vector<std::string> keys,
                              std::chrono::milliseconds timeout) override;
+  asio::awaitable<bool> wait_for(std::vector<std::string> keys,
+                                 std::chrono::milliseconds timeout) override;
   asio::awaitable<std::int64_t> num_keys() override;
   asio::awaitable<bool> delete_key(std::string key) override;
   asio::awaitable<void> append(std::string key, Bytes value) override;

@@ -36,6 +36,12 @@ asio::awaitable<void> PrefixStore::wait(std::vector<std::string> keys,
   co_await inner_.wait(std::move(keys), timeout);
 }
 
+asio::awaitable<bool> PrefixStore::wait_for(std::vector<std::string> keys,
+                                            std::chrono::milliseconds timeout) {
+  for (auto& key : keys) key = key_of(key);
+  co_return co_await inner_.wait_for(std::move(keys), timeout);
+}
+
 asio::awaitable<std::int64_t> PrefixStore::num_keys() { co_return co_await inner_.num_keys(); }
 
 asio::awaitable<bool> PrefixStore::delete_key(std::string key) {

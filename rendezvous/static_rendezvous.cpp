@@ -110,13 +110,7 @@ struct StaticRendezvous::State {
     }
     std::vector<std::string> keys;
     for (int rank = 1; rank < options.nnodes; ++rank) keys.push_back(fmt::format("left/{}", rank));
-    bool timed_out = false;
-    try {
-      co_await store->wait(keys, options.leave_timeout);
-    } catch (const TimeoutError&) {
-      timed_out = true;  // (no co_await inside a handler)
-    }
-    if (!timed_out) co_return;
+    if (co_await store->wait_for(keys, options.leave_timeout)) co_return;
     std::string missing;
     for (const auto& key : keys) {
       if (co_await store->check(key_list(key))) continue;
@@ -132,13 +126,7 @@ struct StaticRendezvous::State {
   asio::awaitable<std::vector<Bytes>> wait_for_nodes(int round) {
     std::vector<std::string> keys;
     for (int rank = 0; rank < options.nnodes; ++rank) keys.push_back(node_key(round, rank));
-    bool timed_out = false;
-    try {
-      co_await store->wait(keys, options.timeout);
-    } catch (const TimeoutError&) {
-      timed_out = true;
-    }
-    if (timed_out) {
+    if (!co_await store->wait_for(keys, options.timeout)) {
       std::string missing;
       for (int rank = 0; rank < options.nnodes; ++rank) {
         if (co_await store->check(key_list(keys[static_cast<std::size_t>(rank)]))) continue;
@@ -178,9 +166,7 @@ asio::awaitable<void> watch_loop(std::shared_ptr<State> s, int round) {
   const std::string key = round_key(round, "restart");
   for (;;) {
     try {
-      co_await s->watch_store->wait(key_list(key), s->options.timeout);
-      break;
-    } catch (const TimeoutError&) {
+      if (co_await s->watch_store->wait_for(key_list(key), s->options.timeout)) break;
       if (s->round != round || s->left) co_return;
     } catch (const std::exception& e) {
       if (s->round == round && !s->left) {
@@ -204,13 +190,7 @@ asio::awaitable<void> watch_loop(std::shared_ptr<State> s, int round) {
 // without waiting for a store call that has no cancellation.
 asio::awaitable<std::string> barrier_wait(std::shared_ptr<State> s, int round) {
   const std::string key = round_key(round, "end");
-  bool timed_out = false;
-  try {
-    co_await s->store->wait(key_list(key), s->options.timeout);
-  } catch (const TimeoutError&) {
-    timed_out = true;
-  }
-  if (timed_out) {
+  if (!co_await s->store->wait_for(key_list(key), s->options.timeout)) {
     const auto finished = co_await s->store->add(round_key(round, "finished"), 0);
     throw TimeoutError(fmt::format(
         "exit barrier: {} of {} nodes finished within {}s (store at {})", finished,

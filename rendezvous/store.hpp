@@ -50,6 +50,11 @@ class Store {
   // Waits until every key exists. Throws TimeoutError naming the missing keys after `timeout`.
   virtual asio::awaitable<void> wait(std::vector<std::string> keys,
                                      std::chrono::milliseconds timeout) = 0;
+
+  // Waits until every key exists (true) or `timeout` passes (false): for callers to whom a
+  // timeout is an answer, such as a poll that wakes up to do something else.
+  virtual asio::awaitable<bool> wait_for(std::vector<std::string> keys,
+                                         std::chrono::milliseconds timeout) = 0;
   asio::awaitable<void> wait(std::vector<std::string> keys) {
     return wait(std::move(keys), timeout_);
   }

@@ -28,6 +28,14 @@ std::string key_list(const std::vector<std::string>& keys) {
   return out;
 }
 
+// (Built outside the coroutine: inside it, GCC 12 compiled this throw into an illegal
+// instruction.)
+TimeoutError wait_timeout(const std::vector<std::string>& keys, std::chrono::milliseconds timeout,
+                          const std::string& address) {
+  return TimeoutError(fmt::format("store wait({}) timed out after {} at {}", key_list(keys),
+                                  detail::format_duration(timeout), address));
+}
+
 }  // namespace
 
 struct TcpStoreClient::Impl {
@@ -159,6 +167,12 @@ asio::awaitable<bool> TcpStoreClient::check(std::vector<std::string> keys) {
 // closed instead (the next call reconnects, and the server forgets the waits of a closed socket).
 asio::awaitable<void> TcpStoreClient::wait(std::vector<std::string> keys,
                                            std::chrono::milliseconds timeout) {
+  const bool arrived = co_await wait_for(keys, timeout);
+  if (!arrived) throw wait_timeout(keys, timeout, address());
+}
+
+asio::awaitable<bool> TcpStoreClient::wait_for(std::vector<std::string> keys,
+                                               std::chrono::milliseconds timeout) {
   const auto what = fmt::format("wait({})", key_list(keys));
   const Call c = co_await call(what, timeout);
   c->conn.encoder().wait(c->out, keys);
@@ -170,9 +184,12 @@ asio::awaitable<void> TcpStoreClient::wait(std::vector<std::string> keys,
     if (c->conn.reply().u8() != stop) {
       c->conn.throw_io(fmt::format("unexpected WAIT reply {}", c->conn.reply().u8()));
     }
-    co_return;
+    co_return true;
   }
-  if (c->dialect == WireDialect::kTorch113) c->conn.throw_timeout();
+  if (c->dialect == WireDialect::kTorch113) {
+    c->conn.close();
+    co_return false;
+  }
   c->conn.begin_call(what + " cancel", this->timeout());
   c->out.clear();
   c->conn.encoder().cancel_wait(c->out);
@@ -185,9 +202,7 @@ asio::awaitable<void> TcpStoreClient::wait(std::vector<std::string> keys,
     reply = c->conn.reply().u8();
   }
   if (reply != canceled) c->conn.throw_io(fmt::format("unexpected CANCEL_WAIT reply {}", reply));
-  if (keys_arrived) co_return;
-  throw TimeoutError(fmt::format("store {} timed out after {} at {}", what,
-                                 detail::format_duration(timeout), c->conn.address()));
+  co_return keys_arrived;
 }
 
 asio::awaitable<std::int64_t> TcpStoreClient::num_keys() {

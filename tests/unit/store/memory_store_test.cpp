@@ -99,6 +99,16 @@ TEST_CASE("MemoryStore wait times out naming the missing keys and forgets the wa
   CHECK(store.table().waiter_count() == 0);
 }
 
+TEST_CASE("MemoryStore wait_for answers false on its deadline and true once the keys exist") {
+  asio::io_context io;
+  MemoryStore store(io.get_executor());
+  CHECK_FALSE(run(io, store.wait_for({"late"}, 20ms)));
+  CHECK(store.table().waiter_count() == 0);
+  asio::co_spawn(io, set_after(store, "late", 20ms), asio::detached);
+  CHECK(run(io, store.wait_for({"late"}, 5s)));
+  CHECK(run(io, store.wait_for({"late"}, 0ms)));  // already there: no wait at all
+}
+
 TEST_CASE("MemoryStore add on text is an error naming the key") {
   asio::io_context io;
   MemoryStore store(io.get_executor());

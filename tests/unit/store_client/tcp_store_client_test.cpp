@@ -140,6 +140,31 @@ TEST_CASE("a 2.x wait past its deadline sends CANCEL_WAIT and raises a timeout",
   run_pair(io, server(), client());
 }
 
+TEST_CASE("a 2.x wait_for past its deadline cancels and answers false, in sync", "[client]") {
+  asio::io_context io;
+  auto acceptor = make_acceptor(io);
+  const auto port = acceptor.local_endpoint().port();
+  auto server = [&]() -> asio::awaitable<void> {
+    auto s = co_await acceptor.async_accept(asio::use_awaitable);
+    co_await answer_handshake(s);
+    co_await expect_bytes(s, "06 0100000000000000 0600000000000000 2f6e6f6b6579");
+    co_await expect_bytes(s, "0C");
+    co_await write_all(s, hex("01"));  // WAIT_CANCELED
+    co_await expect_bytes(s, "06 0100000000000000 0200000000000000 2f6b");
+    co_await write_all(s, hex("00"));  // STOP_WAITING: /k exists
+  };
+  auto client = [&]() -> asio::awaitable<void> {
+    auto c = co_await TcpStoreClient::connect("127.0.0.1", port, options(WireDialect::kTorch2));
+    std::vector<std::string> missing{"/nokey"};
+    const bool arrived = co_await c->wait_for(missing, 50ms);
+    CHECK_FALSE(arrived);
+    std::vector<std::string> present{"/k"};
+    const bool exists = co_await c->wait_for(present, 5s);
+    CHECK(exists);
+  };
+  run_pair(io, server(), client());
+}
+
 TEST_CASE("a wait whose keys arrive as it is cancelled returns", "[client]") {
   asio::io_context io;
   auto acceptor = make_acceptor(io);
