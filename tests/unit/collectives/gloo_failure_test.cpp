@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <latch>
+#include <string>
 #include <vector>
 
 #include "ddp/error.hpp"
@@ -25,20 +26,29 @@ TEST_CASE("an all_reduce that one rank skips times out naming that rank", "[gloo
       others_done.wait();
       return;
     }
+    // Rank 2 waits for this count whatever happens here, so that no failure can hang the test.
+    struct CountDown {
+      std::latch& latch;
+      ~CountDown() { latch.count_down(); }
+    } count_down{others_done};
+    // The rank whose wait runs out first times out; in the ring, a neighbour may then see its
+    // connection close first and fail with that instead. Both name the rank that never came.
     try {
       g.all_reduce(tensor_of(v, DType::kFloat32), ReduceOp::kSum)->wait();
-    } catch (const TimeoutError& e) {
+    } catch (const Error& e) {
       errors[g.rank()] = e.what();
     }
     // The group is now broken: the next op fails at once with the first cause.
     CHECK_THROWS_WITH(g.barrier()->wait(), Catch::Contains("unusable after an earlier failure"));
-    others_done.count_down();
   }, std::chrono::seconds(20), algorithm);
+  int timed_out = 0;
   for (int r = 0; r < 2; ++r) {
     INFO(errors[r]);
-    CHECK_THAT(errors[r], Catch::Contains("all_reduce #2 timed out") &&
+    CHECK_THAT(errors[r], Catch::Contains("all_reduce #2") &&
                               Catch::Contains("rank [2] of 3 never arrived"));
+    if (errors[r].find("timed out") != std::string::npos) ++timed_out;
   }
+  CHECK(timed_out >= 1);
 }
 
 TEST_CASE("a recv whose sender never sends times out naming the peer", "[gloo][timeout]") {
