@@ -157,19 +157,23 @@ C10dRoundHeader header_of(const C10dAssignment& a) {
   return h;
 }
 
-C10dPlace place_of(const C10dAssignment& a, int group_rank) {
-  C10dPlace p;
-  p.group_rank = group_rank;
-  for (int i = 0; i < group_rank; ++i) {
-    p.rank_base += a.members[static_cast<std::size_t>(i)].local_world_size;
-  }
+std::vector<C10dPlace> places_of(const C10dAssignment& a) {
   const auto size = static_cast<int>(a.members.size());
-  if (size > 1) {
-    const C10dMember& next = a.members[static_cast<std::size_t>((group_rank + 1) % size)];
-    p.neighbour_index = next.join_index;
-    p.neighbour = next.name;
+  std::vector<C10dPlace> places;
+  int rank_base = 0;
+  for (int g = 0; g < size; ++g) {
+    C10dPlace p;
+    p.group_rank = g;
+    p.rank_base = rank_base;
+    rank_base += a.members[static_cast<std::size_t>(g)].local_world_size;
+    if (size > 1) {
+      const C10dMember& next = a.members[static_cast<std::size_t>((g + 1) % size)];
+      p.neighbour_index = next.join_index;
+      p.neighbour = next.name;
+    }
+    places.push_back(std::move(p));
   }
-  return p;
+  return places;
 }
 
 RendezvousInfo info_for(const C10dRoundHeader& header, const C10dPlace& place,

@@ -61,7 +61,8 @@ struct C10dPlace {
 };
 
 C10dRoundHeader header_of(const C10dAssignment& assignment);
-C10dPlace place_of(const C10dAssignment& assignment, int group_rank);
+// Every member's place, in group-rank order (one pass: the closer publishes them all).
+std::vector<C10dPlace> places_of(const C10dAssignment& assignment);
 
 Bytes encode(const C10dNodeDesc& desc);
 // Each decode throws InternalError naming `what` when the bytes are not that document.

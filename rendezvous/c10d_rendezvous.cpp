@@ -236,10 +236,11 @@ asio::awaitable<void> C10dRendezvous::publish_assignment(int round, int size) {
   const C10dAssignment assignment =
       assign_ranks(round, static_cast<int>(restarts), nodes,
                    {settings_.store_host, settings_.store_port});
+  const std::vector<C10dPlace> member_places = places_of(assignment);
   std::vector<std::pair<std::string, Bytes>> places;
-  for (std::size_t g = 0; g < assignment.members.size(); ++g) {
+  for (std::size_t g = 0; g < member_places.size(); ++g) {
     places.emplace_back(keys::place(round, assignment.members[g].join_index),
-                        encode(place_of(assignment, static_cast<int>(g))));
+                        encode(member_places[g]));
   }
   // append, not set: a late node may already have logged that it waits.
   co_await store_.append(keys::change(round), {});

@@ -29,12 +29,15 @@ TEST_CASE("assign_ranks puts the store host first and then arrival order", "[c10
   CHECK(header.size == 3);
   CHECK(header.world_size == 7);
   CHECK(header.host_first);
-  const C10dPlace place = place_of(a, 1);  // "a": after the host's 4 workers
+  const std::vector<C10dPlace> places = places_of(a);
+  REQUIRE(places.size() == 3);
+  const C10dPlace& place = places[1];  // "a": after the host's 4 workers
+  CHECK(place.group_rank == 1);
   CHECK(place.rank_base == 4);
   CHECK(place.neighbour_index == 3);
   CHECK(place.neighbour == "c");
-  CHECK(place_of(a, 2).neighbour == "host");  // the ring closes
-  CHECK(place_of(a, 2).rank_base == 6);
+  CHECK(places[2].neighbour == "host");  // the ring closes
+  CHECK(places[2].rank_base == 6);
 
   const RendezvousInfo info = info_for(header, place, "job");
   CHECK(info.group_rank == 1);
@@ -49,7 +52,9 @@ TEST_CASE("assign_ranks puts the store host first and then arrival order", "[c10
 TEST_CASE("a member alone in its round has no neighbour to watch", "[c10d]") {
   const C10dAssignment a =
       assign_ranks(0, 0, {{1, {"a", "10.0.0.1", 2, false, "", 0}}}, {"store", 29400});
-  const C10dPlace place = place_of(a, 0);
+  const std::vector<C10dPlace> places = places_of(a);
+  REQUIRE(places.size() == 1);
+  const C10dPlace& place = places[0];
   CHECK(place.neighbour_index == 0);
   CHECK(place.neighbour.empty());
   CHECK(header_of(a).world_size == 2);
