@@ -16,8 +16,8 @@ packages=(
   # multi-node tests in network namespaces, and SLURM
   iproute2 iptables nftables procps psmisc util-linux jq curl
   slurmctld slurmd slurm-client munge
-  # benchmark scripts
-  bc
+  # benchmark scripts (perf: rendezvous.sh per_agent)
+  bc linux-perf
 )
 
 missing=()

@@ -8,6 +8,9 @@
 #                                  `ddp-bench-stamp --as-agent` (a static program that starts the
 #                                  same worker and waits; no rendezvous), started by the same
 #                                  launcher
+#   rendezvous.sh per_agent K [K...]  as scale, with each agent under `perf stat --no-inherit`:
+#                                  the median over the K agents of one agent's own CPU time, page
+#                                  faults and context switches (its guard and worker not counted)
 #   rendezvous.sh node_loss        3 agents (--nnodes=2:3, keep_alive_interval=1,
 #                                  keep_alive_max_attempt=2); SIGKILL one: seconds until both
 #                                  survivors run restarted workers
@@ -73,6 +76,9 @@ run_agents() {  # run_agents LAUNCHER K OUT [extra ddprun args...]; waits for ev
                     --no_python "${WORKER[@]}" "$out")
   case "$launcher" in
     ddprun) command=("$DDPRUN" "${agent_args[@]}") ;;
+    per_agent) command=(/bin/sh -c 'exec perf stat --no-inherit -x, -o "$0/perf.$$" \
+                          -e task-clock,page-faults,context-switches -- "$@"' "$out.perf"
+                        "$DDPRUN" "${agent_args[@]}") ;;
     torchrun) command=(/usr/bin/env PET_REDIRECTS=9:1 PET_TEE=9:1 /usr/bin/torchrun
                        "${agent_args[@]}") ;;
     floor) command=("$STAMP" --as-agent "$out") rank_env=1 ;;
@@ -142,10 +148,36 @@ node_loss() {
     "$(echo "$last - $t0" | bc -l)"
 }
 
+# per_agent K: the K agents' own costs, each counted by perf stat; prints the medians.
+per_agent() {
+  local k=$1
+  mkdir -p "$WORK/per_agent-$k.perf"
+  scale per_agent "$k"
+  python3 - "$WORK/per_agent-$k.perf" "$k" <<'PY'
+import os, statistics, sys
+folder, k = sys.argv[1], int(sys.argv[2])
+counts = {}
+for name in os.listdir(folder):
+    for line in open(os.path.join(folder, name)):
+        fields = line.strip().split(",")
+        if len(fields) > 3 and fields[0] and fields[0][0].isdigit():
+            counts.setdefault(fields[2], []).append(float(fields[0]))
+cpu = counts.get("task-clock", [])
+print(f"per agent K={k:<5d} ({len(cpu)} agents counted) median: "
+      f"{statistics.median(cpu):.1f} ms CPU, "
+      f"{statistics.median(counts['page-faults']):.0f} page faults, "
+      f"{statistics.median(counts['context-switches']):.0f} context switches")
+PY
+}
+
 case "${1:-}" in
+  per_agent) shift; for k in "$@"; do per_agent "$k"; done ;;
   scale) shift; for k in "$@"; do scale ddprun "$k"; done ;;
   torchrun) shift; for k in "$@"; do scale torchrun "$k"; done ;;
   floor) shift; for k in "$@"; do scale floor "$k"; done ;;
   node_loss) node_loss ;;
-  *) echo "usage: rendezvous.sh scale K... | torchrun K... | floor K... | node_loss" >&2; exit 2 ;;
+  *)
+    echo "usage: rendezvous.sh scale K... | torchrun K... | floor K... | per_agent K... | node_loss" >&2
+    exit 2
+    ;;
 esac
