@@ -1,5 +1,6 @@
 // TcpStoreClient against a scripted raw-socket server: the bytes each operation sends in both
-// dialects, get = WAIT then GET, and how a wait deadline is cancelled (CANCEL_WAIT and its race).
+// dialects, get = WAIT then GET, how a wait deadline is cancelled (CANCEL_WAIT and its race), and
+// what destroying the client does to the calls still in flight.
 #include "rendezvous/tcp_store_client.hpp"
 
 #include "ddp/error.hpp"
@@ -41,6 +42,57 @@ struct WireTest {
   tcp::acceptor acceptor = make_acceptor(io);
   const std::uint16_t port = acceptor.local_endpoint().port();
 };
+
+// A flag one coroutine raises and another awaits (a timer as a condition variable). wait() gives
+// up after `guard`, so that a bug fails the test instead of hanging it, and says whether the flag
+// was raised.
+struct Signal {
+  explicit Signal(asio::io_context& io) : timer(io) {}
+  void raise() {
+    raised = true;
+    timer.cancel();
+  }
+  asio::awaitable<bool> wait(std::chrono::milliseconds guard = 5s) {
+    if (!raised) {
+      timer.expires_after(guard);
+      co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+    }
+    co_return raised;
+  }
+  asio::steady_timer timer;
+  bool raised = false;
+};
+
+// An operation spawned on its own, so that it can outlive its client, and how it ended. Shared
+// with the completion handler, which may run after the test's coroutine has returned.
+struct Detached {
+  explicit Detached(asio::io_context& io) : ended(io) {}
+  Signal ended;
+  std::exception_ptr error;
+};
+
+template <typename T>
+std::shared_ptr<Detached> detach(asio::io_context& io, asio::awaitable<T> op) {
+  auto d = std::make_shared<Detached>(io);
+  asio::co_spawn(io, std::move(op), [d](std::exception_ptr e, auto&&...) {
+    d->error = e;
+    d->ended.raise();
+  });
+  return d;
+}
+
+// The message of the IoError held by `error`; fails the test for anything else.
+std::string io_error_message(const std::exception_ptr& error) {
+  REQUIRE(error);
+  try {
+    std::rethrow_exception(error);
+  } catch (const IoError& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    FAIL("expected an IoError, got: " << e.what());
+  }
+  return {};
+}
 
 TEST_CASE_METHOD(WireTest, "2.x client handshakes, then get sends WAIT then GET", "[client]") {
   auto server = [&]() -> asio::awaitable<void> {
@@ -263,6 +315,65 @@ TEST_CASE_METHOD(WireTest, "concurrent calls on one client go out one at a time"
     CHECK(results == expected);
   };
   run(server(), client());
+}
+
+// The scene of the lifetime tests: the client sends wait(/k), which the server never answers,
+// queues add(/n, 1) behind it, and is destroyed; the server then reads until the connection
+// closes.
+struct DestroyedMidWait : WireTest {
+  asio::awaitable<void> serve() {
+    auto s = co_await accept(WireDialect::kTorch2);
+    co_await expect_bytes(s, "06 0100000000000000 0200000000000000 2f6b");
+    wait_sent.raise();
+    const bool eof = co_await read_until_eof(s);
+    CHECK(eof);
+    closed.raise();
+  }
+  asio::awaitable<void> destroy_client() {
+    auto c = co_await connect(WireDialect::kTorch2);
+    std::vector<std::string> keys{"/k"};
+    waiting = detach(io, c->wait(keys, 60s));  // its own deadline is far away
+    queued = detach(io, c->add("/n", 1));      // waits for the connection
+    const bool sent = co_await wait_sent.wait();
+    REQUIRE(sent);
+    c.reset();
+  }
+  std::string destroyed(const std::string& what) const {
+    return "store " + what + " failed at 127.0.0.1:" + std::to_string(port) +
+           ": the client was destroyed";
+  }
+
+  Signal wait_sent{io};
+  Signal closed{io};
+  std::shared_ptr<Detached> waiting;
+  std::shared_ptr<Detached> queued;
+};
+
+TEST_CASE_METHOD(DestroyedMidWait, "calls in flight when the client is destroyed fail at once",
+                 "[client][lifetime]") {
+  auto client = [&]() -> asio::awaitable<void> {
+    co_await destroy_client();
+    const bool wait_ended = co_await waiting->ended.wait();
+    const bool add_ended = co_await queued->ended.wait();
+    REQUIRE(wait_ended);
+    REQUIRE(add_ended);
+    CHECK(io_error_message(waiting->error) == destroyed("wait(/k)"));
+    // Not a reconnect: that would have left the add waiting for a handshake reply.
+    CHECK(io_error_message(queued->error) == destroyed("add(/n, 1)"));
+  };
+  run(serve(), client());
+}
+
+TEST_CASE_METHOD(DestroyedMidWait, "destroying the client closes its connection at once",
+                 "[client][lifetime]") {
+  auto client = [&]() -> asio::awaitable<void> {
+    co_await destroy_client();
+    const bool seen = co_await closed.wait();  // not when the wait's deadline passes
+    CHECK(seen);
+    co_await waiting->ended.wait();
+    co_await queued->ended.wait();
+  };
+  run(serve(), client());
 }
 
 }  // namespace
