@@ -77,6 +77,7 @@ StoreConnection::StoreConnection(asio::any_io_executor executor, std::string hos
       address_(fmt::format("{}:{}", host_, port_)),
       options_(options),
       encoder_(wire_dialect(options.dialect)),
+      backoff_(executor_),
       read_buf_(std::make_unique_for_overwrite<std::uint8_t[]>(kReadBufferBytes)),
       call_timeout_(options.call_timeout) {}
 
@@ -92,6 +93,16 @@ void StoreConnection::close() {
   socket_->socket.close(ignored);
   socket_.reset();
   read_begin_ = read_end_ = 0;
+}
+
+// Every coroutine here checks shut_down_ right after each co_await, before it touches socket_
+// (gone after close()) or decides anything: an operation that resumes after its client was
+// destroyed must fail at once, never reconnect, and never return into TcpStoreClient code that
+// would use the destroyed client.
+void StoreConnection::shut_down() {
+  shut_down_ = true;
+  backoff_.cancel();
+  close();
 }
 
 void StoreConnection::arm(Clock::time_point deadline) {
@@ -132,12 +143,17 @@ void StoreConnection::throw_io(const std::string& why) {
   throw IoError(fmt::format("store {} failed at {}: {}", what_, address_, why));
 }
 
+void StoreConnection::throw_shut_down(const std::string& what) const {
+  throw IoError(fmt::format("store {} failed at {}: the client was destroyed", what, address_));
+}
+
 asio::awaitable<void> StoreConnection::open() {
   close();
   const auto deadline = Clock::now() + options_.connect_timeout;
   auto backoff = std::max(options_.initial_backoff, std::chrono::milliseconds(1));
   std::string last_error;
   for (int attempt = 1;; ++attempt) {
+    if (shut_down_) throw_shut_down("connect");
     socket_ = std::make_shared<Socket>(executor_);
     try {
       co_await connect_once(deadline);
@@ -159,8 +175,8 @@ asio::awaitable<void> StoreConnection::open() {
     const auto delay = std::min(jittered(backoff), left);
     log::get("store")->debug("store connect retry address={} attempt={} error=\"{}\" next_in_ms={}",
                              address_, attempt, last_error, delay.count());
-    asio::steady_timer pause(executor_, delay);
-    co_await pause.async_wait(kTuple);
+    backoff_.expires_after(delay);
+    co_await backoff_.async_wait(kTuple);
     backoff = std::min(backoff * 2, std::max(options_.max_backoff, options_.initial_backoff));
   }
 }
@@ -180,10 +196,12 @@ asio::awaitable<void> StoreConnection::connect_once(Clock::time_point deadline) 
   } else {
     auto [rec, endpoints] =
         co_await socket_->resolver.async_resolve(host_, std::to_string(port_), kTuple);
+    if (shut_down_) throw_shut_down("connect");
     if (deadline_passed()) throw boost::system::system_error(asio::error::timed_out);
     if (rec) throw boost::system::system_error(rec);
     std::tie(cec, std::ignore) = co_await asio::async_connect(socket_->socket, endpoints, kTuple);
   }
+  if (shut_down_) throw_shut_down("connect");
   if (deadline_passed()) throw boost::system::system_error(asio::error::timed_out);
   if (cec) throw boost::system::system_error(cec);
   socket_->disarm();
@@ -204,6 +222,7 @@ asio::awaitable<void> StoreConnection::handshake() {
     co_await send(request);
     co_await receive(wire::ReplyShape::kU32);
   } catch (const IoError& e) {
+    if (shut_down_) throw;
     throw IoError(fmt::format(
         "{} (the server closed a 2.x connection: a PyTorch 1.13 server speaks only the 1.13 "
         "dialect)",
@@ -218,6 +237,7 @@ asio::awaitable<void> StoreConnection::handshake() {
 asio::awaitable<void> StoreConnection::send(const wire::ByteVec& bytes) {
   if (deadline_passed()) throw_timeout();
   auto [ec, n] = co_await asio::async_write(socket_->socket, asio::buffer(bytes), kTuple);
+  if (shut_down_) throw_shut_down(what_);
   if (deadline_passed()) throw_timeout();
   if (ec) throw_io(ec.message());
 }
@@ -242,6 +262,7 @@ asio::awaitable<bool> StoreConnection::receive_or_deadline(wire::ReplyShape shap
     if (deadline_passed()) co_return false;
     auto [ec, n] = co_await socket_->socket.async_read_some(
         asio::buffer(read_buf_.get(), kReadBufferBytes), kTuple);
+    if (shut_down_) throw_shut_down(what_);
     read_end_ = n;  // keep bytes that raced the deadline: they belong to this reply
     if (n == 0 && deadline_passed()) co_return false;
     if (ec == asio::error::eof) throw_io("connection closed by the server");

@@ -33,6 +33,11 @@ class StoreConnection {
   // Closes the socket; the next open() reconnects. Used after a failed or timed-out call, whose
   // reply may still be in flight and would corrupt the next one.
   void close();
+  // Closes the socket for good (the owner's destructor): the call in flight and any later
+  // open(), send or receive throw IoError "store <what> failed at H:P: the client was
+  // destroyed" when they resume, and a connect attempt or backoff pause stops at once.
+  void shut_down();
+  bool is_shut_down() const { return shut_down_; }
 
   // Starts one call named `what` ("get(/k)") with a deadline `timeout` from now. Every send and
   // receive until end_call() shares that deadline.
@@ -57,6 +62,8 @@ class StoreConnection {
   [[noreturn]] void throw_timeout();
   // Throws IoError "store <what> failed at H:P: <why>" (closing the connection).
   [[noreturn]] void throw_io(const std::string& why);
+  // Throws IoError "store <what> failed at H:P: the client was destroyed".
+  [[noreturn]] void throw_shut_down(const std::string& what) const;
 
  private:
   struct Socket;  // socket, resolver and deadline timer, shared with the timer's handler
@@ -73,6 +80,8 @@ class StoreConnection {
   wire::RequestEncoder encoder_;
   wire::ReplyDecoder decoder_;
   std::shared_ptr<Socket> socket_;
+  asio::steady_timer backoff_;  // open()'s pause between attempts; shut_down() cancels it
+  bool shut_down_ = false;
   std::unique_ptr<std::uint8_t[]> read_buf_;  // kReadBufferBytes, not zeroed
   std::size_t read_begin_ = 0;
   std::size_t read_end_ = 0;

@@ -47,7 +47,10 @@ struct TcpStoreClient::Impl {
   // Waits for the connection (calls are serialised on it), reconnects it when an earlier call
   // failed, and starts the call's deadline. TcpStoreClient::call() pairs it with a Call.
   asio::awaitable<void> start(std::string what, std::chrono::milliseconds timeout) {
-    while (busy) co_await turn.async_wait(asio::as_tuple(asio::use_awaitable));
+    while (busy && !conn.is_shut_down()) {
+      co_await turn.async_wait(asio::as_tuple(asio::use_awaitable));
+    }
+    if (conn.is_shut_down()) conn.throw_shut_down(what);
     busy = true;
     try {
       if (!conn.is_open()) co_await conn.open();
@@ -111,7 +114,15 @@ asio::awaitable<std::unique_ptr<TcpStoreClient>> TcpStoreClient::connect(std::st
 }
 
 TcpStoreClient::TcpStoreClient(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
-TcpStoreClient::~TcpStoreClient() = default;
+
+// What PyTorch's TCPStore does when deleted: the connection closes now, not when the last call in
+// flight ends (a wait could hold it open for its whole timeout). The operations' frames keep
+// Impl alive; each fails with IoError when it next resumes, and so does every call queued for
+// the connection (woken here, so that none of them reconnects).
+TcpStoreClient::~TcpStoreClient() {
+  impl_->conn.shut_down();
+  impl_->turn.cancel();
+}
 
 const std::string& TcpStoreClient::address() const { return impl_->conn.address(); }
 

@@ -28,6 +28,9 @@ class TcpStoreClient final : public Store {
   static asio::awaitable<std::unique_ptr<TcpStoreClient>> connect(std::string host,
                                                                   std::uint16_t port,
                                                                   ConnectOptions options = {});
+  // Closes the connection at once. Operations still in flight, and calls queued behind them,
+  // throw IoError "store <op> failed at H:P: the client was destroyed" when the io_context next
+  // runs them; none reconnects or touches the destroyed client.
   ~TcpStoreClient() override;
 
   asio::awaitable<void> set(std::string key, Bytes value) override;
@@ -58,7 +61,8 @@ class TcpStoreClient final : public Store {
   asio::awaitable<Call> call(std::string what, std::chrono::milliseconds deadline);
   asio::awaitable<Call> call(std::string what);
   // Shared with every operation in flight: a coroutine frame that outlives the client (an
-  // io_context destroyed after it) still ends its call on a live connection.
+  // io_context destroyed after it, or an operation failing after the destructor closed the
+  // connection) still ends its call on a live connection.
   std::shared_ptr<Impl> impl_;
 };
 
