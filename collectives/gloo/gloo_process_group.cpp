@@ -192,21 +192,24 @@ const char* GlooProcessGroup::transport_name() const {
 void GlooProcessGroup::reduce_in_place(const Tensor& t, ReduceOp op, std::uint32_t tag,
                                        std::chrono::milliseconds timeout) {
   if (size_ == 1 || t.count == 0) return;
-  if (shm_) {
-    shm_->all_reduce(t, reduce_function(t.dtype, op), std::chrono::steady_clock::now() + timeout);
+  if (shm_) {  // divides within its pass over each share
+    shm_->all_reduce(t, reduce_function(t.dtype, op), std::chrono::steady_clock::now() + timeout,
+                     op == ReduceOp::kAvg ? size_ : 1);
     return;
   }
   if (hierarchical_) {
     hierarchical_all_reduce(t, op, tag, timeout);
-    return;
+  } else {
+    gloo::AllreduceOptions opts(context_);
+    with_element_type(t.dtype,
+                      [&]<class T>() { opts.setOutput(static_cast<T*>(t.data), t.count); });
+    opts.setAlgorithm(gloo_algorithm(algorithm()));
+    opts.setReduceFunction(reduce_function(t.dtype, op));
+    opts.setTag(tag);
+    opts.setTimeout(timeout);
+    gloo::allreduce(opts);
   }
-  gloo::AllreduceOptions opts(context_);
-  with_element_type(t.dtype, [&]<class T>() { opts.setOutput(static_cast<T*>(t.data), t.count); });
-  opts.setAlgorithm(gloo_algorithm(algorithm()));
-  opts.setReduceFunction(reduce_function(t.dtype, op));
-  opts.setTag(tag);
-  opts.setTimeout(timeout);
-  gloo::allreduce(opts);
+  if (op == ReduceOp::kAvg) divide_by_count(t, size_);
 }
 
 std::string GlooProcessGroup::describe_ranks(const std::vector<int>& group_ranks) const {
@@ -285,7 +288,6 @@ std::shared_ptr<Work> GlooProcessGroup::all_reduce(Tensor t, ReduceOp op) {
   const auto timeout_ms = timeout();
   return submit_collective("all_reduce", [this, t, op, timeout_ms](std::uint32_t tag) {
     reduce_in_place(t, op, tag, timeout_ms);
-    if (op == ReduceOp::kAvg) divide_by_count(t, size_);
   });
 }
 
@@ -355,7 +357,9 @@ std::shared_ptr<Work> GlooProcessGroup::reduce_scatter(Tensor in, Tensor out, Re
   return submit_collective("reduce_scatter", [this, in, out, op, timeout_ms](std::uint32_t tag) {
     std::vector<std::uint8_t> scratch(static_cast<const std::uint8_t*>(in.data),
                                       static_cast<const std::uint8_t*>(in.data) + in.bytes());
-    reduce_in_place(Tensor{scratch.data(), in.count, in.dtype}, op, tag, timeout_ms);
+    // Summed over the whole input, divided over this rank's part only.
+    const ReduceOp sum_op = op == ReduceOp::kAvg ? ReduceOp::kSum : op;
+    reduce_in_place(Tensor{scratch.data(), in.count, in.dtype}, sum_op, tag, timeout_ms);
     if (out.count > 0) {
       std::memcpy(out.data, scratch.data() + static_cast<std::size_t>(rank_) * out.bytes(),
                   out.bytes());

@@ -97,7 +97,8 @@ class GlooProcessGroup final : public ProcessGroup {
   std::shared_ptr<gloo::transport::Device> device() const;  // shared with sub-groups
   std::string domain() const;  // this rank's shared-memory domain (options_.shm_domain for tests)
   const char* transport_name() const;
-  // all_reduce of `t` in place, by shared memory or by Gloo; runs on the worker thread.
+  // all_reduce of `t` in place, by shared memory or by Gloo, divided by size() for kAvg; runs on
+  // the worker thread.
   void reduce_in_place(const Tensor& t, ReduceOp op, std::uint32_t tag,
                        std::chrono::milliseconds timeout);
 

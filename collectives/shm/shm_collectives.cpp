@@ -142,24 +142,40 @@ void ShmCollectives::barrier(std::chrono::steady_clock::time_point deadline) {
 }
 
 void ShmCollectives::all_reduce(const Tensor& t, ReduceFn reduce,
-                                std::chrono::steady_clock::time_point deadline) {
+                                std::chrono::steady_clock::time_point deadline, int divide_by) {
   const std::size_t element = dtype_size(t.dtype);
   const std::size_t per_chunk = kSlotBytes / element;
+  const std::size_t per_block = kBlockBytes / element;
   auto* data = static_cast<std::byte*>(t.data);
+  // The share is reduced a block at a time in `block` (in the first-level cache), so each
+  // element is read once from every rank and written once to our chunk and once to our slot.
+  alignas(64) std::byte block[kBlockBytes];
   for (std::size_t offset = 0; offset < t.count; offset += per_chunk) {
     const std::size_t n = std::min(per_chunk, t.count - offset);
     const int which = static_cast<int>(chunks_++ % 2);
     std::byte* chunk = data + offset * element;
-    std::memcpy(slot(rank_, which), chunk, n * element);
-    barrier(deadline);  // every rank's chunk is in its slot
+    // Only the peers' shares go into our slot: we read our own share from the chunk itself.
+    for (int peer = 0; peer < size_; ++peer) {
+      if (peer == rank_) continue;
+      const auto [a, b] = share_of(n, element, peer, size_);
+      if (b > a) {
+        std::memcpy(slot(rank_, which) + a * element, chunk + a * element, (b - a) * element);
+      }
+    }
+    barrier(deadline);  // every rank's chunk is readable
 
     const auto [lo, hi] = share_of(n, element, rank_, size_);
-    if (hi > lo) {
-      std::byte* out = chunk + lo * element;
-      const std::size_t at = lo * element;
-      reduce(out, slot(0, which) + at, slot(1, which) + at, hi - lo);
-      for (int peer = 2; peer < size_; ++peer) reduce(out, out, slot(peer, which) + at, hi - lo);
-      std::memcpy(slot(rank_, which) + at, out, (hi - lo) * element);
+    const auto input = [&](int r, std::size_t at) -> const std::byte* {
+      return r == rank_ ? chunk + at : slot(r, which) + at;
+    };
+    for (std::size_t i = lo; i < hi; i += per_block) {
+      const std::size_t m = std::min(per_block, hi - i);
+      const std::size_t at = i * element;
+      reduce(block, input(0, at), input(1, at), m);
+      for (int peer = 2; peer < size_; ++peer) reduce(block, block, input(peer, at), m);
+      if (divide_by > 1) divide_by_count(Tensor{block, m, t.dtype}, divide_by);
+      std::memcpy(chunk + at, block, m * element);
+      std::memcpy(slot(rank_, which) + at, block, m * element);
     }
     barrier(deadline);  // every share is reduced and published
 

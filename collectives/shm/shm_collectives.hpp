@@ -2,8 +2,9 @@
 // ShmCollectives: all_reduce, broadcast and all_gather among the ranks of one host through shared
 // memory, with no TCP and no kernel copies. Each rank owns a segment of two slots that alternate
 // from one chunk to the next, so a chunk never overwrites data a peer may still be reading.
-// all_reduce, per chunk: every rank copies its chunk into its slot, reduces its 1/W share of the
-// chunk across all slots, publishes that share, and copies the others' shares out (two futex
+// all_reduce, per chunk: every rank copies the parts of its chunk that its peers reduce into its
+// slot, reduces its own 1/W share of the chunk across its chunk and the peers' slots, writes that
+// share to its chunk and publishes it in its slot, and copies the others' shares out (two futex
 // barriers). broadcast: the root copies a chunk into its slot, the others copy it out;
 // all_gather: every rank copies a chunk of its input into its slot, every rank copies all slots
 // out (one barrier a chunk each).
@@ -30,6 +31,8 @@ struct PeerFlags;
 class ShmCollectives {
  public:
   static constexpr std::size_t kSlotBytes = std::size_t{4} << 20;
+  // all_reduce reduces its share in blocks of this many bytes (a multiple of every element size).
+  static constexpr std::size_t kBlockBytes = std::size_t{16} << 10;
 
   // Why connect() gave no transport.
   struct Refusal {
@@ -51,8 +54,10 @@ class ShmCollectives {
   // Each operation is collective and works on CPU memory. They throw std::runtime_error
   // "timed out ..." after `deadline`, or naming a peer whose process exited.
 
-  // In place over `t` with `reduce`.
-  void all_reduce(const Tensor& t, ReduceFn reduce, std::chrono::steady_clock::time_point deadline);
+  // In place over `t` with `reduce`; with `divide_by` > 1 (ReduceOp::kAvg) every result is then
+  // divided by it as divide_by_count does, in the same pass over the share.
+  void all_reduce(const Tensor& t, ReduceFn reduce, std::chrono::steady_clock::time_point deadline,
+                  int divide_by = 1);
   // Returns once every rank has called it.
   void barrier(std::chrono::steady_clock::time_point deadline);
   // In place: every rank ends with group rank `root`'s `t`.

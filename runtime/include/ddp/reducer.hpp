@@ -34,10 +34,10 @@ class Reducer {
   // `slots` in model (forward) order. Buckets are filled in reverse order: a gradient joins the
   // open bucket, which closes once it holds at least its cap (so one large gradient gets a bucket
   // of its own). A bucket whose gradients are adjacent in memory, in reverse order, is reduced in
-  // place; any other is packed into a buffer of the reducer's. CUDA gradients are reduced in place
-  // only (with ReduceOp::kAvg, so that nothing touches device memory from the host): a bucket of
-  // them that is not contiguous is a ConfigError naming its gradients. REQUIRES: group outlives
-  // *this.
+  // place; any other is packed into a buffer of the reducer's. Every bucket is reduced with
+  // ReduceOp::kAvg, so the backend does the averaging (on the device for NCCL; for shared memory
+  // within its reducing pass). CUDA gradients are reduced in place only: a bucket of them that is
+  // not contiguous is a ConfigError naming its gradients. REQUIRES: group outlives *this.
   Reducer(std::shared_ptr<ProcessGroup> group, std::vector<GradientSlot> slots,
           const ReducerOptions& options = {});
   ~Reducer();
@@ -72,7 +72,7 @@ class Reducer {
   std::vector<std::size_t> bucket_of_;  // slot -> bucket index
   std::vector<bool> ready_;
   bool require_sync_ = true;
-  bool on_device_ = false;  // CUDA gradients: reduced in place with kAvg
+  bool on_device_ = false;  // CUDA gradients: reduced in place only
 };
 
 }  // namespace ddp

@@ -108,13 +108,12 @@ void Reducer::launch(Bucket& b) {
   t.count = b.count;
   t.dtype = DType::kFloat32;
   if (on_device_) {
-    // Averaged by the backend on the device; the host never reads device memory.
     t.device = DeviceKind::kCuda;
     t.device_index = slots_.front().device_index;
-    b.work = group_->all_reduce(t, ReduceOp::kAvg);
-    return;
   }
-  b.work = group_->all_reduce(t, ReduceOp::kSum);
+  // Averaged by the backend: on the device for NCCL, and for shared memory within the pass that
+  // reduces each share, so the host makes no extra pass over the gradients.
+  b.work = group_->all_reduce(t, ReduceOp::kAvg);
 }
 
 void Reducer::finalize() {
@@ -126,14 +125,10 @@ void Reducer::finalize() {
           slots_[i].name));
     }
   }
-  const float scale = 1.0f / static_cast<float>(group_->size());
   for (auto& b : buckets_) {
     std::shared_ptr<Work> work = std::move(b->work);
     b->pending = b->slots.size();
     work->wait();
-    if (on_device_) continue;
-    float* data = b->data();
-    for (std::size_t i = 0; i < b->count; ++i) data[i] *= scale;
     if (b->in_place == nullptr) {
       std::size_t off = 0;
       for (std::size_t s : b->slots) {

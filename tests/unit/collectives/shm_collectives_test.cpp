@@ -68,6 +68,34 @@ TEST_CASE("shm all_reduce over several slots sums in rank order, bitwise equal o
   CHECK(exact == std::vector<int>{1, 1, 1});
 }
 
+TEST_CASE("shm all_reduce kAvg divides each share in the reducing pass, as divide_by_count does",
+          "[shm]") {
+  // Several slots and an odd tail, so shares end inside a block and chunks alternate slots.
+  const std::size_t n = kFloatsPerSlot + kFloatsPerSlot / 3 + 11;
+  std::vector<std::vector<float>> inputs;
+  for (unsigned r = 0; r < 3; ++r) inputs.push_back(random_floats(n, r + 7));
+  std::vector<float> expected(n);
+  for (std::size_t i = 0; i < n; ++i) expected[i] = ((inputs[0][i] + inputs[1][i]) + inputs[2][i]);
+  divide_by_count(tensor_of(expected, DType::kFloat32), 3);
+
+  std::vector<int> exact(3, 0);
+  std::vector<int> truncated(3, 0);
+  run_ranks(
+      3,
+      [&](GlooProcessGroup& g) {
+        std::vector<float> v = inputs[g.rank()];
+        g.all_reduce(tensor_of(v, DType::kFloat32), ReduceOp::kAvg)->wait();
+        exact[g.rank()] = v == expected;
+        std::vector<std::int64_t> whole(5, g.rank() + 1);  // (1 + 2 + 3) / 3 = 2, 7 / 3 = 2
+        whole[4] = g.rank() == 0 ? 2 : whole[4];
+        g.all_reduce(tensor_of(whole, DType::kInt64), ReduceOp::kAvg)->wait();
+        truncated[g.rank()] = whole == std::vector<std::int64_t>{2, 2, 2, 2, 2};
+      },
+      std::chrono::seconds(20), kShm);
+  CHECK(exact == std::vector<int>{1, 1, 1});
+  CHECK(truncated == std::vector<int>{1, 1, 1});
+}
+
 TEST_CASE("shm all_reduce with more ranks than elements, and queued operations", "[shm]") {
   run_ranks(
       4,
