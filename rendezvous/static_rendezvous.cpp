@@ -317,6 +317,11 @@ asio::awaitable<int> StaticRendezvous::report_failure(std::string what) {
     co_return std::stoi(to_string(co_await store.get(round_key(round, "restart"))));
   }
   const auto count = static_cast<int>(co_await store.add("restart_count", 1));
+  if (count > s->options.max_restarts) {
+    // The job is over: say why before any other node wakes, so that its next round reports this
+    // failure instead of only the spent restarts.
+    co_await store.compare_set("closed", {}, to_bytes(mine));
+  }
   co_await store.set(round_key(round, "end"), to_bytes("restart"));
   co_await store.set(round_key(round, "restart"), to_bytes(std::to_string(count)));
   co_return count;
@@ -336,7 +341,7 @@ asio::awaitable<void> StaticRendezvous::finish(bool success) {
     // round (this node's closed entry) and nodes in the exit barrier (end key).
     const std::string reason =
         fmt::format("node {} ({}) failed", s->options.node_rank, s->options.node_name);
-    co_await store.set("closed", to_bytes(reason));
+    co_await store.compare_set("closed", {}, to_bytes(reason));  // a failure may have said why
     json closed_entry;
     closed_entry["version"] = 1;
     closed_entry["closed"] = reason;

@@ -35,6 +35,17 @@ StaticRendezvousOptions node_options(int nnodes, int rank, std::uint16_t port) {
   return options;
 }
 
+// Two nodes of a job with --max_restarts=0: the first failure ends it.
+struct JobWithoutRestarts {
+  static StaticRendezvousOptions without_restarts(StaticRendezvousOptions options) {
+    options.max_restarts = 0;
+    return options;
+  }
+  boost::asio::io_context io;
+  StaticRendezvous host{io, without_restarts(node_options(2, 0, 0))};
+  StaticRendezvous other{io, without_restarts(node_options(2, 1, host.store_port()))};
+};
+
 // Runs `body` on a fresh io_context until it completes; rethrows what it threw.
 template <typename Body>
 void run(boost::asio::io_context& io, Body body) {
@@ -112,13 +123,8 @@ TEST_CASE("two nodes get contiguous ranks, restart together and pass the exit ba
 }
 
 TEST_CASE("when the restarts are spent the other node's next round is closed", "[static]") {
-  boost::asio::io_context io;
-  auto options = node_options(2, 0, 0);
-  options.max_restarts = 0;
-  StaticRendezvous host(io, options);
-  options = node_options(2, 1, host.store_port());
-  options.max_restarts = 0;
-  StaticRendezvous other(io, options);
+  JobWithoutRestarts job;
+  auto& [io, host, other] = job;
   run(io, [&]() -> asio::awaitable<void> {
     co_await (host.next_round(1) && other.next_round(1));
     auto watched = co_await (other.watch_round() && host.report_failure("rank 0 exited with 2"));
@@ -130,6 +136,28 @@ TEST_CASE("when the restarts are spent the other node's next round is closed", "
       closed = true;
     }
     CHECK(closed);
+  });
+}
+
+TEST_CASE("a failure that spends the last restart closes the job before it wakes other nodes",
+          "[static]") {
+  JobWithoutRestarts job;
+  auto& [io, host, other] = job;
+  run(io, [&]() -> asio::awaitable<void> {
+    co_await (host.next_round(1) && other.next_round(1));
+    // Node 1 has not reached finish(false) yet (it is still writing its report): node 0 already
+    // learns from the store that the job ended there, and why.
+    auto watched = co_await (host.watch_round() && other.report_failure("rank 1 exited with 5"));
+    CHECK(std::get<1>(watched) == 1);
+    std::string message;
+    try {
+      co_await host.next_round(1);
+    } catch (const RendezvousClosedError& e) {
+      message = e.what();
+    }
+    CHECK_THAT(message, Catch::Contains("the job ended on another node: node 1 (node1): rank 1 "
+                                        "exited with 5"));
+    co_await other.finish(false);
   });
 }
 
