@@ -73,8 +73,15 @@ def check_run(backend):
 
 def check_two_jobs_one_endpoint():
     """Two 2-node c10d jobs meet at one endpoint without --rdzv_id: each derives its own run id
-    from its command line, so neither takes the other's nodes."""
-    port = ddptest.free_port()
+    from its command line, so neither takes the other's nodes. The store at the endpoint is a
+    `ddp-store serve` that outlives both jobs: a store hosted by an agent lives only as long as
+    that agent's job, so the other job would lose it when the host's job ended first (in a CI
+    run under load it did: "store ... unreachable (its host agent exited ...)")."""
+    store = ddptest.spawn([ddptest.bin_path("ddp-store"), "serve", "--host", "127.0.0.1",
+                           "--port", "0"], stdout=ddptest.subprocess.PIPE, text=True)
+    line = store.stdout.readline()
+    check(line.startswith("listening on "), f"ddp-store serve printed {line!r}")
+    port = int(line.strip().rsplit(":", 1)[1])
     tag = str(uuid.uuid4())
     dirs = [ddptest.temp_dir(), ddptest.temp_dir()]
     procs = []
@@ -109,6 +116,8 @@ def check_two_jobs_one_endpoint():
                 p.wait()
         for out_dir in dirs:
             ddptest.remove_tree(out_dir)
+        store.kill()
+        store.wait()
 
 
 for backend in ("static", "c10d", "c10d-ipv6"):
