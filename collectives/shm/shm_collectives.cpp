@@ -154,14 +154,18 @@ void ShmCollectives::all_reduce(const Tensor& t, ReduceFn reduce,
     const std::size_t n = std::min(per_chunk, t.count - offset);
     const int which = static_cast<int>(chunks_++ % 2);
     std::byte* chunk = data + offset * element;
-    // Only the peers' shares go into our slot: we read our own share from the chunk itself.
-    for (int peer = 0; peer < size_; ++peer) {
-      if (peer == rank_) continue;
-      const auto [a, b] = share_of(n, element, peer, size_);
-      if (b > a) {
-        std::memcpy(slot(rank_, which) + a * element, chunk + a * element, (b - a) * element);
+    // copy(peer, offset, bytes) for each peer's non-empty share of this chunk.
+    const auto each_peer_share = [&](auto copy) {
+      for (int peer = 0; peer < size_; ++peer) {
+        if (peer == rank_) continue;
+        const auto [a, b] = share_of(n, element, peer, size_);
+        if (b > a) copy(peer, a * element, (b - a) * element);
       }
-    }
+    };
+    // Only the peers' shares go into our slot: we read our own share from the chunk itself.
+    each_peer_share([&](int, std::size_t at, std::size_t bytes) {
+      std::memcpy(slot(rank_, which) + at, chunk + at, bytes);
+    });
     barrier(deadline);  // every rank's chunk is readable
 
     const auto [lo, hi] = share_of(n, element, rank_, size_);
@@ -179,12 +183,9 @@ void ShmCollectives::all_reduce(const Tensor& t, ReduceFn reduce,
     }
     barrier(deadline);  // every share is reduced and published
 
-    for (int peer = 0; peer < size_; ++peer) {
-      if (peer == rank_) continue;
-      const auto [a, b] = share_of(n, element, peer, size_);
-      if (b > a)
-        std::memcpy(chunk + a * element, slot(peer, which) + a * element, (b - a) * element);
-    }
+    each_peer_share([&](int peer, std::size_t at, std::size_t bytes) {
+      std::memcpy(chunk + at, slot(peer, which) + at, bytes);
+    });
   }
 }
 
