@@ -10,6 +10,7 @@ import uuid
 
 import ddptest
 from ddptest import check, fail
+from store.store_servers import ddp_store
 
 NODES, NPROC = 4, 2
 WORKER = os.path.join(ddptest.SOURCE_DIR, "tests/integration/workers/env_dump.py")
@@ -77,11 +78,8 @@ def check_two_jobs_one_endpoint():
     `ddp-store serve` that outlives both jobs: a store hosted by an agent lives only as long as
     that agent's job, so the other job would lose it when the host's job ended first (in a CI
     run under load it did: "store ... unreachable (its host agent exited ...)")."""
-    store = ddptest.spawn([ddptest.bin_path("ddp-store"), "serve", "--host", "127.0.0.1",
-                           "--port", "0"], stdout=ddptest.subprocess.PIPE, text=True)
-    line = store.stdout.readline()
-    check(line.startswith("listening on "), f"ddp-store serve printed {line!r}")
-    port = int(line.strip().rsplit(":", 1)[1])
+    store = ddp_store()
+    port = store.port
     tag = str(uuid.uuid4())
     dirs = [ddptest.temp_dir(), ddptest.temp_dir()]
     procs = []
@@ -116,8 +114,7 @@ def check_two_jobs_one_endpoint():
                 p.wait()
         for out_dir in dirs:
             ddptest.remove_tree(out_dir)
-        store.kill()
-        store.wait()
+        store.stop()
 
 
 for backend in ("static", "c10d", "c10d-ipv6"):
