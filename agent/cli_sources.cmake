@@ -1,4 +1,4 @@
-# CLI sources (engineer "cli"): LaunchConfig parsing, worker specs, log dirs, --dry_run.
+# CLI sources: LaunchConfig parsing, worker specs, log dirs, --dry_run.
 target_sources(ddp_agent PRIVATE
   cli_args.cpp
   dry_run.cpp

@@ -1,7 +1,7 @@
 #pragma once
-// Starting and signalling worker processes: fork/exec with the worker in its own process group,
-// a parent-death signal, every inherited descriptor closed, and exec failures reported back
-// through a CLOEXEC pipe. Everything between fork and exec is async-signal-safe.
+// Starting and signalling worker processes: a vfork-style clone + exec with the worker in its own
+// process group, a parent-death signal, every inherited descriptor closed, and exec failures
+// reported back through a CLOEXEC pipe. Everything between clone and exec is async-signal-safe.
 
 #include <sys/types.h>
 

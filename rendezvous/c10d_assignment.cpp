@@ -20,9 +20,22 @@ using nlohmann::json;
 // 2: the assignment says whether members[0] hosts the store. 3: header and places.
 constexpr int kVersion = 3;
 
+// A well-formed document of another version comes from an agent of another ddprun release (a
+// setup mistake the user can fix: ConfigError); anything else is a bug (InternalError).
 json parse_document(const Bytes& bytes, const std::string& what) {
   json doc = json::parse(bytes.begin(), bytes.end(), nullptr, false);
-  if (doc.is_discarded() || !doc.is_object() || doc.value("version", 0) != kVersion) {
+  if (doc.is_discarded() || !doc.is_object()) {
+    throw InternalError(fmt::format("c10d rendezvous: {} is not a JSON document: '{}'", what,
+                                    to_string(bytes).substr(0, 200)));
+  }
+  const auto version = doc.find("version");
+  if (version != doc.end() && version->is_number_integer() && *version != kVersion) {
+    throw ConfigError(fmt::format(
+        "c10d rendezvous: the {} was written by another ddprun release (document version {}, this "
+        "agent reads version {}): run the same ddprun on every node of the job",
+        what, version->get<long long>(), kVersion));
+  }
+  if (version == doc.end() || *version != kVersion) {
     throw InternalError(fmt::format("c10d rendezvous: {} is not a version-{} document: '{}'",
                                     what, kVersion, to_string(bytes).substr(0, 200)));
   }

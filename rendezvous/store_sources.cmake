@@ -1,4 +1,4 @@
-# Sources of the store half of ddp_rendezvous (issue 2): target_sources(ddp_rendezvous PRIVATE ...).
+# Sources of the store half of ddp_rendezvous: target_sources(ddp_rendezvous PRIVATE ...).
 target_sources(ddp_rendezvous PRIVATE
   prefix_store.cpp
   memory_store.cpp

@@ -7,10 +7,10 @@ target_sources(ddp PRIVATE
   src/hosted_store.cpp    # rank 0 hosts the store when the launcher does not (torchrun c10d)
   src/init.cpp)           # ddp::init
 if(DDP_WITH_CUDA)
-  target_sources(ddp PRIVATE src/cuda_probe.cpp)
+  target_sources(ddp PRIVATE src/cuda_devices.cpp)
   target_link_libraries(ddp PRIVATE CUDA::cudart)
   target_compile_definitions(ddp PRIVATE DDP_WITH_CUDA=1)
 else()
-  target_sources(ddp PRIVATE src/cuda_probe_none.cpp)
+  target_sources(ddp PRIVATE src/cuda_devices_none.cpp)
 endif()
 target_link_libraries(ddp PRIVATE ddp_collectives ddp_rendezvous Boost::headers)

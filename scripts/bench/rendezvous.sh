@@ -16,9 +16,9 @@
 #                                  survivors run restarted workers
 # Env: BUILD (default build), PORT (default 29611),
 #   WORKER=stamp (default: build/bin/ddp-bench-stamp, one static exec) or sh (`/bin/sh -c 'date
-#     ...; sleep'`, three execs a worker: the worker of the figures before 2026-11-25),
+#     ...; sleep'`, three execs a worker: the worker of the oldest figures in docs/BENCHMARKS.md),
 #   LAUNCHER=spawn (default: one python3 process starts every agent with posix_spawn) or bash
-#     (`agent &` in a bash loop: a fork of bash per agent, as before 2026-11-25).
+#     (`agent &` in a bash loop: a fork of bash per agent, the oldest figures' harness).
 # Each worker writes its start time to a file named after its RANK and WORLD_SIZE; figures come
 # from those files, not from logs. On one 2-core machine the agents, their workers and the
 # launcher share the cores: the harness's own process creation counts in every figure.

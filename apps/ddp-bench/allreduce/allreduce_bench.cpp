@@ -21,9 +21,9 @@
 
 #include "ddp/error.hpp"
 #include "ddp/init.hpp"
+#include "ddp/launch_env.hpp"
 #include "gloo_direct.hpp"
-#include "runtime/src/launcher_env.hpp"
-#include "runtime/src/local_address.hpp"
+#include "rendezvous/net_address.hpp"
 #include "size_list.hpp"
 
 namespace {
@@ -169,15 +169,16 @@ Runner ddp_runner(const Options& o, std::optional<ddp::Context>& ctx) {
 }
 
 Runner gloo_runner(const Options& o, std::unique_ptr<ddp::bench::GlooDirect>& direct) {
-  namespace rt = ddp::runtime;
-  const std::string host = rt::required_env("MASTER_ADDR");
-  const int port = rt::required_env_int("MASTER_PORT", 1, 65535);
+  const ddp::LaunchEnv env = ddp::read_launch_env();
+  const auto port = static_cast<std::uint16_t>(env.master_port);
   Runner runner;
   runner.mode = "gloo";
-  runner.rank = rt::required_env_int("RANK", 0, 1 << 20);
-  runner.size = rt::required_env_int("WORLD_SIZE", 1, 1 << 20);
-  direct = std::make_unique<ddp::bench::GlooDirect>(
-      host, port, runner.rank, runner.size, rt::local_address_toward(host, port), o.algorithm);
+  runner.rank = env.rank;
+  runner.size = env.world_size;
+  direct = std::make_unique<ddp::bench::GlooDirect>(env.master_addr, port, runner.rank,
+                                                    runner.size,
+                                                    ddp::rdzv::route_address(env.master_addr, port),
+                                                    o.algorithm);
   auto* gloo = direct.get();
   runner.all_reduce = [gloo](float* data, std::size_t count) { gloo->all_reduce_sum(data, count); };
   runner.barrier = [gloo] {  // a one-element all_reduce is a barrier

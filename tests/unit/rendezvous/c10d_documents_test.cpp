@@ -105,9 +105,17 @@ TEST_CASE("descriptors, round headers and places survive encoding", "[c10d]") {
 TEST_CASE("a document that is not ours is an error naming the key", "[c10d]") {
   CHECK_THROWS_WITH(decode_node_desc(to_bytes("garbage"), "r0/node/1"),
                     Catch::Contains("r0/node/1"));
-  CHECK_THROWS_AS(decode_round_header(to_bytes("{\"version\":7}"), "a"), ddp::InternalError);
+  CHECK_THROWS_AS(decode_round_header(to_bytes("{\"size\":2}"), "a"), ddp::InternalError);
   CHECK_THROWS_WITH(decode_place(encode(C10dRoundHeader{}), "r0/place/1"),
                     Catch::Contains("r0/place/1"));
+}
+
+TEST_CASE("a document of another ddprun release is a setup error that says so", "[c10d]") {
+  CHECK_THROWS_AS(decode_round_header(to_bytes("{\"version\":7}"), "r0/header"),
+                  ddp::ConfigError);
+  CHECK_THROWS_WITH(decode_round_header(to_bytes("{\"version\":7}"), "r0/header"),
+                    Catch::Contains("another ddprun release (document version 7") &&
+                        Catch::Contains("run the same ddprun on every node"));
 }
 
 TEST_CASE("the change log yields the event to act on and the next round's size", "[c10d]") {
