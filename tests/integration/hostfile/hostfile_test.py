@@ -1,5 +1,5 @@
 """`ddprun --hostfile` against real OpenSSH servers in netns nodes (ssh_rig.py): ranks and output
-from 2 hosts x 2 slots, uneven slots with --exclude, SIGTERM to the local ddprun and a killed
+from 2 hosts x 2 slots, uneven slots with --exclude, c10d ranks in file order, SIGTERM to the local ddprun and a killed
 local ddprun (lost ssh connections) leave nothing on any node, a host that refuses ssh fails
 fast with its name, and (`torch`) a PyTorch 1.13 gloo DDP job across hosts.
 
@@ -78,6 +78,19 @@ def uneven(c, out_dir):
     print("ok uneven slots 1+3 (node 3 excluded): ranks in file order, LOCAL_WORLD_SIZE per host")
 
 
+def c10d(c, out_dir):
+    hosts = c.hostfile([f"{addr(1)} slots=1", f"{addr(3)} slots=2", f"{addr(2)} slots=1"])
+    p = c.launch(["--hostfile", hosts, "--rdzv_backend=c10d", *PY, ENV_DUMP, out_dir])
+    rc, out, err = finish(p, 60, "c10d launch")
+    check(rc == 0, f"c10d: exit {rc}\n{out}\n{err}")
+    recs = records(out_dir)
+    got = [(recs[r]["DDPRUN_NODE_NAME"], recs[r]["GROUP_RANK"]) for r in sorted(recs)]
+    want = [(addr(1), "0"), (addr(3), "1"), (addr(3), "1"), (addr(2), "2")]
+    check(got == want, f"c10d: ranks by host {got}, expected file order {want}")
+    check(len({r["TORCHELASTIC_RUN_ID"] for r in recs.values()}) == 1, "c10d: run ids differ")
+    print("ok c10d: the first host hosts the store, node ranks follow the file")
+
+
 def wait_ready(out_dir, count, p, what):
     ready = lambda: len([f for f in os.listdir(out_dir) if f.startswith("ready_rank")]) >= count
     if not ddptest.wait_until(ready, 30):
@@ -114,22 +127,22 @@ def killed_launcher(c, out_dir):
 
 
 def refused(c, out_dir):
-    hosts = c.hostfile([f"{addr(1)} slots=1", f"{addr(3)} slots=1"])  # no sshd on node 3
+    hosts = c.hostfile([f"{addr(1)} slots=1", f"{addr(4)} slots=1"])  # no sshd on node 4
     start = time.monotonic()
     p = c.launch(["--hostfile", hosts, *PY, TRAP_TERM, out_dir])
     rc, out, err = finish(p, 60, "refused")
     took = time.monotonic() - start
     check(rc == 255, f"refused: exit {rc}\n{out}\n{err}")
     last = err.strip().splitlines()[-1]
-    check(last.startswith(f"ddprun: error: host {addr(3)}: ssh failed") and "refused" in last,
+    check(last.startswith(f"ddprun: error: host {addr(4)}: ssh failed") and "refused" in last,
           f"refused: last line '{last}'\n{err}")
     no_leftovers(c, "refused")
     print(f"ok a host that refuses ssh: '{last}' after {took:.1f} s")
 
 
 def basic():
-    with SshCluster(3, sshd_on=[1, 2]) as c:
-        for case in (two_by_two, uneven, sigterm, killed_launcher, refused):
+    with SshCluster(4, sshd_on=[1, 2, 3]) as c:
+        for case in (two_by_two, uneven, c10d, sigterm, killed_launcher, refused):
             out_dir = ddptest.temp_dir()
             try:
                 case(c, out_dir)

@@ -71,11 +71,11 @@ TEST_CASE("--nproc_per_node given wins over the slots", "[fanout]") {
 TEST_CASE("c10d: the first host is the endpoint and every host shares a fresh run id",
           "[fanout]") {
   const auto launches = plan({"--hostfile=h", "--rdzv_backend=c10d", "t.py"}, "a\nfe80::1\n");
+  CHECK(has(launches[1].remote_command, "--node_rank=1 "));  // orders c10d members: file order
   for (const RemoteLaunch& l : launches) {
     CHECK(has(l.remote_command, "--rdzv_backend=c10d"));
     CHECK(has(l.remote_command, "--rdzv_endpoint=a "));
     CHECK(has(l.remote_command, "--rdzv_id=hostfile-1234 "));
-    CHECK_FALSE(has(l.remote_command, "--node_rank"));
   }
   const auto v6 = plan({"--hostfile=h", "--rdzv_backend=c10d", "t.py"}, "fe80::1\na\n");
   CHECK(has(v6[1].remote_command, " '--rdzv_endpoint=[fe80::1]' "));
