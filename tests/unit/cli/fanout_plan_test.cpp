@@ -60,7 +60,7 @@ TEST_CASE("static: node ranks follow the file, slots set the workers, host 0 is 
   CHECK(has(launches[1].remote_command, "--nproc_per_node=3 "));
 }
 
-TEST_CASE("--nproc_per_node given wins over the slots", "[fanout]") {
+TEST_CASE("a given --nproc_per_node wins over the slots", "[fanout]") {
   const auto launches = plan({"--hostfile=h", "--nproc_per_node=4", "t.py"}, "a slots=2\nb\n");
   for (const RemoteLaunch& l : launches) {
     CHECK(l.nproc_per_node == 4);
@@ -86,7 +86,7 @@ TEST_CASE("c10d: the first host is the endpoint and every host shares a fresh ru
   CHECK(has(given[1].remote_command, "--rdzv_id=j "));
 }
 
-TEST_CASE("--ssh, user@host and --remote_ddprun shape each command", "[fanout]") {
+TEST_CASE("the ssh command, user@host and --remote_ddprun shape each command", "[fanout]") {
   const auto launches = plan({"--hostfile=h", "--ssh", "ssh -F 'my cfg' -p 2222",
                               "--remote_ddprun=/x/ddprun", "t.py"},
                              "me@a\n");
