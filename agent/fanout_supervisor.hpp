@@ -6,8 +6,9 @@
 // with --stdin_signals), and ends the job everywhere when one host fails.
 //
 // Exit code: 128+S after a signal S here; else the code of the first host whose agent (or ssh)
-// ended non-zero, the root cause, since the others then only follow it (as srun reports the
-// failing task's code); else 0. ssh's own failures exit 255 and are named with ssh's message.
+// ended non-zero on its own, preferring a code other than 1 (what an agent exits with when the
+// job ended on another node): the root cause, as srun reports the failing task's code; else 0. ssh's own failures (exit 255, or ssh killed by a signal) stop the
+// other hosts at once and are named with ssh's message.
 
 #include <boost/asio/io_context.hpp>
 
@@ -46,5 +47,9 @@ class FanoutSupervisor {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// Of the non-zero exit codes of the hosts that failed on their own, in the order they ended, the
+// index of the root cause: the first code other than 1, else the first. REQUIRES: not empty.
+std::size_t root_cause_index(const std::vector<int>& failure_codes);
 
 }  // namespace ddp::agent

@@ -14,7 +14,6 @@
 #include <cerrno>
 #include <csignal>
 #include <cstring>
-#include <optional>
 
 #include <fmt/format.h>
 
@@ -43,6 +42,7 @@ struct Host {
   bool exited = false;
   bool stop_sent = false;  // told to stop: its exit code is ours, not a root cause
   int code = 0;
+  std::string ssh_error;  // set when ssh itself failed or was killed: the connection is gone
 };
 
 int exit_code_of(const ChildStatus& status) {
@@ -58,7 +58,25 @@ std::string last_line(const OutputRouter& err) {
   return "(no message)";
 }
 
+// What went wrong with the connection itself, or "" when ssh ended with the agent's own code.
+std::string ssh_error_of(const ChildStatus& status, const OutputRouter& err) {
+  if (status.signal != 0) return fmt::format("ssh was killed by {}", signal_name(status.signal));
+  if (status.exit_code == kSshFailed) {
+    return fmt::format("ssh failed (exit {}): {}", kSshFailed, last_line(err));
+  }
+  return "";
+}
+
 }  // namespace
+
+std::size_t root_cause_index(const std::vector<int>& failure_codes) {
+  // A host whose job ended on another node exits 1, and may do so before the host where a
+  // worker failed has reported: a later code other than 1 is the cause.
+  for (std::size_t i = 0; i < failure_codes.size(); ++i) {
+    if (failure_codes[i] != 1) return i;
+  }
+  return 0;
+}
 
 struct FanoutSupervisor::Impl {
   asio::io_context& io;
@@ -71,7 +89,7 @@ struct FanoutSupervisor::Impl {
   asio::steady_timer kill_timer;
   bool kill_timer_armed = false;
   int local_signal = 0;
-  std::optional<std::size_t> root_cause;
+  std::vector<std::size_t> failures;  // hosts that ended non-zero on their own, in order
   std::size_t running = 0;
   ChildWatch watch;  // last: its handler uses the members above
 
@@ -194,27 +212,30 @@ struct FanoutSupervisor::Impl {
     host.code = exit_code_of(status);
     host.out->drain_and_flush();
     host.err->drain_and_flush();
+    host.ssh_error = ssh_error_of(status, *host.err);
     if (host.stdin_fd >= 0) ::close(host.stdin_fd);
     host.stdin_fd = -1;
     --running;
-    const auto log = log::get("agent");
-    if (host.code == 0 || host.stop_sent || local_signal != 0 || root_cause) {
-      log->info("host {} ended exit_code={}", host.launch.address, host.code);
+    if (host.code == 0 || host.stop_sent || local_signal != 0) {
+      log::get("agent")->info("host {} ended exit_code={}", host.launch.address, host.code);
     } else {
+      failures.push_back(static_cast<std::size_t>(&host - hosts.data()));
       on_failure(host);
     }
     if (running == 0) finish();
   }
 
   void on_failure(Host& host) {
-    root_cause = static_cast<std::size_t>(&host - hosts.data());
     const auto log = log::get("agent");
-    if (host.code == kSshFailed) {
-      // The connection failed (or broke): the host's agent never ran or is gone, and the others
-      // would wait for it until their rendezvous timeout.
-      log->error("host {}: ssh failed (exit 255): {}; stopping the other hosts",
-                 host.launch.address, last_line(*host.err));
+    if (!host.ssh_error.empty()) {
+      // The connection failed or broke: the host's agent never ran or has stopped on its stdin's
+      // EOF, and the others would wait for it until their rendezvous timeout.
+      log->error("host {}: {}; stopping the other hosts", host.launch.address, host.ssh_error);
       stop_all(SIGTERM);
+      return;
+    }
+    if (failures.size() > 1) {  // the grace of the first failure runs already
+      log->info("host {} ended exit_code={}", host.launch.address, host.code);
       return;
     }
     log->error("host {} failed exit_code={}; the other hosts have {} s to end on their own",
@@ -235,12 +256,13 @@ struct FanoutSupervisor::Impl {
 
   int exit_code() const {
     if (local_signal != 0) return 128 + local_signal;
-    if (!root_cause) return 0;
-    const Host& host = hosts[*root_cause];
-    if (host.code == kSshFailed) {
+    if (failures.empty()) return 0;
+    std::vector<int> codes;
+    for (const std::size_t i : failures) codes.push_back(hosts[i].code);
+    const Host& host = hosts[failures[root_cause_index(codes)]];
+    if (!host.ssh_error.empty()) {
       std::fflush(stdout);
-      fmt::print(stderr, "ddprun: error: host {}: ssh failed (exit 255): {}\n", host.launch.host,
-                 last_line(*host.err));
+      fmt::print(stderr, "ddprun: error: host {}: {}\n", host.launch.host, host.ssh_error);
     }
     return host.code;
   }

@@ -22,6 +22,7 @@ from ssh_rig import SshCluster
 WORKERS = os.path.join(ddptest.SOURCE_DIR, "tests/integration/workers")
 ENV_DUMP = os.path.join(WORKERS, "env_dump.py")
 TRAP_TERM = os.path.join(WORKERS, "trap_term.py")
+FAIL_ONCE = os.path.join(WORKERS, "fail_once.py")
 TRAIN = os.path.join(WORKERS, "torch_ddp_train.py")
 PY = ["--python", ddptest.TORCH_PYTHON]
 
@@ -126,6 +127,36 @@ def killed_launcher(c, out_dir):
     print("ok SIGKILL of the local ddprun: each host's agent sees its ssh gone and stops")
 
 
+def lost_connection(c, out_dir):
+    hosts = c.hostfile([f"{addr(1)} slots=1", f"{addr(2)} slots=1"])
+    p = c.launch(["--hostfile", hosts, *PY, TRAP_TERM, out_dir])
+    wait_ready(out_dir, 2, p, "lost connection")
+    ssh = [int(pid) for pid in open(f"/proc/{p.pid}/task/{p.pid}/children").read().split()
+           if addr(2) in open(f"/proc/{pid}/cmdline").read().split("\0")]
+    check(len(ssh) == 1, f"lost connection: host 2's ssh not found among {ssh}")
+    os.kill(ssh[0], signal.SIGKILL)
+    rc, out, err = finish(p, 60, "lost connection")
+    check(rc == 137, f"lost connection: exit {rc}\n{out}\n{err}")
+    last = err.strip().splitlines()[-1]
+    check(last == f"ddprun: error: host {addr(2)}: ssh was killed by SIGKILL", f"last: {last}")
+    no_leftovers(c, "lost connection")
+    for rank, sig in ((0, "SIGTERM"), (1, "SIGHUP")):
+        with open(os.path.join(out_dir, f"signal_rank{rank}")) as f:
+            check(sig in f.read(), f"lost connection: rank {rank} got no {sig}")
+    print("ok host 2's ssh killed: its agent stops on stdin EOF (SIGHUP), host 1 is stopped")
+
+
+def worker_failure(c, out_dir):
+    hosts = c.hostfile([f"{addr(1)} slots=2", f"{addr(2)} slots=2"])
+    p = c.launch(["--hostfile", hosts, *PY, FAIL_ONCE, out_dir, "--rank", "3", "--code", "7"],
+                 env={"DDP_TEST_HEALTHY_SECONDS": "30"})
+    rc, out, err = finish(p, 60, "worker failure")
+    check(rc == 7, f"worker failure: exit {rc} (the root cause exited 7)\n{out}\n{err}")
+    check(f"[{addr(2)}]:   host      : {addr(2)}" in err, f"worker failure: no report\n{err}")
+    no_leftovers(c, "worker failure")
+    print("ok rank 3 on host 2 exits 7: ddprun exits 7, the report names the host")
+
+
 def refused(c, out_dir):
     hosts = c.hostfile([f"{addr(1)} slots=1", f"{addr(4)} slots=1"])  # no sshd on node 4
     start = time.monotonic()
@@ -142,7 +173,8 @@ def refused(c, out_dir):
 
 def basic():
     with SshCluster(4, sshd_on=[1, 2, 3]) as c:
-        for case in (two_by_two, uneven, c10d, sigterm, killed_launcher, refused):
+        for case in (two_by_two, uneven, c10d, sigterm, killed_launcher, lost_connection,
+                     worker_failure, refused):
             out_dir = ddptest.temp_dir()
             try:
                 case(c, out_dir)

@@ -132,11 +132,13 @@ LogLevel ERROR
         return path
 
     def launch(self, args, env=None):
-        """Starts the local `ddprun --ssh ... args` (in the root namespace) with the tag."""
+        """Starts the local `ddprun --ssh ... args` (in the root namespace) with the tag; the
+        tag and every variable of `env` are exported to the hosts."""
         full_env = {"DDP_TEST_TAG": self.tag.split("=", 1)[1]}
         full_env.update(env or {})
-        cmd = [ddptest.bin_path("ddprun"), "--ssh", self.ssh_command(), "--export",
-               "DDP_TEST_TAG", *args]
+        exports = ",".join(k for k in full_env if not k.startswith(("NCCL_", "GLOO_")))
+        cmd = [ddptest.bin_path("ddprun"), "--ssh", self.ssh_command(), "--export", exports,
+               *args]
         p = ddptest.spawn(cmd, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           text=True)
         self.agents.append(p)

@@ -4,9 +4,11 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <sstream>
 
 #include "agent/cli_args.hpp"
 #include "agent/fanout_plan.hpp"
+#include "agent/fanout_supervisor.hpp"
 #include "ddp/error.hpp"
 #include "tests/unit/cli/cli_test_util.hpp"
 
@@ -134,6 +136,22 @@ TEST_CASE("PET_HOSTFILE turns the fan-out on", "[fanout]") {
   const auto config = test::parse({"t.py"}, {{"PET_HOSTFILE", "/h"}});
   CHECK(config.hostfile == "/h");
   CHECK(config.source_of("hostfile") == ValueSource::kEnv);
+}
+
+TEST_CASE("the root cause is the first failure other than 1, else the first", "[fanout]") {
+  CHECK(root_cause_index({7}) == 0);
+  CHECK(root_cause_index({1, 7, 1}) == 1);  // host 1 learnt of host 2's failure first
+  CHECK(root_cause_index({255, 1}) == 0);
+  CHECK(root_cause_index({1, 1}) == 0);
+}
+
+TEST_CASE("the dry run prints each host's command", "[fanout]") {
+  std::ostringstream out;
+  print_fanout_dry_run(plan({"--hostfile=h", "t.py"}, "a slots=2\nb\n"), out);
+  const std::string text = out.str();
+  CHECK(text.starts_with("ddprun --hostfile: 2 host(s); nothing is started\n"));
+  CHECK(has(text, "\n# host a: node_rank=0 nproc_per_node=2\nssh -o BatchMode=yes a 'cd "));
+  CHECK(has(text, "\n# host b: node_rank=1 nproc_per_node=1\nssh -o BatchMode=yes b 'cd "));
 }
 
 }  // namespace
