@@ -121,6 +121,14 @@ struct FanoutSupervisor::Impl {
     }
   }
 
+  ExecImage image_of(const std::vector<std::string>& argv) const {
+    try {
+      return ExecImage(argv, env);
+    } catch (const IoError&) {
+      throw ConfigError(fmt::format("--ssh: '{}' is not a program found here", argv.front()));
+    }
+  }
+
   void start(Host& host) {
     const std::string& name = host.launch.address;
     OutputRoute out_route;
@@ -132,13 +140,14 @@ struct FanoutSupervisor::Impl {
     err_route.keep_tail = true;
     host.out = std::make_shared<OutputRouter>(io, out_route, buffer);
     host.err = std::make_shared<OutputRouter>(io, err_route, buffer);
+    // Resolved first: a bad --ssh is the user's error, and no pipe is open yet to leak.
+    const ExecImage image = image_of(host.launch.argv);
     int in[2];
     if (::pipe2(in, O_CLOEXEC) != 0) {
       throw IoError(fmt::format("host {}: cannot create ssh's stdin pipe: {}", name,
                                 std::strerror(errno)));
     }
     host.stdin_fd = in[1];
-    const ExecImage image(host.launch.argv, env);
     ForkedChild child(image, ChildSetup{.stdout_fd = host.out->child_end(),
                                         .stderr_fd = host.err->child_end(),
                                         .stdin_fd = in[0]});

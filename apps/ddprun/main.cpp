@@ -74,6 +74,8 @@ int run_fanout(const ddp::agent::LaunchConfig& config, int argc, char** argv,
   try {
     ddp::agent::become_child_subreaper();
     return ddp::agent::run_hostfile_launch(config, std::move(launches), env);
+  } catch (const ddp::ConfigError& e) {
+    return report_error(e.what(), 2);
   } catch (const std::exception& e) {
     return report_error(e.what(), 1);
   }
