@@ -4,9 +4,9 @@
 
 #include "agent/fanout.hpp"
 
-#include <boost/asio/io_context.hpp>
 #include <fmt/format.h>
 
+#include <boost/asio/io_context.hpp>
 #include <filesystem>
 #include <random>
 
@@ -30,9 +30,8 @@ std::string fresh_run_id() {
 std::vector<RemoteLaunch> plan_hostfile_launch(const LaunchConfig& config, int argc,
                                                const char* const* argv,
                                                const std::map<std::string, std::string>& env) {
-  const std::string origin = config.source_of("hostfile") == ValueSource::kEnv
-                                 ? "PET_HOSTFILE"
-                                 : "--hostfile";
+  const std::string origin =
+      config.source_of("hostfile") == ValueSource::kEnv ? "PET_HOSTFILE" : "--hostfile";
   const auto hosts = select_hosts(read_hostfile(*config.hostfile, origin), config.include_hosts,
                                   config.exclude_hosts);
   const RawArgs raw = read_cli_args(argc, argv, env);

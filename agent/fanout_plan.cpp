@@ -20,7 +20,7 @@ constexpr std::string_view kDefaultExportPrefixes[] = {"NCCL_", "GLOO_"};
 
 // The fan-out's own options and those the plan sets per host: never copied as given.
 const std::set<std::string> kNotForwarded = {
-    "hostfile", "ssh",      "remote_ddprun", "export",      "include",  "exclude",
+    "hostfile", "ssh",      "remote_ddprun", "export",         "include", "exclude",
     "dry_run",  "nnodes",   "node_rank",     "nproc_per_node", "rdzv_id", "stdin_signals",
     "label",    "no_slurm", "master_addr",   "rdzv_endpoint"};
 
@@ -33,8 +33,8 @@ bool is_identifier(std::string_view name) {
 }
 
 // NCCL_*/GLOO_* from `env`, then --export (VAR takes its value here, VAR=VALUE as given).
-std::map<std::string, std::string> exported_variables(const LaunchConfig& config,
-                                                      const std::map<std::string, std::string>& env) {
+std::map<std::string, std::string> exported_variables(
+    const LaunchConfig& config, const std::map<std::string, std::string>& env) {
   std::map<std::string, std::string> vars;
   for (const auto& [key, value] : env) {
     for (const std::string_view prefix : kDefaultExportPrefixes) {
@@ -55,9 +55,8 @@ std::map<std::string, std::string> exported_variables(const LaunchConfig& config
     }
     const auto it = env.find(name);
     if (it == env.end()) {
-      throw ConfigError(
-          fmt::format("--export: {} is not set here (give {}=VALUE to set it on the hosts)", name,
-                      name));
+      throw ConfigError(fmt::format(
+          "--export: {} is not set here (give {}=VALUE to set it on the hosts)", name, name));
     }
     vars[name] = it->second;
   }
@@ -66,17 +65,18 @@ std::map<std::string, std::string> exported_variables(const LaunchConfig& config
 
 void reject_per_host_options(const LaunchConfig& config, int host_count) {
   for (const char* dest : {"node_rank", "local_addr"}) {
-    if (config.source_of(dest) == ValueSource::kCli || config.source_of(dest) == ValueSource::kEnv) {
-      throw ConfigError(fmt::format(
-          "--{}: differs from host to host; --hostfile sets it for each host", dest));
+    if (config.source_of(dest) == ValueSource::kCli ||
+        config.source_of(dest) == ValueSource::kEnv) {
+      throw ConfigError(
+          fmt::format("--{}: differs from host to host; --hostfile sets it for each host", dest));
     }
   }
   if (config.standalone) throw ConfigError("--standalone: cannot be combined with --hostfile");
   const ValueSource nnodes = config.source_of("nnodes");
   if (config.rdzv_backend == "static" && nnodes != ValueSource::kDefault &&
       (config.nnodes_min != host_count || config.nnodes_max != host_count)) {
-    throw ConfigError(fmt::format("--nnodes={}: the hostfile selects {} host(s)",
-                                  config.nnodes_raw, host_count));
+    throw ConfigError(
+        fmt::format("--nnodes={}: the hostfile selects {} host(s)", config.nnodes_raw, host_count));
   }
 }
 
@@ -183,8 +183,8 @@ std::vector<RemoteLaunch> plan_fanout(const LaunchConfig& config, const RawArgs&
     // Under c10d, --node_rank orders the members (the store host, the first host, stays first).
     words.push_back(fmt::format("--node_rank={}", i));
     if (is_static) {
-      words.push_back(fmt::format("--master_addr={}", given("master_addr") ? config.master_addr
-                                                                            : first));
+      words.push_back(
+          fmt::format("--master_addr={}", given("master_addr") ? config.master_addr : first));
       if (given("rdzv_endpoint")) {
         words.push_back(fmt::format("--rdzv_endpoint={}", config.rdzv_endpoint_raw));
       }

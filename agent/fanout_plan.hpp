@@ -16,10 +16,10 @@ namespace ddp::agent {
 
 // One host's launch.
 struct RemoteLaunch {
-  std::string host;        // as in the hostfile (ssh's destination, may be user@host)
-  std::string address;     // host without "user@": labels, master_addr, rdzv_endpoint
-  int node_rank = 0;       // file order among the selected hosts
-  int nproc_per_node = 1;  // --nproc_per_node if given, else the host's slots, else 1
+  std::string host;               // as in the hostfile (ssh's destination, may be user@host)
+  std::string address;            // host without "user@": labels, master_addr, rdzv_endpoint
+  int node_rank = 0;              // file order among the selected hosts
+  int nproc_per_node = 1;         // --nproc_per_node if given, else the host's slots, else 1
   std::string remote_command;     // the shell line the host runs
   std::vector<std::string> argv;  // the local command: ssh words, host, remote_command
 };

@@ -7,11 +7,11 @@
 //
 // Exit code: 128+S after a signal S here; else the code of the first host whose agent (or ssh)
 // ended non-zero on its own, preferring a code other than 1 (what an agent exits with when the
-// job ended on another node): the root cause, as srun reports the failing task's code; else 0. ssh's own failures (exit 255, or ssh killed by a signal) stop the
-// other hosts at once and are named with ssh's message.
+// job ended on another node): the root cause, as srun reports the failing task's code; else 0.
+// ssh's own failures (exit 255, or ssh killed by a signal) stop the other hosts at once and are
+// named with ssh's message.
 
 #include <boost/asio/io_context.hpp>
-
 #include <chrono>
 #include <memory>
 #include <string>

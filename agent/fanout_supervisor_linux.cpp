@@ -3,21 +3,19 @@
 // gone from EOF on the same stdin (ssh dies with us: PR_SET_PDEATHSIG), so neither a stop nor a
 // crash here leaves an agent or a worker behind on any host.
 
-#include "agent/fanout_supervisor.hpp"
-
-#include <boost/asio/signal_set.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <array>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
 
-#include <fmt/format.h>
-
 #include "agent/child_watch.hpp"
+#include "agent/fanout_supervisor.hpp"
 #include "agent/output_router.hpp"
 #include "agent/process_spawner.hpp"
 #include "agent/signal_names.hpp"
@@ -144,8 +142,8 @@ struct FanoutSupervisor::Impl {
     const ExecImage image = image_of(host.launch.argv);
     int in[2];
     if (::pipe2(in, O_CLOEXEC) != 0) {
-      throw IoError(fmt::format("host {}: cannot create ssh's stdin pipe: {}", name,
-                                std::strerror(errno)));
+      throw IoError(
+          fmt::format("host {}: cannot create ssh's stdin pipe: {}", name, std::strerror(errno)));
     }
     host.stdin_fd = in[1];
     ForkedChild child(image, ChildSetup{.stdout_fd = host.out->child_end(),
@@ -158,8 +156,8 @@ struct FanoutSupervisor::Impl {
     host.out->close_child_end();
     host.err->close_child_end();
     if (const int error = child.await_exec(); error != 0) {
-      throw IoError(fmt::format("host {}: cannot start {}: {}", name, image.program(),
-                                std::strerror(error)));
+      throw IoError(
+          fmt::format("host {}: cannot start {}: {}", name, image.program(), std::strerror(error)));
     }
     host.out->start();
     host.err->start();

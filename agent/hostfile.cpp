@@ -37,8 +37,8 @@ std::vector<std::string_view> fields_of(std::string_view line) {
 int parse_slots(std::string_view value, const std::string& where) {
   const std::optional<int> slots = detail::parse_number<int>(value);
   if (!slots || *slots <= 0 || *slots > kMaxSlots) {
-    throw ConfigError(
-        fmt::format("{}: slots must be an integer from 1 to {}, got '{}'", where, kMaxSlots, value));
+    throw ConfigError(fmt::format("{}: slots must be an integer from 1 to {}, got '{}'", where,
+                                  kMaxSlots, value));
   }
   return *slots;
 }
@@ -78,8 +78,8 @@ std::vector<HostEntry> parse_hostfile(std::string_view text, const std::string& 
       const std::string_view field = fields[i];
       const std::size_t eq = field.find('=');
       if (eq == std::string_view::npos) {
-        throw ConfigError(fmt::format("{}: one host per line, got '{}' after '{}'", where, field,
-                                      entry.host));
+        throw ConfigError(
+            fmt::format("{}: one host per line, got '{}' after '{}'", where, field, entry.host));
       }
       const std::string_view key = field.substr(0, eq);
       // Open MPI also spells it max_slots/max-slots; ddprun starts exactly `slots` workers.
@@ -110,8 +110,8 @@ std::vector<HostEntry> read_hostfile(const std::string& path, const std::string&
   return parse_hostfile(text.str(), origin);
 }
 
-std::vector<HostEntry> select_hosts(const std::vector<HostEntry>& hosts,
-                                    const std::string& include, const std::string& exclude) {
+std::vector<HostEntry> select_hosts(const std::vector<HostEntry>& hosts, const std::string& include,
+                                    const std::string& exclude) {
   const auto included = names_of(include, "--include");
   const auto excluded = names_of(exclude, "--exclude");
   std::set<std::string, std::less<>> in_file;

@@ -26,7 +26,7 @@ std::vector<HostEntry> read_hostfile(const std::string& path, const std::string&
 // Keeps the hosts named by `include` (comma-separated; empty keeps all), then drops those named
 // by `exclude`, in file order. Throws ConfigError for a name that is not in the file, or when
 // nothing is left.
-std::vector<HostEntry> select_hosts(const std::vector<HostEntry>& hosts,
-                                    const std::string& include, const std::string& exclude);
+std::vector<HostEntry> select_hosts(const std::vector<HostEntry>& hosts, const std::string& include,
+                                    const std::string& exclude);
 
 }  // namespace ddp::agent

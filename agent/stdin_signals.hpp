@@ -6,7 +6,6 @@
 // Runs on the agent's io_context.
 
 #include <boost/asio/io_context.hpp>
-
 #include <memory>
 
 namespace ddp::agent {

@@ -2,21 +2,19 @@
 // lines are logged and ignored (a newer launcher may send more). The duplicate of fd 0 is
 // non-blocking and CLOEXEC so that workers, which inherit fd 0 itself, are not affected.
 
-#include "agent/stdin_signals.hpp"
-
-#include <boost/asio/posix/stream_descriptor.hpp>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <array>
+#include <boost/asio/posix/stream_descriptor.hpp>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
 
-#include <fmt/format.h>
-
 #include "agent/line_splitter.hpp"
 #include "agent/signal_names.hpp"
+#include "agent/stdin_signals.hpp"
 #include "common/log.hpp"
 #include "ddp/error.hpp"
 

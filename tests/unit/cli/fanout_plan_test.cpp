@@ -1,13 +1,13 @@
 // Each host's command under --hostfile: node ranks in file order, slots as --nproc_per_node, the
 // first host as the endpoint, flags forwarded, variables exported, per-host flags refused.
 
-#include <catch2/catch.hpp>
+#include "agent/fanout_plan.hpp"
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <sstream>
 
 #include "agent/cli_args.hpp"
-#include "agent/fanout_plan.hpp"
 #include "agent/fanout_supervisor.hpp"
 #include "ddp/error.hpp"
 #include "tests/unit/cli/cli_test_util.hpp"
@@ -70,8 +70,7 @@ TEST_CASE("a given --nproc_per_node wins over the slots", "[fanout]") {
   }
 }
 
-TEST_CASE("c10d: the first host is the endpoint and every host shares a fresh run id",
-          "[fanout]") {
+TEST_CASE("c10d: the first host is the endpoint and every host shares a fresh run id", "[fanout]") {
   const auto launches = plan({"--hostfile=h", "--rdzv_backend=c10d", "t.py"}, "a\nfe80::1\n");
   CHECK(has(launches[1].remote_command, "--node_rank=1 "));  // orders c10d members: file order
   for (const RemoteLaunch& l : launches) {
@@ -81,20 +80,20 @@ TEST_CASE("c10d: the first host is the endpoint and every host shares a fresh ru
   }
   const auto v6 = plan({"--hostfile=h", "--rdzv_backend=c10d", "t.py"}, "fe80::1\na\n");
   CHECK(has(v6[1].remote_command, " '--rdzv_endpoint=[fe80::1]' "));
-  const auto given = plan({"--hostfile=h", "--rdzv_backend=c10d", "--rdzv_endpoint=s:1",
-                           "--rdzv_id=j", "t.py"},
-                          "a\nb\n");
+  const auto given =
+      plan({"--hostfile=h", "--rdzv_backend=c10d", "--rdzv_endpoint=s:1", "--rdzv_id=j", "t.py"},
+           "a\nb\n");
   CHECK(has(given[1].remote_command, "--rdzv_endpoint=s:1 "));
   CHECK(has(given[1].remote_command, "--rdzv_id=j "));
 }
 
 TEST_CASE("the ssh command, user@host and --remote_ddprun shape each command", "[fanout]") {
-  const auto launches = plan({"--hostfile=h", "--ssh", "ssh -F 'my cfg' -p 2222",
-                              "--remote_ddprun=/x/ddprun", "t.py"},
-                             "me@a\n");
+  const auto launches = plan(
+      {"--hostfile=h", "--ssh", "ssh -F 'my cfg' -p 2222", "--remote_ddprun=/x/ddprun", "t.py"},
+      "me@a\n");
   const RemoteLaunch& l = launches[0];
-  CHECK(l.argv == std::vector<std::string>{"ssh", "-F", "my cfg", "-p", "2222", "me@a",
-                                           l.remote_command});
+  CHECK(l.argv ==
+        std::vector<std::string>{"ssh", "-F", "my cfg", "-p", "2222", "me@a", l.remote_command});
   CHECK(l.address == "a");
   CHECK(has(l.remote_command, "DDPRUN_NODE_NAME=a /x/ddprun "));
   CHECK_THROWS_WITH(plan({"--hostfile=h", "--ssh=ssh 'x", "t.py"}, "a\n"),
@@ -102,8 +101,11 @@ TEST_CASE("the ssh command, user@host and --remote_ddprun shape each command", "
 }
 
 TEST_CASE("NCCL_*, GLOO_* and --export variables go to every host", "[fanout]") {
-  const Env env = {{"NCCL_DEBUG", "INFO"}, {"GLOO_SOCKET_IFNAME", "eth0"}, {"HOME", "/h"},
-                   {"FOO", "a b"}, {"PATH", "/bin"}};
+  const Env env = {{"NCCL_DEBUG", "INFO"},
+                   {"GLOO_SOCKET_IFNAME", "eth0"},
+                   {"HOME", "/h"},
+                   {"FOO", "a b"},
+                   {"PATH", "/bin"}};
   const auto launches = plan({"--hostfile=h", "--export", "FOO,BAR=1", "t.py"}, "a\n", env);
   const std::string& c = launches[0].remote_command;
   CHECK(has(c, " BAR=1 "));
@@ -122,8 +124,7 @@ TEST_CASE("per-host and single-node flags are refused with --hostfile", "[fanout
                     "--nnodes=3: the hostfile selects 2 host(s)");
   CHECK_THROWS_WITH(plan({"--hostfile=h", "--standalone", "t.py"}, "a\n"),
                     "--standalone: cannot be combined with --hostfile");
-  CHECK_THROWS_WITH(test::parse({"--ssh=ssh", "t.py"}),
-                    "--ssh: only applies with --hostfile");
+  CHECK_THROWS_WITH(test::parse({"--ssh=ssh", "t.py"}), "--ssh: only applies with --hostfile");
 }
 
 TEST_CASE("the script and its arguments reach the hosts as given", "[fanout]") {

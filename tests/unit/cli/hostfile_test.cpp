@@ -1,8 +1,9 @@
 // The --hostfile format (host [slots=N], comments, duplicates) and --include/--exclude.
 
+#include "agent/hostfile.hpp"
+
 #include <catch2/catch.hpp>
 
-#include "agent/hostfile.hpp"
 #include "ddp/error.hpp"
 
 namespace ddp::agent {
