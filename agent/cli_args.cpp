@@ -70,6 +70,13 @@ constexpr OptionDef kOptions[] = {
     {"dry_run", 0, false, true, "Print each worker's command line and environment; start nothing."},
     {"log_level", 0, true, true, "trace, debug, info, warn, error, critical or off."},
     {"no_slurm", 0, false, true, "Ignore SLURM_* variables."},
+    {"hostfile", 0, true, true, "Start the job on every host of FILE over ssh (host [slots=N])."},
+    {"ssh", 0, true, true, "With --hostfile: ssh command (default 'ssh -o BatchMode=yes')."},
+    {"remote_ddprun", 0, true, true, "With --hostfile: ddprun's path on the hosts (default ours)."},
+    {"export", 0, true, true, "With --hostfile: also forward VAR[,VAR=VALUE...] (NCCL_*, GLOO_*)."},
+    {"include", 0, true, true, "With --hostfile: only these hosts (host[,host])."},
+    {"exclude", 0, true, true, "With --hostfile: leave these hosts out (host[,host])."},
+    {"stdin_signals", 0, false, true, "Act on signal names read from stdin; EOF acts as SIGHUP."},
 };
 
 constexpr std::string_view kHelpName = "help";
@@ -252,6 +259,13 @@ RawArgs read_cli_args(int argc, const char* const* argv,
   raw.training_script = std::move(scanned.training_script);
   raw.training_script_args = std::move(scanned.training_script_args);
   return raw;
+}
+
+bool is_flag_option(const std::string& dest) {
+  for (const OptionDef& option : kOptions) {
+    if (dest == option.dest) return !option.takes_value;
+  }
+  return false;
 }
 
 std::string cli_usage() { return make_app()->help(); }

@@ -12,6 +12,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <optional>
 #include <set>
 
@@ -101,6 +102,10 @@ std::set<int> handled_signals(const LaunchConfig& config) {
 }  // namespace
 
 std::string local_host_name() {
+  // Set by a --hostfile launcher: the name the hostfile gave this node.
+  if (const char* given = std::getenv("DDPRUN_NODE_NAME"); given != nullptr && *given != '\0') {
+    return given;
+  }
   char name[256] = {};
   if (gethostname(name, sizeof(name) - 1) != 0) return "localhost";
   return name;

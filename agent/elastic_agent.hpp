@@ -57,7 +57,7 @@ class ElasticAgent {
   std::string host_;
 };
 
-// This machine's host name (reports, "[host:rank]" prefixes).
+// This machine's host name (reports, "[host:rank]" prefixes), or $DDPRUN_NODE_NAME when set.
 std::string local_host_name();
 
 }  // namespace ddp::agent

@@ -412,6 +412,33 @@ void read_supervision(Reader& reader, LaunchConfig& config,
   }
 }
 
+// --hostfile and its companions; the fan-out (agent/fanout_plan.cpp) checks them against the
+// rendezvous options.
+void read_fanout(Reader& reader, LaunchConfig& config) {
+  if (const RawValue* v = reader.get("hostfile"); v && !v->text.empty()) config.hostfile = v->text;
+  if (const RawValue* v = reader.get("ssh")) {
+    if (detail::strip(v->text).empty()) {
+      throw ConfigError(fmt::format("{}: expected a command", v->origin));
+    }
+    config.ssh = v->text;
+  }
+  if (const RawValue* v = reader.get("remote_ddprun")) {
+    if (v->text.empty()) throw ConfigError(fmt::format("{}: expected a path", v->origin));
+    config.remote_ddprun = v->text;
+  }
+  if (const RawValue* v = reader.get("export")) config.export_vars = v->text;
+  if (const RawValue* v = reader.get("include")) config.include_hosts = v->text;
+  if (const RawValue* v = reader.get("exclude")) config.exclude_hosts = v->text;
+  config.stdin_signals = reader.flag("stdin_signals");
+  if (!config.hostfile) {
+    for (const char* dest : {"ssh", "remote_ddprun", "export", "include", "exclude"}) {
+      if (config.source_of(dest) != ValueSource::kDefault) {
+        throw ConfigError(fmt::format("--{}: only applies with --hostfile", dest));
+      }
+    }
+  }
+}
+
 }  // namespace
 
 const char* to_string(ValueSource source) {
@@ -479,8 +506,10 @@ LaunchConfig parse_launch_config(int argc, const char* const* argv,
     config.nproc_per_node = resolve_nproc_per_node(v->text, v->origin, env);
   }
   read_rendezvous(reader, config);
+  read_fanout(reader, config);
   config.no_slurm = reader.flag("no_slurm");
-  if (!config.no_slurm && !config.standalone) {
+  // With --hostfile this ddprun only launches: the hosts' agents get their ranks from the file.
+  if (!config.no_slurm && !config.standalone && !config.hostfile) {
     config.slurm = detect(env);
     if (config.slurm) apply_slurm(*config.slurm, config);
   }

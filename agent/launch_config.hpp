@@ -95,6 +95,15 @@ struct LaunchConfig {
   bool no_slurm = false;               // ignore SLURM_* variables
   std::optional<SlurmDefaults> slurm;  // what detection found (nullopt: not in SLURM / disabled)
 
+  // --- --hostfile fan-out (docs/hostfile.md): this ddprun starts one agent per host over ssh
+  std::optional<std::string> hostfile;  // --hostfile / PET_HOSTFILE ("" counts as not given)
+  std::string ssh = "ssh -o BatchMode=yes";  // --ssh: the command before the host (split at spaces)
+  std::optional<std::string> remote_ddprun;  // --remote_ddprun; nullopt: this ddprun's own path
+  std::string export_vars;                   // --export VAR[,VAR=VALUE...], as given
+  std::string include_hosts;                 // --include host[,host]
+  std::string exclude_hosts;                 // --exclude host[,host]
+  bool stdin_signals = false;  // remote agents: stdin lines name signals; EOF acts as SIGHUP
+
   // Where each option's value came from, by torchrun's dest name ("nproc_per_node", ...).
   std::map<std::string, ValueSource> sources;
 

@@ -37,6 +37,7 @@ struct ChildSetup {
   int guard_socket = -1;         // >= 0: registers the child's group with the OrphanGuard
   bool dies_with_agent = true;   // PR_SET_PDEATHSIG=SIGKILL
   int pass_fd = -1;              // >= 0: stays open across exec (all others from 3 up close)
+  int stdin_fd = -1;             // becomes its fd 0 when >= 0 (else fd 0 is inherited)
 };
 
 // One started child (vfork-style: see process_spawner_linux.cpp) whose exec outcome is not yet

@@ -136,6 +136,9 @@ void reset_signal_handlers() {
   if (setup.stderr_fd >= 0 && ::dup2(setup.stderr_fd, STDERR_FILENO) < 0) {
     write_errno_and_exit(plan.status_fd, errno);
   }
+  if (setup.stdin_fd >= 0 && ::dup2(setup.stdin_fd, STDIN_FILENO) < 0) {
+    write_errno_and_exit(plan.status_fd, errno);
+  }
   // dup2 onto itself keeps FD_CLOEXEC (our pipes have it): clear it explicitly then.
   if (setup.stdout_fd == STDOUT_FILENO) ::fcntl(STDOUT_FILENO, F_SETFD, 0);
   if (setup.stderr_fd == STDERR_FILENO) ::fcntl(STDERR_FILENO, F_SETFD, 0);

@@ -152,7 +152,8 @@ asio::awaitable<C10dRendezvous::Joined> C10dRendezvous::join(int round, int loca
                                                             int expected) {
   Joined joined;
   joined.round = round;
-  C10dNodeDesc desc{self_.name, self_.addr, local_world_size, self_.is_host, {}, 0};
+  C10dNodeDesc desc{self_.name, self_.addr, local_world_size, self_.is_host,
+                    {},          0,           self_.rank_hint};
   if (self_.is_host && open_worker_store_) {
     std::tie(desc.master_addr, desc.master_port) = open_worker_store_(round);
   }

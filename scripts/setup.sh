@@ -16,6 +16,8 @@ packages=(
   # multi-node tests in network namespaces, and SLURM
   iproute2 iptables nftables procps psmisc util-linux jq curl
   slurmctld slurmd slurm-client munge
+  # --hostfile tests: a real sshd per namespace node (started by the test with its own config)
+  openssh-server openssh-client
   # benchmark scripts (perf: rendezvous.sh per_agent)
   bc linux-perf
 )

@@ -10,12 +10,15 @@
 #include <cstdio>
 #include <exception>
 #include <iostream>
+#include <optional>
 
 #include "agent/dry_run.hpp"
 #include "agent/elastic_agent.hpp"
 #include "agent/event_log.hpp"
+#include "agent/fanout.hpp"
 #include "agent/launch_config.hpp"
 #include "agent/rendezvous_factory.hpp"
+#include "agent/stdin_signals.hpp"
 #include "agent/worker_group.hpp"
 #include "common/log.hpp"
 #include "ddp/error.hpp"
@@ -41,6 +44,9 @@ int run_agent(const ddp::agent::LaunchConfig& config,
         ddp::agent::make_event_sink(config.event_log ? &*config.event_log : nullptr);
     const auto rendezvous = ddp::agent::make_rendezvous(config, io);
     ddp::agent::ElasticAgent agent(io, config, env, *rendezvous, *events);
+    // After the agent: its signal handlers must exist before a line on stdin raises a signal.
+    std::optional<ddp::agent::StdinSignals> stdin_signals;
+    if (config.stdin_signals) stdin_signals.emplace(io);
     boost::asio::co_spawn(io, agent.run(), [&](std::exception_ptr e, int code) {
       error = e;
       exit_code = code;
@@ -50,6 +56,29 @@ int run_agent(const ddp::agent::LaunchConfig& config,
   }
   if (error) std::rethrow_exception(error);
   return exit_code;
+}
+
+// --hostfile: this ddprun starts the agents of every host over ssh and runs none itself.
+int run_fanout(const ddp::agent::LaunchConfig& config, int argc, char** argv,
+               const std::map<std::string, std::string>& env) {
+  std::vector<ddp::agent::RemoteLaunch> launches;
+  try {
+    launches = ddp::agent::plan_hostfile_launch(config, argc, argv, env);
+    if (config.dry_run) {
+      ddp::agent::print_fanout_dry_run(launches, std::cout);
+      return 0;
+    }
+  } catch (const ddp::ConfigError& e) {
+    return report_error(e.what(), 2);
+  }
+  try {
+    ddp::agent::become_child_subreaper();
+    return ddp::agent::run_hostfile_launch(config, std::move(launches), env);
+  } catch (const ddp::ConfigError& e) {
+    return report_error(e.what(), 2);
+  } catch (const std::exception& e) {
+    return report_error(e.what(), 1);
+  }
 }
 
 }  // namespace
@@ -62,6 +91,14 @@ int main(int argc, char** argv) {
     if (config.help) {
       std::cout << ddp::agent::usage();
       return 0;
+    }
+    if (config.hostfile) {
+      if (config.log_level.empty()) {
+        ddp::log::load_env_levels();
+      } else {
+        ddp::log::set_level(config.log_level);
+      }
+      return run_fanout(config, argc, argv, env);
     }
     if (config.dry_run) {
       ddp::agent::print_dry_run(config, env, std::cout);
