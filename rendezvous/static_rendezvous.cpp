@@ -126,7 +126,7 @@ struct StaticRendezvous::State {
   asio::awaitable<std::vector<Bytes>> wait_for_nodes(int round) {
     std::vector<std::string> keys;
     for (int rank = 0; rank < options.nnodes; ++rank) keys.push_back(node_key(round, rank));
-    if (!co_await store->wait_for(keys, options.timeout)) {
+    if (!co_await wait_with_progress(keys, round)) {
       std::string missing;
       for (int rank = 0; rank < options.nnodes; ++rank) {
         if (co_await store->check(key_list(keys[static_cast<std::size_t>(rank)]))) continue;
@@ -139,6 +139,38 @@ struct StaticRendezvous::State {
           missing, options.nnodes, round, seconds_of(options.timeout), address()));
     }
     co_return co_await store->multi_get(keys);
+  }
+
+  // wait_for(keys, timeout) that says every progress_interval what it waits for: the missing
+  // node ranks on the store host (its wait is the one that names them), a line on the others.
+  asio::awaitable<bool> wait_with_progress(const std::vector<std::string>& keys, int round) {
+    using std::chrono::milliseconds;
+    const auto deadline = std::chrono::steady_clock::now() + options.timeout;
+    const auto time_left = [&] {
+      return std::chrono::duration_cast<milliseconds>(deadline - std::chrono::steady_clock::now());
+    };
+    for (;;) {
+      if (time_left() <= milliseconds(0)) co_return false;
+      // A short rendezvous timeout reports more often: at least four times before it ends.
+      const milliseconds interval =
+          std::max(milliseconds(1), std::min(options.progress_interval, options.timeout / 4));
+      if (co_await store->wait_for(keys, std::min(time_left(), interval))) {
+        co_return true;
+      }
+      const auto left = time_left();
+      if (left <= milliseconds(0)) continue;
+      const long long seconds_left = (left.count() + 999) / 1000;  // rounded up: never "0s"
+      std::string missing;
+      int named = 0;
+      for (std::size_t i = 0; is_host() && i < keys.size() && named < 16; ++i) {
+        if (co_await store->check(key_list(keys[i]))) continue;
+        missing += fmt::format("{}{}", named++ == 0 ? " (missing node_rank " : ", ", i);
+      }
+      if (!missing.empty()) missing += ")";
+      log::get("rdzv")->warn(
+          "waiting for the nodes of --nnodes={} to join round {} at {}{}: {}s left", options.nnodes,
+          round, address(), missing, seconds_left);
+    }
   }
 
   asio::io_context& io;

@@ -13,6 +13,11 @@
 #include <optional>
 #include <stdexcept>
 
+#include <spdlog/sinks/ostream_sink.h>
+
+#include <sstream>
+
+#include "common/log.hpp"
 #include "ddp/error.hpp"
 #include "rendezvous/static_rendezvous.hpp"
 
@@ -177,6 +182,35 @@ TEST_CASE("a node that never comes is named", "[static]") {
     }
     CHECK(timed_out);
   });
+}
+
+TEST_CASE("issue 21: while nodes are missing, the store host says which, at warning level",
+          "[static]") {
+  boost::asio::io_context io;
+  auto options = node_options(3, 0, 0);
+  options.timeout = milliseconds(400);
+  options.progress_interval = milliseconds(50);
+  StaticRendezvous host(io, options);
+  StaticRendezvous node1(io, node_options(3, 1, host.store_port()));
+  std::ostringstream captured;
+  const auto logger = log::get("rdzv");
+  const auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(captured);
+  sink->set_level(spdlog::level::warn);  // what a default (quiet) run shows
+  logger->sinks().push_back(sink);
+  run(io, [&]() -> asio::awaitable<void> {
+    using namespace boost::asio::experimental::awaitable_operators;
+    bool timed_out = false;
+    try {
+      co_await (host.next_round(1) && node1.next_round(1));
+    } catch (const std::exception&) {  // both time out: Asio's multiple_exceptions
+      timed_out = true;
+    }
+    CHECK(timed_out);
+  });
+  logger->sinks().pop_back();
+  CHECK_THAT(captured.str(), Catch::Contains("waiting for the nodes of --nnodes=3 to join round 0"));
+  CHECK_THAT(captured.str(), Catch::Contains("(missing node_rank 2)"));
+  CHECK_THAT(captured.str(), Catch::Contains("1s left"));
 }
 
 }  // namespace
