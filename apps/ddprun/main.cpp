@@ -16,6 +16,7 @@
 #include "agent/elastic_agent.hpp"
 #include "agent/event_log.hpp"
 #include "agent/launch_config.hpp"
+#include "agent/numa_binding.hpp"
 #include "agent/rendezvous_factory.hpp"
 #include "agent/worker_group.hpp"
 #include "common/log.hpp"
@@ -82,6 +83,7 @@ int main(int argc, char** argv) {
     }
     const auto unsupported = config.unsupported_features();
     if (!unsupported.empty()) throw ddp::ConfigError(unsupported.front());
+    ddp::agent::numa_bindings_for(config, env);  // a topology that cannot serve fails here, early
   } catch (const ddp::ConfigError& e) {
     return report_error(e.what(), 2);
   }
