@@ -90,7 +90,7 @@ struct LaunchConfig {
   std::optional<std::string> logs_specs;   // torchrun plug-in; not supported
   std::optional<std::string> event_log;    // new: JSON-lines event file
   bool label = false;                      // new: "[host:rank]" prefix on console lines
-  std::string log_level;                   // new: "" means SPDLOG_LEVEL or info
+  std::string log_level;                   // new: "" means SPDLOG_LEVEL, else warn (quiet)
 
   // --- devices
   bool virtual_local_rank = false;          // LOCAL_RANK=0, CUDA_VISIBLE_DEVICES=<its GPU>
