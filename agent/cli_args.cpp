@@ -241,7 +241,8 @@ std::unique_ptr<CLI::App> make_app(bool legacy_launch) {
   app->footer(
       "Options end at training_script; everything after it goes to the workers untouched.\n"
       "Each option also reads PET_<OPTION> from the environment (e.g. PET_NPROC_PER_NODE),\n"
-      "except --numa_binding and --logs_specs. Unique prefixes work: --nproc=2.");
+      "except --numa_binding, --logs_specs, --use_env and --local_rank_arg. Unique prefixes\n"
+      "work: --nproc=2. --version prints the version.");
   app->add_option("training_script", "The script (or module with -m, command with --no_python).");
   app->add_option("training_script_args", "Its arguments.");
   app->set_help_flag("-h,--help", "Print this help and exit.");
