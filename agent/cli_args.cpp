@@ -238,11 +238,11 @@ std::unique_ptr<CLI::App> make_app(bool legacy_launch) {
                        "ddprun-launch: a native drop-in for python -m torch.distributed.launch.",
                        "ddprun-launch")
                  : std::make_unique<CLI::App>("ddprun: a native drop-in for torchrun.", "ddprun");
-  app->footer(
+  app->footer(fmt::format(
       "Options end at training_script; everything after it goes to the workers untouched.\n"
       "Each option also reads PET_<OPTION> from the environment (e.g. PET_NPROC_PER_NODE),\n"
-      "except --numa_binding, --logs_specs, --use_env and --local_rank_arg. Unique prefixes\n"
-      "work: --nproc=2. --version prints the version.");
+      "except --numa_binding, --logs_specs{}. Unique prefixes work: --nproc=2.",
+      legacy_launch ? ", --use_env and --local_rank_arg" : " and --version"));
   app->add_option("training_script", "The script (or module with -m, command with --no_python).");
   app->add_option("training_script_args", "Its arguments.");
   app->set_help_flag("-h,--help", "Print this help and exit.");
