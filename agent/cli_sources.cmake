@@ -6,6 +6,8 @@ target_sources(ddp_agent PRIVATE
   launch_config.cpp
   log_dirs.cpp
   nproc.cpp
+  numa_binding.cpp
+  numa_binding_linux.cpp
   rdzv_conf.cpp
   signal_names.cpp
   std_streams.cpp

@@ -140,10 +140,11 @@ asio::awaitable<bool> ElasticAgent::finish_success() {
 asio::awaitable<int> ElasticAgent::run() {
   auto log = log::get("agent");
   const std::string run_dir = create_run_log_dir(config_.log_dir, config_.rdzv_id, parent_env_);
+  const TemporaryLogDir temporary_log_dir(config_.log_dir, run_dir);  // gone after `group`
   log->info("log directory {}", run_dir);
-  if (sets_omp_num_threads(config_, parent_env_)) {
-    const std::string stars(60, '*');
-    log->warn("\n{}\n{}\n{}", stars, kOmpNumThreadsWarning, stars);
+  if (sets_omp_num_threads(config_, parent_env_) && log->should_log(spdlog::level::warn)) {
+    const std::string banner = omp_num_threads_banner();  // one block, as torchrun prints it
+    std::fwrite(banner.data(), 1, banner.size(), stderr);
   }
 
   std::unique_ptr<WorkerGroup> group;
@@ -168,7 +169,8 @@ asio::awaitable<int> ElasticAgent::run() {
 
     const std::string attempt_dir = attempt_log_dir(run_dir, info.restart_count);
     prepare_attempt_log_dir(attempt_dir, config_.nproc_per_node);
-    const auto specs = make_worker_specs(config_, info, parent_env_, attempt_dir);
+    auto specs = make_worker_specs(config_, info, parent_env_, attempt_dir);
+    apply_numa_bindings(numa_bindings_for(config_, parent_env_), specs);
     group.reset();  // the previous attempt's processes are all gone by now
     OutputOptions output;
     output.host = host_;
@@ -249,7 +251,9 @@ asio::awaitable<int> ElasticAgent::run() {
 
     auto failures = reportable_failures(group->exits());
     if (failures.empty()) failures.push_back(*failure);
-    const std::string report = format_failure_report(entrypoint_name(config_), host_, failures);
+    const std::string report = format_failure_report(
+        entrypoint_name(config_), host_, failures,
+        make_report_context(config_, parent_env_, temporary_log_dir.kept_dir()));
     std::fwrite(report.data(), 1, report.size(), stderr);
     std::fflush(stderr);
     co_await rendezvous_.finish(false);

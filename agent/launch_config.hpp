@@ -26,6 +26,12 @@ const char* to_string(ValueSource source);
 struct LaunchConfig {
   // --- help: set when -h/--help came before the script; nothing else is filled or validated.
   bool help = false;
+  bool version = false;  // --version, as help: nothing else is filled
+
+  // --- legacy launcher (argv[0] is ddprun-launch: python -m torch.distributed.launch)
+  bool legacy_launch = false;
+  bool use_env = false;           // --use_env: no --local_rank argument for the workers
+  bool local_rank_dash = false;   // --local_rank_arg=dash: "--local-rank=N" (torch 2.x launcher)
 
   // --- nodes and workers
   std::string nnodes_raw = "1:1";  // --nnodes as given ("N" or "MIN:MAX")
@@ -84,11 +90,12 @@ struct LaunchConfig {
   std::optional<std::string> logs_specs;   // torchrun plug-in; not supported
   std::optional<std::string> event_log;    // new: JSON-lines event file
   bool label = false;                      // new: "[host:rank]" prefix on console lines
-  std::string log_level;                   // new: "" means SPDLOG_LEVEL or info
+  std::string log_level;                   // new: "" means SPDLOG_LEVEL, else warn (quiet)
 
   // --- devices
   bool virtual_local_rank = false;          // LOCAL_RANK=0, CUDA_VISIBLE_DEVICES=<its GPU>
-  std::optional<std::string> numa_binding;  // node|socket|exclusive|core-complex; not supported
+  // node|socket|exclusive|core-complex (core_complex accepted): agent/numa_binding.hpp
+  std::optional<std::string> numa_binding;
 
   // --- ddprun only
   bool dry_run = false;                // print workers' command lines and env, start nothing
@@ -111,7 +118,7 @@ struct LaunchConfig {
   ValueSource source_of(const std::string& dest) const;
 
   // Features parsed and validated but not implemented: one "… is not supported yet" message per
-  // requested feature (e.g. --numa_binding, an etcd backend). The agent fails with them at run
+  // requested feature (e.g. an etcd backend). The agent fails with them at run
   // time.
   std::vector<std::string> unsupported_features() const;
 };
@@ -136,12 +143,16 @@ LaunchConfig parse_launch_config(int argc, const char* const* argv,
 // Entries without '=' are skipped; for a repeated key the first entry wins, as getenv() sees it.
 std::map<std::string, std::string> environment_from(const char* const* envp);
 
-// Logs the SLURM detection summary (when any) and a one-line config summary at info on the
-// "agent" logger. main() calls it after applying --log_level; parsing itself never logs.
+// Logs the SLURM detection summary (when any) and a one-line config summary (with the
+// interpreter of Python entry points) at info on the "agent" logger. main() calls it after
+// applying --log_level; parsing itself never logs.
 void log_launch_config(const LaunchConfig& config);
 
-// The --help text.
-std::string usage();
+// The --help text (ddprun-launch's when `legacy_launch`).
+std::string usage(bool legacy_launch = false);
+
+// The --version line: "<program> <version> (...)".
+std::string version_text(bool legacy_launch, const char* version);
 
 // The name torchrun's failure report uses for the job: the script or module name; with
 // --no_python the command as given; with --run_path "run_script_path".

@@ -29,6 +29,7 @@ struct WorkerExit {
   std::chrono::system_clock::time_point wall_time;  // when the agent learned of the exit
   std::chrono::steady_clock::time_point mono_time;
   bool stopped_by_agent = false;  // the agent sent the signal that ended it (stop())
+  int agent_signal = 0;           // the last signal the agent sent it (0: none)
   bool oom_suspected = false;     // SIGKILL while the cgroup's oom_kill counter rose
   std::vector<std::string> stderr_tail;  // last 20 lines of its stderr, always captured
   std::string error_file;                // spec.error_file (may not exist)

@@ -100,12 +100,29 @@ std::vector<std::string> worker_argv(const LaunchConfig& config, int local_rank)
   } else {
     argv = {config.python, "-u", config.training_script};
   }
+  // python -m torch.distributed.launch without --use_env: the rank goes first, before the
+  // script's own arguments (1.13 spells it --local_rank, the 2.x launcher --local-rank).
+  if (config.legacy_launch && !config.use_env) {
+    argv.push_back(fmt::format("--local{}rank={}", config.local_rank_dash ? '-' : '_', local_rank));
+  }
   argv.insert(argv.end(), config.training_script_args.begin(), config.training_script_args.end());
   // torchrun templates the arguments, not the program it execs.
   for (std::size_t i = 1; i < argv.size(); ++i) {
     argv[i] = substitute_local_rank(argv[i], local_rank);
   }
   return argv;
+}
+
+std::string omp_num_threads_banner() {
+  const std::string stars(41, '*');  // torchrun's width
+  return fmt::format("{}\n{}\n{}\n", stars, kOmpNumThreadsWarning, stars);
+}
+
+void apply_numa_bindings(const std::vector<NumaBinding>& bindings, std::vector<WorkerSpec>& specs) {
+  for (WorkerSpec& spec : specs) {
+    const auto rank = static_cast<std::size_t>(spec.local_rank);
+    if (rank < bindings.size()) spec.numa = bindings[rank];
+  }
 }
 
 bool sets_omp_num_threads(const LaunchConfig& config,

@@ -209,8 +209,14 @@ asio::awaitable<C10dRoundHeader> C10dRendezvous::wait_closed(const Joined& joine
                        : arrived < settings_.min_nodes ? settings_.min_nodes
                                                        : settings_.max_nodes;
     const Clock::time_point until = last_call ? std::min(*last_call, deadline) : deadline;
-    logger()->info("{}/{} nodes joined round {} of run {}; waiting up to {:.0f} s", arrived,
-                   target, round, settings_.run_id, seconds(until - Clock::now()));
+    // Progress shows at the default (warning) level. Under a second left, the round closes or
+    // fails at the next wake-up: "waiting up to 0 s" would say nothing.
+    const double left = seconds(until - Clock::now());
+    if (left >= 1) {
+      logger()->warn("{}/{} nodes joined round {} of run {}; waiting up to {:.0f} s{}", arrived,
+                     target, round, settings_.run_id, left,
+                     last_call ? " (then the round closes with the nodes that came)" : "");
+    }
   }
 }
 

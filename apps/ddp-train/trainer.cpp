@@ -69,6 +69,12 @@ bool Trainer::is_done() const { return options_.max_steps > 0 && pos_.step >= op
 
 int Trainer::run() {
   auto log = ddp::log::get("train");
+  if (rank_ == 0 && !options_.checkpoint.empty()) {  // partial files of a run killed mid-write
+    if (const int stale = remove_stale_checkpoint_temporaries(options_.checkpoint); stale > 0) {
+      log->info("removed {} stale temporary checkpoint file(s) beside {}", stale,
+                options_.checkpoint);
+    }
+  }
   // Rank 0 reads the checkpoint and broadcasts what it restored (weights, optimizer state,
   // position), so the ranks agree even when only rank 0's node can see the file.
   if (rank_ == 0 && !options_.checkpoint.empty() && std::filesystem::exists(options_.checkpoint)) {

@@ -1,4 +1,5 @@
-// ddprun: torchrun's command line -> LaunchConfig -> ElasticAgent::run() -> exit code.
+// ddprun: torchrun's command line -> LaunchConfig -> ElasticAgent::run() -> exit code. Installed
+// a second time as ddprun-launch, the same binary reads python -m torch.distributed.launch's.
 // Exit codes: 0 success; 2 bad usage; 1 when the job could not run (rendezvous, store, spawn);
 // the root-cause worker's exit code (128+N for signal N) when workers failed; 128+S for a
 // handled signal S.
@@ -17,6 +18,7 @@
 #include "agent/event_log.hpp"
 #include "agent/fanout.hpp"
 #include "agent/launch_config.hpp"
+#include "agent/numa_binding.hpp"
 #include "agent/rendezvous_factory.hpp"
 #include "agent/stdin_signals.hpp"
 #include "agent/worker_group.hpp"
@@ -89,7 +91,11 @@ int main(int argc, char** argv) {
   try {
     config = ddp::agent::parse_launch_config(argc, argv, env);
     if (config.help) {
-      std::cout << ddp::agent::usage();
+      std::cout << ddp::agent::usage(config.legacy_launch);
+      return 0;
+    }
+    if (config.version) {
+      std::cout << ddp::agent::version_text(config.legacy_launch, DDP_VERSION);
       return 0;
     }
     if (config.hostfile) {
@@ -104,13 +110,17 @@ int main(int argc, char** argv) {
       ddp::agent::print_dry_run(config, env, std::cout);
       return 0;
     }
-    if (config.log_level.empty()) {
+    // Quiet like torchrun (whose default is WARNING): info lines need --log_level=info.
+    if (!config.log_level.empty()) {
+      ddp::log::set_level(config.log_level);
+    } else if (env.contains("SPDLOG_LEVEL")) {
       ddp::log::load_env_levels();
     } else {
-      ddp::log::set_level(config.log_level);
+      ddp::log::set_level("warn");
     }
     const auto unsupported = config.unsupported_features();
     if (!unsupported.empty()) throw ddp::ConfigError(unsupported.front());
+    ddp::agent::numa_bindings_for(config, env);  // a topology that cannot serve fails here, early
   } catch (const ddp::ConfigError& e) {
     return report_error(e.what(), 2);
   }

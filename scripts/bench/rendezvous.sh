@@ -128,7 +128,7 @@ node_loss() {
   for i in 0 1 2; do
     "$DDPRUN" --nnodes=2:3 --nproc_per_node=1 --rdzv_backend=c10d \
       --rdzv_endpoint=127.0.0.1:"$PORT" --rdzv_id=loss \
-      --rdzv_conf=keep_alive_interval=1,keep_alive_max_attempt=2 \
+      --rdzv_conf=keep_alive_interval=1,keep_alive_max_attempt=2 --log_level=info \
       --no_python /bin/sh -c 'date +%s.%N > "$0/world${WORLD_SIZE}_rank${RANK}"; [ "$WORLD_SIZE" = 3 ] && exec sleep 60; exit 0' \
       "$out" >/dev/null 2>"$out.agent$i.log" &
     pids+=($!)
