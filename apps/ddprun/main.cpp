@@ -98,18 +98,6 @@ int main(int argc, char** argv) {
       std::cout << ddp::agent::version_text(config.legacy_launch, DDP_VERSION);
       return 0;
     }
-    if (config.hostfile) {
-      if (config.log_level.empty()) {
-        ddp::log::load_env_levels();
-      } else {
-        ddp::log::set_level(config.log_level);
-      }
-      return run_fanout(config, argc, argv, env);
-    }
-    if (config.dry_run) {
-      ddp::agent::print_dry_run(config, env, std::cout);
-      return 0;
-    }
     // Quiet like torchrun (whose default is WARNING): info lines need --log_level=info.
     if (!config.log_level.empty()) {
       ddp::log::set_level(config.log_level);
@@ -117,6 +105,11 @@ int main(int argc, char** argv) {
       ddp::log::load_env_levels();
     } else {
       ddp::log::set_level("warn");
+    }
+    if (config.hostfile) return run_fanout(config, argc, argv, env);
+    if (config.dry_run) {
+      ddp::agent::print_dry_run(config, env, std::cout);
+      return 0;
     }
     const auto unsupported = config.unsupported_features();
     if (!unsupported.empty()) throw ddp::ConfigError(unsupported.front());

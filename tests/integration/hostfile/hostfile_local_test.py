@@ -52,7 +52,7 @@ def local_fanout(tmp):
     tag = f"DDP_TEST_TAG=hostfile-local-{os.getpid()}"
     args = [ddptest.bin_path("ddprun"), "--hostfile", hosts, "--ssh", LOCAL_SSH,
             f"--master_port={ddptest.free_port()}", "--export", "DDP_TEST_TAG",
-            "--python", "/usr/bin/python3"]
+            "--python", "/usr/bin/python3", "--log_level=info"]
     env = {"DDP_TEST_TAG": tag.split("=", 1)[1]}
     try:
         r = ddptest.run(args + [os.path.join(WORKERS, "env_dump.py"), out_dir], env=env)

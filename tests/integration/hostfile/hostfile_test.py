@@ -45,7 +45,8 @@ def no_leftovers(cluster, what):
 
 def two_by_two(c, out_dir):
     hosts = c.hostfile(["# two nodes", f"{addr(1)} slots=2", f"{addr(2)} slots=2  # second"])
-    p = c.launch(["--hostfile", hosts, *PY, ENV_DUMP, out_dir], env={"NCCL_HOSTFILE_TEST": "on"})
+    p = c.launch(["--hostfile", hosts, "--log_level=info", *PY, ENV_DUMP, out_dir],
+                 env={"NCCL_HOSTFILE_TEST": "on"})
     rc, out, err = finish(p, 60, "2x2 launch")
     check(rc == 0, f"2x2: exit {rc}\n{out}\n{err}")
     recs = records(out_dir)

@@ -58,7 +58,7 @@ TEST_CASE("plain ddprun refuses --use_env and names ddprun-launch", "[cli][legac
                     Catch::Contains("run ddprun-launch"));
 }
 
-TEST_CASE("--version prints the version; an unknown option points at --help", "[cli]") {
+TEST_CASE("the version flag prints the version; an unknown option points at --help", "[cli]") {
   CHECK(parse({"--version"}).version);
   CHECK(parse({"--version", "train.py"}).version);
   CHECK_FALSE(parse({"train.py", "--version"}).version);  // the script's
