@@ -15,6 +15,8 @@
 //                        | spent --> failure report, finish(false) --> exit root cause's code
 //   round event (peer failed, node lost/waiting) --> stop workers -----------+ (no restart spent)
 //   signal S --> forward S to every worker's group, grace, SIGKILL --> exit 128+S
+//   hang (--hang_timeout) --> stack report, then as a worker failure (the hung rank)
+//   SIGQUIT (any state) --> stack report (StackService); the job keeps running
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
@@ -25,14 +27,15 @@
 
 #include "agent/event_log.hpp"
 #include "agent/launch_config.hpp"
+#include "agent/stack_service.hpp"
 #include "rendezvous/rendezvous.hpp"
 
 namespace ddp::agent {
 
 class ElasticAgent {
  public:
-  // Installs the signal handlers (SIGINT, SIGTERM, SIGHUP, SIGQUIT and --signals_to_handle) at
-  // once, so a signal during the first rendezvous is handled too. `config`, `rendezvous` and
+  // Installs the signal handlers (SIGINT, SIGTERM, SIGHUP, --signals_to_handle, and SIGQUIT for
+  // stack reports) at once, so a signal during the first rendezvous is handled too. `config`, `rendezvous` and
   // `events` must outlive the agent.
   ElasticAgent(boost::asio::io_context& io, const LaunchConfig& config,
                std::map<std::string, std::string> parent_env, rdzv::Rendezvous& rendezvous,
@@ -55,6 +58,7 @@ class ElasticAgent {
   EventSink& events_;
   boost::asio::signal_set signals_;
   std::string host_;
+  StackService stacks_;
 };
 
 // This machine's host name (reports, "[host:rank]" prefixes).

@@ -1,0 +1,194 @@
+// StackService. SIGQUIT is taken off the forwarded signals: it asks for stacks, as a JVM's thread
+// dump does, and never stops the job. The answer loop keeps its own store connection (it sits in
+// a wait); each request and each round's node count use a short-lived connection of their own, so
+// nothing queues behind the wait.
+
+#include "agent/stack_service.hpp"
+
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <csignal>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+
+#include "agent/stack_exchange.hpp"
+#include "agent/stack_hook.hpp"
+#include "common/log.hpp"
+#include "rendezvous/tcp_store_client.hpp"
+
+namespace ddp::agent {
+namespace {
+
+namespace asio = boost::asio;
+constexpr auto kStoreTimeout = std::chrono::seconds(10);
+
+asio::awaitable<std::unique_ptr<rdzv::TcpStoreClient>> connect_store(const std::string& addr,
+                                                                     std::uint16_t port) {
+  rdzv::ConnectOptions options;
+  options.connect_timeout = kStoreTimeout;
+  options.call_timeout = kStoreTimeout + StackService::kCollectTimeout;
+  auto client = co_await rdzv::TcpStoreClient::connect(addr, port, options);
+  client->set_timeout(kStoreTimeout);
+  co_return client;
+}
+
+std::string now_text() {
+  const std::time_t now = std::time(nullptr);
+  std::tm local{};
+  localtime_r(&now, &local);
+  return fmt::format("{:%Y-%m-%d %H:%M:%S}", local);
+}
+
+}  // namespace
+
+StackService::StackService(asio::io_context& io, EventSink& events, std::string host)
+    : io_(io),
+      events_(events),
+      host_(std::move(host)),
+      quit_(io, SIGQUIT),
+      alive_(std::make_shared<bool>(true)) {}
+
+StackService::~StackService() { *alive_ = false; }
+
+void StackService::start(const std::string& run_dir) {
+  run_dir_ = run_dir;
+  write_python_hook(run_dir);
+  asio::co_spawn(io_, quit_loop(), asio::detached);
+}
+
+asio::awaitable<void> StackService::quit_loop() {
+  const auto alive = alive_;
+  for (;;) {
+    boost::system::error_code ec;
+    co_await quit_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    if (ec || !*alive) co_return;
+    try {
+      co_await report("SIGQUIT", {}, true);
+    } catch (const std::exception& e) {
+      log::get("agent")->warn("stack report failed: {}", e.what());
+    }
+    if (!*alive) co_return;
+  }
+}
+
+asio::awaitable<std::vector<RankStack>> StackService::collect_local() {
+  co_return co_await collect_stacks(workers_, host_, kCollectTimeout);
+}
+
+void StackService::on_round(const rdzv::RendezvousInfo& info) {
+  round_ = info;
+  has_round_ = true;
+  if (info.master_addr.empty() || info.master_port == 0) return;
+  const auto alive = alive_;
+  const std::string run_id = info.run_id;
+  // Every round: this round's node count, for askers to know how many answers to gather.
+  asio::co_spawn(
+      io_,
+      [addr = info.master_addr, port = info.master_port, run_id,
+       nodes = info.group_world_size]() -> asio::awaitable<void> {
+        auto store = co_await connect_store(addr, port);
+        co_await store->set(stacks_key(run_id, "nodes"), rdzv::to_bytes(std::to_string(nodes)));
+      },
+      [](std::exception_ptr e) {
+        if (!e) return;
+        try {
+          std::rethrow_exception(e);
+        } catch (const std::exception& error) {
+          log::get("agent")->debug("stack requests: cannot publish the node count: {}",
+                                   error.what());
+        }
+      });
+  const std::string at = fmt::format("{}:{}/{}", info.master_addr, info.master_port, run_id);
+  if (at == answering_at_) return;
+  answering_at_ = at;
+  asio::co_spawn(
+      io_,
+      [this, alive, addr = info.master_addr, port = info.master_port,
+       run_id]() -> asio::awaitable<void> {
+        auto store = co_await connect_store(addr, port);
+        store->set_timeout(std::chrono::hours(24));
+        co_await answer_stack_requests(
+            *store, run_id, [this] { return round_.group_rank; }, host_,
+            [this, alive]() -> asio::awaitable<std::vector<RankStack>> {
+              if (!*alive) co_return std::vector<RankStack>{};
+              auto stacks = co_await collect_local();
+              record("request", encode_node_stacks(round_.group_rank, host_, stacks),
+                     stacks.size());
+              co_return stacks;
+            });
+      },
+      [](std::exception_ptr e) {
+        if (!e) return;
+        try {
+          std::rethrow_exception(e);
+        } catch (const std::exception& error) {
+          // The store host's agent has ended, or the job is over: nothing left to answer.
+          log::get("agent")->debug("stack requests: answer loop ended: {}", error.what());
+        }
+      });
+}
+
+asio::awaitable<std::string> StackService::report(std::string reason,
+                                                  std::vector<std::string> preface,
+                                                  bool all_nodes) {
+  const auto alive = alive_;
+  std::vector<RankStack> stacks;
+  int nodes = 1;
+  bool gathered = false;
+  if (all_nodes && has_round_ && round_.group_world_size > 1) {
+    try {
+      auto store = co_await connect_store(round_.master_addr, round_.master_port);
+      const auto result = co_await request_stacks(*store, round_.run_id,
+                                                  kCollectTimeout + std::chrono::seconds(3));
+      stacks = result.stacks;
+      nodes = result.nodes;
+      for (int node : result.silent_nodes) {
+        preface.push_back(fmt::format("node {}: no answer (its agent may be gone)", node));
+      }
+      gathered = true;
+    } catch (const std::exception& e) {
+      log::get("agent")->warn("stack request through the store failed ({}); this node only",
+                              e.what());
+    }
+  }
+  if (!gathered) stacks = co_await collect_local();
+  if (!*alive) co_return std::string{};
+  std::sort(stacks.begin(), stacks.end(),
+            [](const RankStack& a, const RankStack& b) { return a.rank < b.rank; });
+  const std::string title =
+      fmt::format("ddprun stacks ({}) at {}: {} rank(s) on {} node(s), reported by {}", reason,
+                  now_text(), stacks.size(), nodes, host_);
+  if (stacks.empty()) preface.push_back("no workers are running");
+  const std::string text = format_stack_report(title, preface, stacks);
+  std::fflush(stdout);
+  std::fwrite(text.data(), 1, text.size(), stderr);
+  std::fflush(stderr);
+  record(reason, text, stacks.size());
+  co_return text;
+}
+
+void StackService::record(const std::string& reason, const std::string& text,
+                          std::size_t ranks) {
+  std::string path;
+  if (!run_dir_.empty()) {
+    const bool answer = reason == "request";
+    path = (std::filesystem::path(run_dir_) /
+            fmt::format("{}_{}.{}", answer ? "stack_answer" : "stacks", reports_++,
+                        answer ? "json" : "txt"))
+               .string();
+    std::ofstream(path) << text;
+  }
+  events_.emit(Event("stacks")
+                   .with("reason", reason)
+                   .with("ranks", static_cast<std::int64_t>(ranks))
+                   .with("path", path));
+}
+
+}  // namespace ddp::agent
