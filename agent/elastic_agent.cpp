@@ -195,7 +195,8 @@ asio::awaitable<int> ElasticAgent::run() {
                      .with("restart_count", info.restart_count)
                      .with("master_addr", info.master_addr)
                      .with("master_port", static_cast<std::int64_t>(info.master_port)));
-    stacks_.on_round(info);
+    const auto [stack_addr, stack_port] = stack_store_of(config_, info);
+    stacks_.on_round(info, stack_addr, stack_port);
 
     const std::string attempt_dir = attempt_log_dir(run_dir, info.restart_count);
     prepare_attempt_log_dir(attempt_dir, config_.nproc_per_node);

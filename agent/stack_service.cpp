@@ -82,17 +82,28 @@ asio::awaitable<std::vector<RankStack>> StackService::collect_local() {
   co_return co_await collect_stacks(workers_, host_, kCollectTimeout);
 }
 
-void StackService::on_round(const rdzv::RendezvousInfo& info) {
+std::pair<std::string, std::uint16_t> stack_store_of(const LaunchConfig& config,
+                                                     const rdzv::RendezvousInfo& info) {
+  if (config.rdzv_backend == "c10d" && config.rdzv_endpoint.port.value_or(29400) != 0) {
+    return {config.rdzv_endpoint.host,
+            static_cast<std::uint16_t>(config.rdzv_endpoint.port.value_or(29400))};
+  }
+  return {info.master_addr, info.master_port};
+}
+
+void StackService::on_round(const rdzv::RendezvousInfo& info, const std::string& store_addr,
+                            std::uint16_t store_port) {
   round_ = info;
   has_round_ = true;
-  if (info.master_addr.empty() || info.master_port == 0) return;
+  store_addr_ = store_addr;
+  store_port_ = store_port;
+  if (store_addr.empty() || store_port == 0) return;
   const auto alive = alive_;
   const std::string run_id = info.run_id;
   // Every round: this round's node count, for askers to know how many answers to gather.
   asio::co_spawn(
       io_,
-      [addr = info.master_addr, port = info.master_port, run_id,
-       nodes = info.group_world_size]() -> asio::awaitable<void> {
+      [addr = store_addr, port = store_port, run_id, nodes = info.group_world_size]() -> asio::awaitable<void> {
         auto store = co_await connect_store(addr, port);
         co_await store->set(stacks_key(run_id, "nodes"), rdzv::to_bytes(std::to_string(nodes)));
       },
@@ -105,13 +116,12 @@ void StackService::on_round(const rdzv::RendezvousInfo& info) {
                                    error.what());
         }
       });
-  const std::string at = fmt::format("{}:{}/{}", info.master_addr, info.master_port, run_id);
+  const std::string at = fmt::format("{}:{}/{}", store_addr, store_port, run_id);
   if (at == answering_at_) return;
   answering_at_ = at;
   asio::co_spawn(
       io_,
-      [this, alive, addr = info.master_addr, port = info.master_port,
-       run_id]() -> asio::awaitable<void> {
+      [this, alive, addr = store_addr, port = store_port, run_id]() -> asio::awaitable<void> {
         auto store = co_await connect_store(addr, port);
         store->set_timeout(std::chrono::hours(24));
         co_await answer_stack_requests(
@@ -142,9 +152,9 @@ asio::awaitable<std::string> StackService::report(std::string reason,
   std::vector<RankStack> stacks;
   int nodes = 1;
   bool gathered = false;
-  if (all_nodes && has_round_ && round_.group_world_size > 1) {
+  if (all_nodes && has_round_ && round_.group_world_size > 1 && store_port_ != 0) {
     try {
-      auto store = co_await connect_store(round_.master_addr, round_.master_port);
+      auto store = co_await connect_store(store_addr_, store_port_);
       const auto result = co_await request_stacks(*store, round_.run_id,
                                                   kCollectTimeout + std::chrono::seconds(3));
       stacks = result.stacks;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "agent/event_log.hpp"
+#include "agent/launch_config.hpp"
 #include "agent/stack_collector.hpp"
 #include "rendezvous/rendezvous.hpp"
 
@@ -33,8 +34,10 @@ class StackService {
   // The workers of the current attempt; an empty list while none run.
   void set_workers(std::vector<StackTarget> workers) { workers_ = std::move(workers); }
 
-  // After each round: publishes the node count and, once per store, starts answering requests.
-  void on_round(const rdzv::RendezvousInfo& info);
+  // After each round: publishes the node count in the store at `store_addr:store_port` (see
+  // stack_store_of) and, once per store, starts answering requests there.
+  void on_round(const rdzv::RendezvousInfo& info, const std::string& store_addr,
+                std::uint16_t store_port);
 
   // Collects (every node's when `all_nodes` and the round has several), prints, writes and
   // records a report titled by `reason`, with `preface` lines first. Returns the report. Never
@@ -57,10 +60,19 @@ class StackService {
   boost::asio::signal_set quit_;
   std::vector<StackTarget> workers_;
   rdzv::RendezvousInfo round_;
+  std::string store_addr_;
+  std::uint16_t store_port_ = 0;
   bool has_round_ = false;
   std::string answering_at_;  // "addr:port/run_id" of the store the answer loop serves
   int reports_ = 0;
   std::shared_ptr<bool> alive_;  // false once destroyed: detached loops check it
 };
+
+// The store stack requests go through, the one ddprun-stacks is pointed at: static, the job's
+// store (master_addr:master_port, as workers see it); c10d, the rendezvous store at
+// --rdzv_endpoint (each round's workers get a store of their own), else the workers' store when
+// the endpoint's port was left to the system (--standalone).
+std::pair<std::string, std::uint16_t> stack_store_of(const LaunchConfig& config,
+                                                     const rdzv::RendezvousInfo& info);
 
 }  // namespace ddp::agent

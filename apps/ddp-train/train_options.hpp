@@ -27,6 +27,8 @@ struct TrainOptions {
   int fail_rank = 0;
   std::int64_t hang_at_step = -1;  // fault injection: this rank sleeps forever at this step
   int hang_rank = 0;               // (first attempt only: TORCHELASTIC_RESTART_COUNT 0 or unset)
+  std::int64_t slow_step_ms = 0;   // fault injection: --slow_rank sleeps this long every step
+  int slow_rank = 0;
   std::int64_t log_every = 100;  // steps between progress lines
   std::string backend;           // "" = libddp's default
   std::string device = "auto";   // auto, cpu or cuda (see EngineChoice)

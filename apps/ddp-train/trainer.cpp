@@ -262,9 +262,13 @@ void Trainer::maybe_fail() {
   for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
 }
 
-// The hang happens in the first attempt only, so a job restarted by ddprun's hang detector
+// --slow_step_ms delays every step of one rank (slow, still progressing). The hang happens in
+// the first attempt only, so a job restarted by ddprun's hang detector
 // (--hang_timeout) then runs to its end.
 void Trainer::maybe_hang() {
+  if (options_.slow_step_ms > 0 && rank_ == options_.slow_rank) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(options_.slow_step_ms));
+  }
   if (options_.hang_at_step < 0 || pos_.step != options_.hang_at_step ||
       rank_ != options_.hang_rank) {
     return;
