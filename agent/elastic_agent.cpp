@@ -114,6 +114,14 @@ std::vector<HangTarget> make_hang_targets(const std::vector<WorkerSpec>& specs,
   return targets;
 }
 
+// Multi-node jobs with --hang_timeout: the detectors share long waits through the job's store.
+std::shared_ptr<HangPeers> hang_peers(const LaunchConfig& config,
+                                      const rdzv::RendezvousInfo& info, const std::string& addr,
+                                      std::uint16_t port) {
+  if (info.group_world_size <= 1 || config.hang_timeout.count() <= 0 || port == 0) return nullptr;
+  return make_store_hang_peers(addr, port, info.run_id, info.round);
+}
+
 // The failure a hang counts as: the first hung rank's exit, which the agent caused but which is
 // the root cause all the same.
 WorkerExit hung_exit(const std::vector<WorkerExit>& exits, const HangVerdict& verdict) {
@@ -150,6 +158,10 @@ ElasticAgent::ElasticAgent(asio::io_context& io, const LaunchConfig& config,
       host_(local_host_name()),
       stacks_(io, events, host_) {
   for (int signal : handled_signals(config)) signals_.add(signal);
+}
+
+ElasticAgent::~ElasticAgent() {
+  if (hang_peers_) hang_peers_->close();
 }
 
 asio::awaitable<int> ElasticAgent::wait_signal() {
@@ -218,13 +230,16 @@ asio::awaitable<int> ElasticAgent::run() {
               info.rank_base, info.rank_base + config_.nproc_per_node - 1, info.world_size);
     std::size_t emitted = 0;
     const auto hang_targets = make_hang_targets(specs, group->pids());
+    if (hang_peers_) hang_peers_->close();
+    hang_peers_ = hang_peers(config_, info, stack_addr, stack_port);
     std::vector<StackTarget> stack_targets;
     for (const auto& target : hang_targets) stack_targets.push_back(target.worker);
     stacks_.set_workers(stack_targets);
 
     auto outcome = co_await (caught(group->wait_first_failure()) ||
                              caught(rendezvous_.watch_round()) || wait_signal() ||
-                             caught(watch_for_hang(hang_targets, config_.hang_timeout)));
+                             caught(watch_for_hang(hang_targets, config_.hang_timeout,
+                                                   hang_peers_, info.group_rank)));
 
     if (outcome.index() == 2) {  // a handled signal: forward it, grace, kill, exit 128+N
       const int signal = std::get<2>(outcome);

@@ -26,6 +26,7 @@
 #include <string>
 
 #include "agent/event_log.hpp"
+#include "agent/hang_peers.hpp"
 #include "agent/launch_config.hpp"
 #include "agent/stack_service.hpp"
 #include "rendezvous/rendezvous.hpp"
@@ -40,6 +41,7 @@ class ElasticAgent {
   ElasticAgent(boost::asio::io_context& io, const LaunchConfig& config,
                std::map<std::string, std::string> parent_env, rdzv::Rendezvous& rendezvous,
                EventSink& events);
+  ~ElasticAgent();  // closes the hang detector's store connection before the io_context goes
 
   // Runs the job to its end and returns ddprun's exit code: 0 when every worker of the last
   // attempt succeeded; the root-cause worker's exit code (128+N for signal N) when restarts ran
@@ -59,6 +61,7 @@ class ElasticAgent {
   boost::asio::signal_set signals_;
   std::string host_;
   StackService stacks_;
+  std::shared_ptr<HangPeers> hang_peers_;  // this round's (multi-node --hang_timeout), or null
 };
 
 // This machine's host name (reports, "[host:rank]" prefixes).

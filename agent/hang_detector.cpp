@@ -33,13 +33,37 @@ std::string last_collective(const ProgressRecord& record) {
                      record.in_collective() ? "waiting in it" : "completed");
 }
 
+// This node's ranks that have waited the whole timeout in the highest such collective.
+std::optional<PeerWait> long_wait(const std::vector<RankProgress>& ranks, double timeout_s,
+                                  int node) {
+  std::optional<PeerWait> wait;
+  for (const auto& r : ranks) {
+    if (!r.record || !r.record->in_collective() || r.idle_s < timeout_s) continue;
+    if (!wait || r.record->seq > wait->seq) {
+      wait = PeerWait{r.record->seq, r.record->op, {}, node, 0};
+    }
+    if (r.record->seq == wait->seq) {
+      wait->ranks.push_back(r.rank);
+      wait->waited_s = std::max(wait->waited_s, r.idle_s);
+    }
+  }
+  return wait;
+}
+
+// True when some rank of this node has made no progress for the whole timeout (in a collective
+// or not: a rank stuck in an earlier collective lags as much as one outside any).
+bool has_idle_rank(const std::vector<RankProgress>& ranks, double timeout_s) {
+  return std::any_of(ranks.begin(), ranks.end(),
+                     [&](const RankProgress& r) { return r.record && r.idle_s >= timeout_s; });
+}
+
 }  // namespace
 
 std::optional<HangVerdict> judge_hang(const std::vector<RankProgress>& ranks, double timeout_s) {
   HangVerdict verdict;
   std::vector<std::string> guilty;
   for (const auto& r : ranks) {
-    if (r.stopped_s >= timeout_s) {
+    if (!r.remote && r.stopped_s >= timeout_s) {
       verdict.lagging.push_back(r.rank);
       verdict.idle_s = std::max(verdict.idle_s, r.stopped_s);
       verdict.lines.push_back(
@@ -60,7 +84,7 @@ std::optional<HangVerdict> judge_hang(const std::vector<RankProgress>& ranks, do
   }
   std::vector<int> lagging_by_progress;
   for (const auto& r : ranks) {
-    if (!r.record || r.idle_s < timeout_s || r.record->seq >= highest) continue;
+    if (r.remote || !r.record || r.idle_s < timeout_s || r.record->seq >= highest) continue;
     if (std::find(verdict.lagging.begin(), verdict.lagging.end(), r.rank) != verdict.lagging.end()) {
       continue;
     }
@@ -92,7 +116,8 @@ std::optional<HangVerdict> judge_hang(const std::vector<RankProgress>& ranks, do
 }
 
 asio::awaitable<HangVerdict> watch_for_hang(std::vector<HangTarget> targets,
-                                            std::chrono::milliseconds timeout) {
+                                            std::chrono::milliseconds timeout,
+                                            std::shared_ptr<HangPeers> peers, int node) {
   using Clock = std::chrono::steady_clock;
   asio::steady_timer timer(co_await asio::this_coro::executor);
   if (timeout.count() <= 0) {
@@ -103,6 +128,8 @@ asio::awaitable<HangVerdict> watch_for_hang(std::vector<HangTarget> targets,
                                std::chrono::milliseconds(1000));
   const double timeout_s = timeout.count() / 1000.0;
   std::vector<std::optional<Clock::time_point>> stopped_since(targets.size());
+  std::uint64_t published = 0;  // the highest long wait this node has published
+  Clock::time_point last_read{};
   for (;;) {
     timer.expires_after(tick);
     co_await timer.async_wait(asio::use_awaitable);
@@ -124,6 +151,24 @@ asio::awaitable<HangVerdict> watch_for_hang(std::vector<HangTarget> targets,
       } else {
         stopped_since[i].reset();
       }
+      sample.push_back(std::move(r));
+    }
+    if (auto verdict = judge_hang(sample, timeout_s)) co_return std::move(*verdict);
+    if (!peers) continue;
+    if (auto wait = long_wait(sample, timeout_s, node); wait && wait->seq > published) {
+      published = wait->seq;
+      co_await peers->publish(std::move(*wait));
+    }
+    if (!has_idle_rank(sample, timeout_s) || now - last_read < std::chrono::seconds(1)) continue;
+    last_read = now;
+    const auto remote = co_await peers->read();
+    if (!remote || remote->node == node) continue;
+    for (int rank : remote->ranks) {
+      RankProgress r;
+      r.rank = rank;
+      r.remote = true;
+      r.record = ProgressRecord{remote->seq, remote->seq - 1, 0, 0, remote->op};
+      r.idle_s = std::max(timeout_s, remote->waited_s);
       sample.push_back(std::move(r));
     }
     if (auto verdict = judge_hang(sample, timeout_s)) co_return std::move(*verdict);

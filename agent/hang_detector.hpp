@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/hang_peers.hpp"
 #include "agent/stack_collector.hpp"
 #include "common/progress_record.hpp"
 
@@ -24,6 +25,7 @@ struct RankProgress {
   std::optional<ProgressRecord> record;  // nullopt: not a libddp worker (or not initialised yet)
   double idle_s = 0;     // seconds since the record last changed (valid with a record)
   double stopped_s = 0;  // seconds the process has been stopped (state T) without a break
+  bool remote = false;   // a rank of another node, known from HangPeers: a waiter, never named
 };
 
 struct HangVerdict {
@@ -45,8 +47,13 @@ struct HangTarget {
 };
 
 // Samples `targets` (records and /proc state) every min(1 s, max(100 ms, timeout/10)) and returns
-// the first verdict. With timeout 0 (detection off) it never completes. Cancellable.
+// the first verdict. With timeout 0 (detection off) it never completes. Cancellable. With `peers`
+// (a multi-node job), this node publishes its ranks' long waits and, while one of its ranks has
+// been idle for the timeout, reads the other nodes' (at most once a second), so a rank whose
+// waiters are all on other nodes is named too. `node` is this node's group rank.
 boost::asio::awaitable<HangVerdict> watch_for_hang(std::vector<HangTarget> targets,
-                                                   std::chrono::milliseconds timeout);
+                                                   std::chrono::milliseconds timeout,
+                                                   std::shared_ptr<HangPeers> peers = nullptr,
+                                                   int node = 0);
 
 }  // namespace ddp::agent

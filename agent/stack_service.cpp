@@ -39,6 +39,15 @@ asio::awaitable<std::unique_ptr<rdzv::TcpStoreClient>> connect_store(const std::
   co_return client;
 }
 
+void log_store_end(std::exception_ptr e, const char* what) {
+  if (!e) return;
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& error) {
+    log::get("agent")->debug("stack requests: {}: {}", what, error.what());
+  }
+}
+
 std::string now_text() {
   const std::time_t now = std::time(nullptr);
   std::tm local{};
@@ -55,7 +64,26 @@ StackService::StackService(asio::io_context& io, EventSink& events, std::string 
       quit_(io, SIGQUIT),
       alive_(std::make_shared<bool>(true)) {}
 
-StackService::~StackService() { *alive_ = false; }
+StackService::~StackService() {
+  *alive_ = false;
+  quit_.cancel();
+  clients_.clear();
+  // The answer loop always has a store call in flight. Destroying its client cancels the call's
+  // socket and deadline timer, but their handlers still hold the call's frame and timer; left
+  // to the io_context's destructor, they would be destroyed inside the reactor's own shutdown,
+  // which corrupts it. Running the now-ready handlers here lets those calls end first (the agent
+  // is destroyed after its io_context stopped, and before it is destroyed).
+  io_.restart();
+  io_.poll();
+}
+
+StackService::ClientLease::ClientLease(StackService& service, rdzv::TcpStoreClient* client)
+    : service_(service), alive_(service.alive_), client_(client) {}
+
+StackService::ClientLease::~ClientLease() {
+  // Frames of detached coroutines are destroyed with the io_context, after the service.
+  if (*alive_) service_.close_store(client_);
+}
 
 void StackService::start(const std::string& run_dir) {
   run_dir_ = run_dir;
@@ -98,50 +126,48 @@ void StackService::on_round(const rdzv::RendezvousInfo& info, const std::string&
   store_addr_ = store_addr;
   store_port_ = store_port;
   if (store_addr.empty() || store_port == 0) return;
-  const auto alive = alive_;
   const std::string run_id = info.run_id;
   // Every round: this round's node count, for askers to know how many answers to gather.
-  asio::co_spawn(
-      io_,
-      [addr = store_addr, port = store_port, run_id, nodes = info.group_world_size]() -> asio::awaitable<void> {
-        auto store = co_await connect_store(addr, port);
-        co_await store->set(stacks_key(run_id, "nodes"), rdzv::to_bytes(std::to_string(nodes)));
-      },
-      [](std::exception_ptr e) {
-        if (!e) return;
-        try {
-          std::rethrow_exception(e);
-        } catch (const std::exception& error) {
-          log::get("agent")->debug("stack requests: cannot publish the node count: {}",
-                                   error.what());
-        }
-      });
+  asio::co_spawn(io_, publish_nodes(store_addr, store_port, run_id, info.group_world_size),
+                 [](std::exception_ptr e) { log_store_end(e, "cannot publish the node count"); });
   const std::string at = fmt::format("{}:{}/{}", store_addr, store_port, run_id);
   if (at == answering_at_) return;
   answering_at_ = at;
-  asio::co_spawn(
-      io_,
-      [this, alive, addr = store_addr, port = store_port, run_id]() -> asio::awaitable<void> {
-        auto store = co_await connect_store(addr, port);
-        store->set_timeout(std::chrono::hours(24));
-        co_await answer_stack_requests(
-            *store, run_id, [this] { return round_.group_rank; }, host_,
-            [this, alive]() -> asio::awaitable<std::vector<RankStack>> {
-              if (!*alive) co_return std::vector<RankStack>{};
-              auto stacks = co_await collect_local();
-              record("request", encode_node_stacks(round_.group_rank, host_, stacks),
-                     stacks.size());
-              co_return stacks;
-            });
-      },
-      [](std::exception_ptr e) {
-        if (!e) return;
-        try {
-          std::rethrow_exception(e);
-        } catch (const std::exception& error) {
-          // The store host's agent has ended, or the job is over: nothing left to answer.
-          log::get("agent")->debug("stack requests: answer loop ended: {}", error.what());
-        }
+  asio::co_spawn(io_, answer_loop(store_addr, store_port, run_id), [](std::exception_ptr e) {
+    // The store host's agent has ended, or the job is over: nothing left to answer.
+    log_store_end(e, "answer loop ended");
+  });
+}
+
+asio::awaitable<rdzv::TcpStoreClient*> StackService::open_store(std::string addr,
+                                                                std::uint16_t port) {
+  auto client = co_await connect_store(addr, port);
+  clients_.push_back(std::move(client));
+  co_return clients_.back().get();
+}
+
+void StackService::close_store(rdzv::TcpStoreClient* client) {
+  clients_.remove_if([client](const auto& owned) { return owned.get() == client; });
+}
+
+asio::awaitable<void> StackService::publish_nodes(std::string addr, std::uint16_t port,
+                                                  std::string run_id, int nodes) {
+  const ClientLease store(*this, co_await open_store(addr, port));
+  co_await store->set(stacks_key(run_id, "nodes"), rdzv::to_bytes(std::to_string(nodes)));
+}
+
+asio::awaitable<void> StackService::answer_loop(std::string addr, std::uint16_t port,
+                                                std::string run_id) {
+  const ClientLease store(*this, co_await open_store(addr, port));
+  store->set_timeout(std::chrono::hours(24));
+  const auto alive = alive_;
+  co_await answer_stack_requests(
+      *store.get(), run_id, [this] { return round_.group_rank; }, host_,
+      [this, alive]() -> asio::awaitable<std::vector<RankStack>> {
+        if (!*alive) co_return std::vector<RankStack>{};
+        auto stacks = co_await collect_local();
+        record("request", encode_node_stacks(round_.group_rank, host_, stacks), stacks.size());
+        co_return stacks;
       });
 }
 
@@ -154,8 +180,8 @@ asio::awaitable<std::string> StackService::report(std::string reason,
   bool gathered = false;
   if (all_nodes && has_round_ && round_.group_world_size > 1 && store_port_ != 0) {
     try {
-      auto store = co_await connect_store(store_addr_, store_port_);
-      const auto result = co_await request_stacks(*store, round_.run_id,
+      const ClientLease store(*this, co_await open_store(store_addr_, store_port_));
+      const auto result = co_await request_stacks(*store.get(), round_.run_id,
                                                   kCollectTimeout + std::chrono::seconds(3));
       stacks = result.stacks;
       nodes = result.nodes;

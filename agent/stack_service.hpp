@@ -11,6 +11,7 @@
 #include <boost/asio/signal_set.hpp>
 
 #include <chrono>
+#include <list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,6 +20,7 @@
 #include "agent/launch_config.hpp"
 #include "agent/stack_collector.hpp"
 #include "rendezvous/rendezvous.hpp"
+#include "rendezvous/tcp_store_client.hpp"
 
 namespace ddp::agent {
 
@@ -49,6 +51,30 @@ class StackService {
   static constexpr std::chrono::milliseconds kCollectTimeout{5000};
 
  private:
+  // A store client of the service's, closed when the lease ends. Clients live in clients_, never
+  // in coroutine frames: a client must be destroyed before the io_context (its destructor closes
+  // the socket), and the frames of detached coroutines are destroyed only with the io_context.
+  class ClientLease {
+   public:
+    ClientLease(StackService& service, rdzv::TcpStoreClient* client);
+    ~ClientLease();
+    ClientLease(const ClientLease&) = delete;
+    ClientLease& operator=(const ClientLease&) = delete;
+    rdzv::TcpStoreClient* operator->() const { return client_; }
+    rdzv::TcpStoreClient* get() const { return client_; }
+
+   private:
+    StackService& service_;
+    std::shared_ptr<bool> alive_;
+    rdzv::TcpStoreClient* client_;
+  };
+
+  boost::asio::awaitable<rdzv::TcpStoreClient*> open_store(std::string addr, std::uint16_t port);
+  void close_store(rdzv::TcpStoreClient* client);
+  boost::asio::awaitable<void> publish_nodes(std::string addr, std::uint16_t port,
+                                             std::string run_id, int nodes);
+  boost::asio::awaitable<void> answer_loop(std::string addr, std::uint16_t port,
+                                           std::string run_id);
   boost::asio::awaitable<void> quit_loop();
   boost::asio::awaitable<std::vector<RankStack>> collect_local();
   void record(const std::string& reason, const std::string& text, std::size_t ranks);
@@ -66,6 +92,7 @@ class StackService {
   std::string answering_at_;  // "addr:port/run_id" of the store the answer loop serves
   int reports_ = 0;
   std::shared_ptr<bool> alive_;  // false once destroyed: detached loops check it
+  std::list<std::unique_ptr<rdzv::TcpStoreClient>> clients_;
 };
 
 // The store stack requests go through, the one ddprun-stacks is pointed at: static, the job's

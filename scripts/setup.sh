@@ -18,6 +18,8 @@ packages=(
   slurmctld slurmd slurm-client munge
   # benchmark scripts (perf: rendezvous.sh per_agent)
   bc linux-perf
+  # native worker stacks (SIGQUIT, --hang_timeout reports): eu-stack
+  elfutils
 )
 
 missing=()

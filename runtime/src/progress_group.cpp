@@ -62,9 +62,10 @@ class ProgressGroup final : public ProcessGroup {
   std::shared_ptr<Work> recv(Tensor t, int src, int tag) override {
     return track("recv", [&] { return inner_->recv(t, src, tag); });
   }
+  // Sub-groups are not tracked: only the default group's collectives are issued by every rank
+  // in the same order, so only their sequence numbers compare across ranks.
   std::shared_ptr<ProcessGroup> new_group(std::vector<int> ranks) override {
-    auto group = inner_->new_group(std::move(ranks));
-    return group ? with_progress(std::move(group), writer_) : nullptr;
+    return inner_->new_group(std::move(ranks));
   }
 
  private:

@@ -11,7 +11,8 @@
 namespace ddp::runtime {
 
 // Wraps `inner`: every collective counts as issued when called and as completed when its Work's
-// wait() returns or is_completed() first answers true. Sub-groups (new_group) share `writer`.
+// wait() returns or is_completed() first answers true. Sub-groups (new_group) are returned
+// unwrapped: their collectives involve some ranks only, and would skew the sequence numbers.
 std::shared_ptr<ProcessGroup> with_progress(std::shared_ptr<ProcessGroup> inner,
                                             std::shared_ptr<ProgressWriter> writer);
 

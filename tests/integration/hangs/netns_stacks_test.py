@@ -1,7 +1,9 @@
-"""Stacks across nodes (network namespaces, scripts/netns-cluster.sh): a 2-node x 2-worker job,
-static and then c10d. SIGQUIT to one node's ddprun makes every agent answer through the store and
-that ddprun's report gathers all four ranks of both nodes; ddprun-stacks asks the same from
-outside the job (the root namespace)."""
+"""Stacks and hangs across nodes (network namespaces, scripts/netns-cluster.sh):
+- a 2-node x 2-worker job, static and then c10d: SIGQUIT to one node's ddprun makes every agent
+  answer through the store and that ddprun's report gathers all four ranks of both nodes;
+  ddprun-stacks asks the same from outside the job (the root namespace);
+- ddp-train on 2 nodes x 1 worker with rank 1 (node 2) hung: node 2's detector names rank 1
+  from the wait node 1 published in the store, and both nodes restart and finish."""
 import glob
 import os
 import signal
@@ -50,12 +52,37 @@ def run_job(cluster, tmp, name, node_args, endpoint, run_id):
         for n in (1, 2):
             ddptest.check(agents[n].poll() is None, f"{name}: node {n}'s ddprun ended")
     finally:
+        # Node 2 first: the store lives in node 1's agent.
         for n in (2, 1):
             if agents[n].poll() is None:
                 agents[n].send_signal(signal.SIGTERM)
-        for n in (1, 2):
-            netns_rig.finish(agents[n], 60, f"{name}: node {n}")
+            rc, err = netns_rig.finish(agents[n], 60, f"{name}: node {n}")
+            ddptest.check(rc == 128 + signal.SIGTERM,
+                          f"{name}: node {n} must end by SIGTERM (143), exited {rc}:\n{err}")
     print(f"{name}: SIGQUIT on node 2 and ddprun-stacks both gathered 4 ranks of 2 nodes")
+
+
+def run_hang_across_nodes(cluster, tmp):
+    port = 29533
+
+    def args(n):
+        return ["--nnodes=2", f"--node_rank={n - 1}", f"--master_addr={addr(1)}",
+                f"--master_port={port}", "--nproc_per_node=1", "--hang_timeout=3",
+                "--max_restarts=1", "--log_dir", os.path.join(tmp, f"hang_logs{n}"),
+                "--no_python", ddptest.bin_path("ddp-train"), "--max_steps", "30",
+                "--hang_at_step", "10", "--hang_rank", "1"]
+    agents = {n: cluster.start(n, args(n)) for n in (1, 2)}
+    logs = {}
+    for n in (1, 2):
+        rc, err = netns_rig.finish(agents[n], 120, f"hang: node {n}")
+        logs[n] = err
+        ddptest.check(rc == 0, f"hang: node {n} must restart and finish, exited {rc}:\n{err}")
+    verdict = "hang: rank 1 made no progress while rank 0 waits in all_reduce"
+    ddptest.check(verdict in logs[2], f"node 2 did not name rank 1:\n{logs[2]}")
+    ddptest.check("2 rank(s) on 2 node(s)" in logs[2] and "hang_forever" in logs[2],
+                  f"node 2's hang report must gather both nodes:\n{logs[2]}")
+    print("hang across nodes: node 2 named rank 1 from node 1's published wait; both restarted "
+          "and finished")
 
 
 def main():
@@ -74,6 +101,7 @@ def main():
             def c10d_args(n):
                 return netns_rig.c10d_args(2, "stacksjob", nproc=2)
             run_job(cluster, tmp, "c10d", c10d_args, f"{addr(1)}:29400", "stacksjob")
+            run_hang_across_nodes(cluster, tmp)
     finally:
         ddptest.remove_tree(tmp)
 

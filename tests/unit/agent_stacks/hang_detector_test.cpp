@@ -1,7 +1,12 @@
-// The hang rule: who is named, and who never is (slow but progressing, all equal, no record).
+// The hang rule: who is named, and who never is (slow but progressing, all equal, no record,
+// another node's rank); the long waits nodes share through the store.
 #include <catch2/catch.hpp>
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+
 #include "agent/hang_detector.hpp"
+#include "rendezvous/tcp_store_server.hpp"
 
 using namespace ddp::agent;
 
@@ -73,4 +78,67 @@ TEST_CASE("a rank stuck in an earlier collective is named too", "[hang]") {
   CHECK(verdict->lagging == std::vector<int>{1});
   CHECK(verdict->lines.at(0).find("last collective all_reduce #7 (waiting in it)") !=
         std::string::npos);
+}
+
+TEST_CASE("ranks of other nodes wait, and are never named", "[hang]") {
+  RankProgress remote = rank_at(0, 31, 30, 12);
+  remote.remote = true;
+  const auto verdict = judge_hang({remote, rank_at(1, 29, 29, 12)}, 10);
+  REQUIRE(verdict);
+  CHECK(verdict->lagging == std::vector<int>{1});
+  CHECK(verdict->summary == "hang: rank 1 made no progress while rank 0 waits in all_reduce #31");
+  // A remote rank with a lower sequence number is its own node's to name.
+  RankProgress behind = rank_at(2, 20, 20, 50);
+  behind.remote = true;
+  behind.stopped_s = 50;
+  CHECK_FALSE(judge_hang({behind, rank_at(1, 31, 30, 50)}, 10));
+}
+
+TEST_CASE("a published wait survives its encoding; other text reads as nothing", "[hang]") {
+  const PeerWait wait{42, "barrier", {3, 4}, 1, 12.5};
+  const auto back = PeerWait::decode(wait.encode());
+  REQUIRE(back);
+  CHECK(back->seq == 42);
+  CHECK(back->op == "barrier");
+  CHECK(back->ranks == std::vector<int>{3, 4});
+  CHECK(back->node == 1);
+  CHECK(back->waited_s == Approx(12.5));
+  CHECK_FALSE(PeerWait::decode("{}"));
+  CHECK_FALSE(PeerWait::decode("nope"));
+  CHECK_FALSE(PeerWait::decode("{\"seq\": \"x\"}"));
+}
+
+TEST_CASE("the store keeps the highest published wait of a round", "[hang]") {
+  boost::asio::io_context io;
+  ddp::rdzv::TcpStoreServer server(io, "127.0.0.1", 0);
+  server.start();
+  auto peers = make_store_hang_peers("127.0.0.1", server.port(), "job", 2);
+  std::vector<std::optional<PeerWait>> reads;
+  boost::asio::co_spawn(
+      io,
+      [&]() -> boost::asio::awaitable<void> {
+        // (Named values: GCC 12 miscompiles braced lists inside co_await.)
+        const PeerWait first{31, "all_reduce", {0}, 0, 10};
+        const PeerWait lower{12, "barrier", {2}, 1, 10};
+        const PeerWait higher{33, "all_reduce", {2}, 1, 11};
+        reads.push_back(co_await peers->read());  // nothing yet
+        co_await peers->publish(first);
+        co_await peers->publish(lower);  // ignored
+        reads.push_back(co_await peers->read());
+        co_await peers->publish(higher);
+        reads.push_back(co_await peers->read());
+      },
+      [&](std::exception_ptr e) {
+        server.stop();
+        io.stop();
+        if (e) std::rethrow_exception(e);
+      });
+  io.run();
+  REQUIRE(reads.size() == 3);
+  CHECK_FALSE(reads[0]);
+  REQUIRE(reads[1]);
+  CHECK(reads[1]->seq == 31);
+  REQUIRE(reads[2]);
+  CHECK(reads[2]->seq == 33);
+  CHECK(reads[2]->node == 1);
 }

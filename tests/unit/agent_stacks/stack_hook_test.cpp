@@ -3,6 +3,7 @@
 
 #include <csignal>
 
+#include "agent/launch_config.hpp"
 #include "agent/stack_hook.hpp"
 #include "agent/worker_spec.hpp"
 #include "common/progress_record.hpp"
@@ -32,4 +33,24 @@ TEST_CASE("every worker gets its stack directory and progress file", "[stacks]")
   CHECK(specs[1].ddprun_env.at(kStackDirEnv) == "/logs/run_x/attempt_3/1");
   CHECK(specs[1].ddprun_env.at("PYTHONPATH") == "/logs/run_x/python");
   CHECK(python_stack_file("/d", 42) == "/d/python-42.txt");
+}
+
+TEST_CASE("--hang_timeout is off by default and read from the flag or PET_HANG_TIMEOUT",
+          "[hang][cli]") {
+  const auto parse = [](std::vector<const char*> argv,
+                        std::map<std::string, std::string> env) {
+    argv.insert(argv.begin(), "ddprun");
+    argv.push_back("train.py");
+    return parse_launch_config(static_cast<int>(argv.size()), argv.data(), env,
+                               [](const auto&) { return std::nullopt; });
+  };
+  CHECK(parse({}, {}).hang_timeout.count() == 0);
+  CHECK(parse({"--hang_timeout=2.5"}, {}).hang_timeout.count() == 2500);
+  CHECK(parse({"--hang-timeout", "30"}, {}).hang_timeout.count() == 30000);
+  CHECK(parse({}, {{"PET_HANG_TIMEOUT", "7"}}).hang_timeout.count() == 7000);
+  CHECK(parse({"--hang_timeout=1"}, {{"PET_HANG_TIMEOUT", "7"}}).hang_timeout.count() == 1000);
+  CHECK_THROWS_WITH(parse({"--hang_timeout=-1"}, {}),
+                    Catch::Contains("--hang_timeout: expected a number of seconds >= 0"));
+  CHECK_THROWS_WITH(parse({}, {{"PET_HANG_TIMEOUT", "soon"}}),
+                    Catch::Contains("PET_HANG_TIMEOUT"));
 }
