@@ -3,9 +3,9 @@
 # (--hang_at_step), under ddprun --hang_timeout=T; the event log's hang event gives idle_ms (the
 # hung rank's time without progress when the detector named it) and report_ms (collecting and
 # printing the stacks); their sum is the time from the hang to the printed report (goal: T + 2 s).
-# (2) The cost of progress publishing on ddp-train's samples/s: paired runs, alternating, of
-# 2 ranks x 1 epoch with DDPRUN_PROGRESS_FILE as ddprun sets it and with it removed
-# (`env -u`), medians compared (goal: under 1 %).
+# (2) The cost of progress publishing: per collective and per read (ddp-bench progress), and on
+# ddp-train's samples/s: paired runs, alternating, of 2 ranks x 1 epoch with DDPRUN_PROGRESS_FILE
+# as ddprun sets it and with it removed (`env -u`), medians compared (goal: under 1 %).
 # Usage: scripts/bench/hangs.sh [BUILD_DIR=build] [PAIRS=5] [TIMEOUTS="3 10"]
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -29,6 +29,8 @@ for t in $timeouts; do
     "$(bc -l <<<"($idle + $report) / 1000")" "$((t + 2))"
 done
 
+echo "== progress publishing, per collective and per read"
+"$build/bin/ddp-bench" progress
 echo "== progress publishing: ddp-train 2 ranks x 1 epoch, $pairs alternating pairs"
 sps() { grep '^summary ' | tail -1 | tr ' ' '\n' | sed -n 's/^samples_per_s=//p'; }
 with=(); without=()
