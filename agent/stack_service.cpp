@@ -66,15 +66,7 @@ StackService::StackService(asio::io_context& io, EventSink& events, std::string 
 
 StackService::~StackService() {
   *alive_ = false;
-  quit_.cancel();
-  clients_.clear();
-  // The answer loop always has a store call in flight. Destroying its client cancels the call's
-  // socket and deadline timer, but their handlers still hold the call's frame and timer; left
-  // to the io_context's destructor, they would be destroyed inside the reactor's own shutdown,
-  // which corrupts it. Running the now-ready handlers here lets those calls end first (the agent
-  // is destroyed after its io_context stopped, and before it is destroyed).
-  io_.restart();
-  io_.poll();
+  clients_.clear();  // before the io_context, as every store client must be
 }
 
 StackService::ClientLease::ClientLease(StackService& service, rdzv::TcpStoreClient* client)
@@ -98,7 +90,8 @@ asio::awaitable<void> StackService::quit_loop() {
     co_await quit_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
     if (ec || !*alive) co_return;
     try {
-      co_await report("SIGQUIT", {}, true);
+      const std::vector<std::string> no_preface;  // named: see answer_loop on GCC 12
+      co_await report("SIGQUIT", no_preface, true);
     } catch (const std::exception& e) {
       log::get("agent")->warn("stack report failed: {}", e.what());
     }
@@ -160,15 +153,17 @@ asio::awaitable<void> StackService::answer_loop(std::string addr, std::uint16_t 
                                                 std::string run_id) {
   const ClientLease store(*this, co_await open_store(addr, port));
   store->set_timeout(std::chrono::hours(24));
-  const auto alive = alive_;
-  co_await answer_stack_requests(
-      *store.get(), run_id, [this] { return round_.group_rank; }, host_,
-      [this, alive]() -> asio::awaitable<std::vector<RankStack>> {
-        if (!*alive) co_return std::vector<RankStack>{};
-        auto stacks = co_await collect_local();
-        record("request", encode_node_stacks(round_.group_rank, host_, stacks), stacks.size());
-        co_return stacks;
-      });
+  // Named, not temporaries of the co_await expression: GCC 12 destroys such temporaries twice
+  // (here: the lambda's shared_ptr released twice, the heap corrupted at exit).
+  const std::function<int()> node = [this] { return round_.group_rank; };
+  const CollectNodeStacks collect = [this,
+                                     alive = alive_]() -> asio::awaitable<std::vector<RankStack>> {
+    if (!*alive) co_return std::vector<RankStack>{};
+    auto stacks = co_await collect_local();
+    record("request", encode_node_stacks(round_.group_rank, host_, stacks), stacks.size());
+    co_return stacks;
+  };
+  co_await answer_stack_requests(*store.get(), run_id, node, host_, collect);
 }
 
 asio::awaitable<std::string> StackService::report(std::string reason,

@@ -52,8 +52,8 @@ class StackService {
 
  private:
   // A store client of the service's, closed when the lease ends. Clients live in clients_, never
-  // in coroutine frames: a client must be destroyed before the io_context (its destructor closes
-  // the socket), and the frames of detached coroutines are destroyed only with the io_context.
+  // in coroutine frames: every store client is destroyed before the io_context (as the
+  // rendezvous' are), while the frames of detached coroutines go only with the io_context.
   class ClientLease {
    public:
     ClientLease(StackService& service, rdzv::TcpStoreClient* client);
