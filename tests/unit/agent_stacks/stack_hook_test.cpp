@@ -35,7 +35,7 @@ TEST_CASE("every worker gets its stack directory and progress file", "[stacks]")
   CHECK(python_stack_file("/d", 42) == "/d/python-42.txt");
 }
 
-TEST_CASE("--hang_timeout is off by default and read from the flag or PET_HANG_TIMEOUT",
+TEST_CASE("the hang timeout is off by default and read from its flag or PET_HANG_TIMEOUT",
           "[hang][cli]") {
   const auto parse = [](std::vector<const char*> argv,
                         std::map<std::string, std::string> env) {
