@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "ddp/error.hpp"
@@ -88,7 +89,10 @@ asio::awaitable<GatheredStacks> request_stacks(rdzv::Store& store, std::string r
 asio::awaitable<void> answer_stack_requests(rdzv::Store& store, std::string run_id,
                                             std::function<int()> node, std::string host,
                                             CollectNodeStacks collect) {
-  std::int64_t next = co_await store.add(stacks_key(run_id, "count"), 0) + 1;
+  // Start at the latest request, not after it: a loop that connects late (a new node, or the
+  // connection spread after the round) still answers a request its asker is gathering now.
+  // Answering a request whose asker has gone only leaves one key behind.
+  std::int64_t next = std::max<std::int64_t>(co_await store.add(stacks_key(run_id, "count"), 0), 1);
   for (;;) {
     const std::string request = stacks_key(run_id, fmt::format("{}/request", next));
     std::vector<std::string> wanted{request};

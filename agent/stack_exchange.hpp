@@ -38,8 +38,9 @@ struct GatheredStacks {
 boost::asio::awaitable<GatheredStacks> request_stacks(rdzv::Store& store, std::string run_id,
                                                       std::chrono::milliseconds timeout);
 
-// Answers requests until the store fails (then throws its error): for each request, calls
-// `collect` and sets this node's answer under `node()` (read at answer time: ranks can change).
+// Answers requests until the store fails (then throws its error), from the latest one made
+// before it started: for each, calls `collect` and sets this node's answer under `node()` (read
+// at answer time: ranks can change).
 using CollectNodeStacks = std::function<boost::asio::awaitable<std::vector<RankStack>>()>;
 boost::asio::awaitable<void> answer_stack_requests(rdzv::Store& store, std::string run_id,
                                                    std::function<int()> node, std::string host,

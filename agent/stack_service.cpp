@@ -11,12 +11,14 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <csignal>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <random>
 
 #include "agent/stack_exchange.hpp"
 #include "agent/stack_hook.hpp"
@@ -120,13 +122,23 @@ void StackService::on_round(const rdzv::RendezvousInfo& info, const std::string&
   store_port_ = store_port;
   if (store_addr.empty() || store_port == 0) return;
   const std::string run_id = info.run_id;
-  // Every round: this round's node count, for askers to know how many answers to gather.
-  asio::co_spawn(io_, publish_nodes(store_addr, store_port, run_id, info.group_world_size),
-                 [](std::exception_ptr e) { log_store_end(e, "cannot publish the node count"); });
+  // Every round: this round's node count, for askers to know how many answers to gather (one
+  // writer, node 0, so a large job adds one connection, not one per node, as its round closes).
+  if (info.group_rank == 0) {
+    asio::co_spawn(io_, publish_nodes(store_addr, store_port, run_id, info.group_world_size),
+                   [](std::exception_ptr e) { log_store_end(e, "cannot publish the node count"); });
+  }
   const std::string at = fmt::format("{}:{}/{}", store_addr, store_port, run_id);
   if (at == answering_at_) return;
   answering_at_ = at;
-  asio::co_spawn(io_, answer_loop(store_addr, store_port, run_id), [](std::exception_ptr e) {
+  // Across nodes, each answer loop connects 1 to 2 s after the first round, spread out, so that
+  // its connections do not compete with the rendezvous and the workers' own at the store.
+  std::chrono::milliseconds delay{0};
+  if (info.group_world_size > 1) {
+    std::minstd_rand jitter(static_cast<unsigned>(std::random_device{}()));
+    delay = std::chrono::milliseconds(1000 + jitter() % 1000);
+  }
+  asio::co_spawn(io_, answer_loop(store_addr, store_port, run_id, delay), [](std::exception_ptr e) {
     // The store host's agent has ended, or the job is over: nothing left to answer.
     log_store_end(e, "answer loop ended");
   });
@@ -150,7 +162,12 @@ asio::awaitable<void> StackService::publish_nodes(std::string addr, std::uint16_
 }
 
 asio::awaitable<void> StackService::answer_loop(std::string addr, std::uint16_t port,
-                                                std::string run_id) {
+                                                std::string run_id,
+                                                std::chrono::milliseconds delay) {
+  if (delay.count() > 0) {
+    asio::steady_timer timer(io_, delay);
+    co_await timer.async_wait(asio::use_awaitable);
+  }
   const ClientLease store(*this, co_await open_store(addr, port));
   store->set_timeout(std::chrono::hours(24));
   // Named, not temporaries of the co_await expression: GCC 12 destroys such temporaries twice

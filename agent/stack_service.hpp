@@ -37,7 +37,8 @@ class StackService {
   void set_workers(std::vector<StackTarget> workers) { workers_ = std::move(workers); }
 
   // After each round: publishes the node count in the store at `store_addr:store_port` (see
-  // stack_store_of) and, once per store, starts answering requests there.
+  // stack_store_of; node 0 writes it) and, once per store, starts answering requests there
+  // (across nodes, 1 to 2 s later).
   void on_round(const rdzv::RendezvousInfo& info, const std::string& store_addr,
                 std::uint16_t store_port);
 
@@ -74,7 +75,7 @@ class StackService {
   boost::asio::awaitable<void> publish_nodes(std::string addr, std::uint16_t port,
                                              std::string run_id, int nodes);
   boost::asio::awaitable<void> answer_loop(std::string addr, std::uint16_t port,
-                                           std::string run_id);
+                                           std::string run_id, std::chrono::milliseconds delay);
   boost::asio::awaitable<void> quit_loop();
   boost::asio::awaitable<std::vector<RankStack>> collect_local();
   void record(const std::string& reason, const std::string& text, std::size_t ranks);

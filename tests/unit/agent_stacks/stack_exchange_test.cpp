@@ -96,3 +96,22 @@ TEST_CASE("node answers survive encoding; other text is refused", "[stacks]") {
   CHECK_FALSE(decode_node_stacks("not json", back));
   CHECK_FALSE(decode_node_stacks("{\"ranks\": 3}", back));
 }
+
+TEST_CASE("a node whose answer loop starts after the request still answers it", "[stacks]") {
+  asio::io_context io;
+  ddp::rdzv::MemoryStore store(io.get_executor());
+  asio::co_spawn(io, set_nodes(store, 2), asio::detached);
+  answer_as(io, store, 0);
+  GatheredStacks result;
+  asio::co_spawn(io, request_stacks(store, "job", std::chrono::seconds(5)),
+                 [&](std::exception_ptr e, GatheredStacks gathered) {
+                   if (e) std::rethrow_exception(e);
+                   result = std::move(gathered);
+                   io.stop();
+                 });
+  io.poll();  // the request is made, node 0 has answered; node 1 has not started yet
+  answer_as(io, store, 1);
+  io.run();
+  CHECK(result.silent_nodes.empty());
+  CHECK(result.stacks.size() == 4);
+}
