@@ -6,6 +6,7 @@ import glob
 import json
 import os
 import signal
+import time
 
 import ddptest
 
@@ -41,7 +42,9 @@ def main():
                 lambda: all(os.path.exists(os.path.join(out, f"ready_rank{r}")) for r in (0, 1)),
                 timeout=60)
             ddptest.check(ready, f"the workers never got ready:\n{open(stderr_path).read()}")
-            # Rank 0 enters all_reduce right after its ready mark; the report shows where it is.
+            # Rank 0 enters all_reduce right after its ready mark; give a loaded machine a moment
+            # so that the report finds it there.
+            time.sleep(0.5)
             ddptest.check(proc.poll() is None, "ddprun ended before SIGQUIT")
             os.kill(proc.pid, signal.SIGQUIT)
             ddptest.wait_until(lambda: glob.glob(os.path.join(logs, "*", "stacks_0.txt")), 30)
