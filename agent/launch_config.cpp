@@ -415,6 +415,9 @@ void read_supervision(Reader& reader, LaunchConfig& config,
     config.shutdown_timeout =
         std::chrono::milliseconds(std::llround(kDefaultShutdownSeconds * 1000));
   }
+  if (const RawValue* v = reader.get("hang_timeout")) {
+    config.hang_timeout = to_duration(v->text, v->origin, /*allow_zero=*/true);
+  }
   config.virtual_local_rank = reader.flag("virtual_local_rank");
   if (const RawValue* v = reader.get("numa_binding")) {
     require_choice(*v, kNumaBindings);

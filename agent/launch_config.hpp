@@ -68,6 +68,9 @@ struct LaunchConfig {
   std::string signals_to_handle_raw = "SIGTERM,SIGINT,SIGHUP,SIGQUIT";  // exported to workers
   // Stop signal to SIGKILL. --shutdown_timeout, else $TORCH_ELASTIC_SHUTDOWN_TIMEOUT, else 30 s.
   std::chrono::milliseconds shutdown_timeout{30000};
+  // new: --hang_timeout (or PET_HANG_TIMEOUT): a rank without progress that long while others
+  // wait in a later collective, or stopped that long, is reported and fails the attempt. 0 = off.
+  std::chrono::milliseconds hang_timeout{0};
 
   // --- entry point
   bool module = false;     // -m: <python> -u -m <training_script> args

@@ -67,12 +67,26 @@ std::string worker_log_dir(const std::string& attempt_dir, int local_rank) {
 
 namespace {
 
-// True when anything but a directory lies below `dir` (or it cannot be walked: keep it then).
+// ddprun's own bookkeeping, not logs: the Python stack hook (<run>/python/, stack_hook.cpp) and
+// each rank's progress record (<run>/attempt_<n>/<local_rank>/progress, worker_spec.cpp).
+bool is_bookkeeping(const fs::directory_entry& entry) {
+  const fs::path& path = entry.path();
+  if (path.filename() == "progress") return true;
+  for (const fs::path& part : path.parent_path()) {
+    if (part == "python") return true;  // the hook and Python's __pycache__ beside it
+  }
+  return false;
+}
+
+// True when anything but a directory or ddprun's bookkeeping lies below `dir` (or it cannot be
+// walked: keep it then).
 bool holds_files(const std::string& dir) {
   std::error_code ec;
   for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::end(it);
        it.increment(ec)) {
-    if (it->symlink_status(ec).type() != fs::file_type::directory) return true;
+    if (it->symlink_status(ec).type() != fs::file_type::directory && !is_bookkeeping(*it)) {
+      return true;
+    }
   }
   return static_cast<bool>(ec);
 }

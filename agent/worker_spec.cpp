@@ -9,6 +9,9 @@
 #include <filesystem>
 #include <sstream>
 
+#include "agent/stack_hook.hpp"
+#include "common/progress_record.hpp"
+
 namespace ddp::agent {
 namespace {
 
@@ -177,6 +180,10 @@ std::vector<WorkerSpec> make_worker_specs(const LaunchConfig& config,
     set["TORCH_NCCL_ASYNC_ERROR_HANDLING"] =
         value_or(parent_env, "TORCH_NCCL_ASYNC_ERROR_HANDLING", "1");
     if (sets_omp_num_threads(config, parent_env)) set["OMP_NUM_THREADS"] = "1";
+    // Stacks on demand and hang detection (docs/agent.md): the Python hook, the progress file.
+    add_stack_hook_env(set, parent_env, std::filesystem::path(attempt_dir).parent_path().string(),
+                       spec.log_dir);
+    set[kProgressFileEnv] = (dir / "progress").string();
     if (config.virtual_local_rank) {
       set["CUDA_VISIBLE_DEVICES"] = visible_device(parent_env, local_rank);
     }

@@ -42,7 +42,9 @@ struct WorkerSpec {
 // TORCHELASTIC_{RESTART_COUNT,MAX_RESTARTS,RUN_ID,USE_AGENT_STORE=True,ERROR_FILE,
 // SIGNALS_TO_HANDLE}, NCCL_ASYNC_ERROR_HANDLING and TORCH_NCCL_ASYNC_ERROR_HANDLING (parent's,
 // else 1), OMP_NUM_THREADS=1 when unset and nproc_per_node > 1, and with --virtual_local_rank
-// LOCAL_RANK=0 plus CUDA_VISIBLE_DEVICES=<the rank's device>. Never throws for a parsed config.
+// LOCAL_RANK=0 plus CUDA_VISIBLE_DEVICES=<the rank's device>; for stacks and hang detection
+// DDPRUN_STACK_SIGNAL, DDPRUN_STACK_DIR (the worker's log dir), PYTHONPATH (<run_dir>/python
+// first) and DDPRUN_PROGRESS_FILE (<log dir>/progress). Never throws for a parsed config.
 std::vector<WorkerSpec> make_worker_specs(const LaunchConfig& config,
                                           const rdzv::RendezvousInfo& info,
                                           const std::map<std::string, std::string>& parent_env,

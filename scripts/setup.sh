@@ -20,6 +20,8 @@ packages=(
   openssh-server openssh-client
   # benchmark scripts (perf: rendezvous.sh per_agent)
   bc linux-perf
+  # native worker stacks (SIGQUIT, --hang_timeout reports): eu-stack
+  elfutils
 )
 
 missing=()

@@ -16,6 +16,7 @@
 #include "runtime/src/backend_choice.hpp"
 #include "runtime/src/hosted_store.hpp"
 #include "runtime/src/local_address.hpp"
+#include "runtime/src/progress_group.hpp"
 #include "runtime/src/store_dialect.hpp"
 #ifdef DDP_WITH_CUDA
 #include "collectives/nccl/nccl_process_group.hpp"
@@ -85,6 +86,11 @@ Context init(const InitOptions& options) {
     c.group = make_gloo_group(c, options, std::move(world));
   }
   DDP_CHECK(c.group != nullptr, "backend {} made no group", backend);
+  // ddprun's hang detector reads this rank's collective progress from the file it names.
+  if (const std::string progress = env_or(kProgressFileEnv, ""); !progress.empty()) {
+    c.group = runtime::with_progress(std::move(c.group),
+                                     std::make_shared<ProgressWriter>(progress));
+  }
   log::get("worker")->debug("ddp init rank={} world_size={} backend={} store={}:{} attempt={}",
                             c.rank, c.world_size, backend, c.master_addr, c.master_port,
                             c.restart_count);
