@@ -225,6 +225,7 @@ void ServerConnection::after_write(std::size_t n) {
 
 void ServerConnection::watch_partial_request() {
   if (parser_.is_idle() || partial_armed_ || closed_) return;
+  if (limits_.partial_request_timeout.count() <= 0) return;  // no limit
   partial_armed_ = true;
   partial_.expires_at(last_input_ + limits_.partial_request_timeout);
   partial_.async_wait([self = shared_from_this()](boost::system::error_code ec) {

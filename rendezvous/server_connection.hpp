@@ -29,7 +29,8 @@ struct ConnectionLimits {
   // Past this many bytes of queued output the connection's requests are no longer read (its
   // replies still go out); output pushed to it past this (1.13 watch events) closes it.
   std::size_t max_queued_bytes = std::size_t{64} << 20;
-  // A connection holding part of a request that sends nothing more for this long is closed.
+  // A connection holding part of a request that sends nothing more for this long is closed
+  // (zero: never).
   std::chrono::milliseconds partial_request_timeout{std::chrono::seconds(60)};
 };
 

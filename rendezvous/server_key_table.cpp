@@ -92,10 +92,10 @@ bool KeyTable::erase(const std::string& key) {
   return true;
 }
 
-void KeyTable::append(const std::string& key, const Bytes& value) {
+void KeyTable::append(const std::string& key, Bytes value) {
   auto it = values_.find(key);
   if (it == values_.end()) {
-    write(key, value);
+    write(key, std::move(value));
     return;
   }
   std::shared_ptr<Bytes>& current = it->second;

@@ -48,7 +48,7 @@ class KeyTable {
   bool erase(const std::string& key);
   // Appends in place (amortised linear in the bytes appended; a value held by a reply is copied
   // first). Creates a missing key. Size limits are the caller's (ServerSession).
-  void append(const std::string& key, const Bytes& value);
+  void append(const std::string& key, Bytes value);
 
   // Calls wake once every key exists (only still-missing keys are awaited). Returns nullopt,
   // without calling wake, when they all exist already.

@@ -82,7 +82,7 @@ void ServerSession::handle(wire::Request request, OutputQueue& out) {
       break;
     case Command::kAppend:
       check_append(keys[0], values[0].size());
-      table.append(keys[0], values[0]);
+      table.append(keys[0], std::move(values[0]));
       break;
     case Command::kMultiGet:
       handle_multi_get(keys, out);

@@ -26,7 +26,8 @@ struct StoreLimits {
   std::size_t max_queued_bytes = std::size_t{64} << 20;
   // A peer gone without a FIN is dropped within this (TCP keepalive); 0 turns keepalive off.
   std::chrono::seconds keepalive{60};
-  // A connection holding part of a request that sends nothing more for this long is closed.
+  // A connection holding part of a request that sends nothing more for this long is closed
+  // (zero: never).
   std::chrono::milliseconds partial_request_timeout{std::chrono::seconds(60)};
 };
 
