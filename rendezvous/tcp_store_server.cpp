@@ -15,6 +15,7 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/ip/v6_only.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -26,10 +27,13 @@
 namespace ddp::rdzv {
 namespace asio = boost::asio;
 using asio::ip::tcp;
+using namespace asio::experimental::awaitable_operators;
 
 namespace {
 
 constexpr std::size_t kReadBufferBytes = std::size_t{256} << 10;
+// How long the acceptor rests when the process is out of descriptors.
+constexpr std::chrono::milliseconds kDescriptorPause{100};
 
 struct Shared {
   explicit Shared(asio::io_context& io) : acceptor(io) {}
@@ -46,19 +50,23 @@ struct Shared {
 // Connections refused in a row: one line when refusing starts, one when accepting resumes.
 class RefusalBurst {
  public:
-  void refused(const std::string& why) {
-    if (count_++ == 0) {
+  void refused(const std::string& why, std::size_t connections) {
+    if (!refusing_) {
+      refusing_ = true;
       log::get("store")->warn("store server refuses new connections: {} (logged once until it "
                               "accepts again)", why);
     }
+    count_ += connections;
   }
   void accepted() {
-    if (count_ == 0) return;
+    if (!refusing_) return;
     log::get("store")->warn("store server accepts connections again after refusing {}", count_);
+    refusing_ = false;
     count_ = 0;
   }
 
  private:
+  bool refusing_ = false;
   std::size_t count_ = 0;
 };
 
@@ -150,14 +158,19 @@ asio::awaitable<void> accept_loop(std::shared_ptr<Shared> shared, KeyTable* tabl
     auto [ec, socket] = co_await shared->acceptor.async_accept(asio::as_tuple(asio::use_awaitable));
     if (shared->stopped || ec == asio::error::operation_aborted) co_return;
     if (is_out_of_descriptors(ec)) {
-      burst.refused(ec.message());
-      // Take the pending connection off the backlog (it would wake this loop at once again); when
-      // that is impossible, pause instead of spinning.
-      if (!shared->spare.refuse_one(shared->acceptor.native_handle())) {
-        asio::steady_timer pause(executor, std::chrono::milliseconds(100));
-        co_await pause.async_wait(asio::as_tuple(asio::use_awaitable));
-        if (shared->stopped) co_return;
-      }
+      // Linux's accept fails with EMFILE before it looks at the backlog, so this comes back at
+      // once whether or not anyone is waiting. Take every pending connection off the backlog
+      // (refused: their peers see the connection close at once), then rest until the next
+      // connection arrives or kDescriptorPause passes (descriptors may have been freed), so that
+      // neither this loop nor the log spins while the process is at its limit.
+      std::size_t refused = 0;
+      while (shared->spare.refuse_one(shared->acceptor.native_handle())) ++refused;
+      burst.refused(ec.message(), refused);
+      asio::steady_timer pause(executor, kDescriptorPause);
+      co_await (shared->acceptor.async_wait(tcp::acceptor::wait_read,
+                                            asio::as_tuple(asio::use_awaitable)) ||
+                pause.async_wait(asio::as_tuple(asio::use_awaitable)));
+      if (shared->stopped) co_return;
       continue;
     }
     if (ec) {
@@ -166,7 +179,7 @@ asio::awaitable<void> accept_loop(std::shared_ptr<Shared> shared, KeyTable* tabl
       continue;
     }
     if (shared->live.size() >= limits.max_connections) {
-      burst.refused(fmt::format("{} connections is the limit", limits.max_connections));
+      burst.refused(fmt::format("{} connections is the limit", limits.max_connections), 1);
       continue;  // `socket` closes here
     }
     burst.accepted();
