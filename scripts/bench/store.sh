@@ -3,11 +3,17 @@
 # `ddp-bench store` at 64 clients, then again with 10,000 extra idle connections held open.
 # Both servers get the same client and the same bytes (the 1.13 dialect, which torch's server
 # requires). Prints a table of ops/s, p50 and p99 per server, and ddp-store's ops/s over torch's.
+# `abuse` instead runs issue 15's misbehaving clients (tests/integration/store/store_abuse.py)
+# against each server while a probe does GETNUMKEYS every 10 ms, and prints the probe's worst
+# wait and p99 and the server's RSS (before, peak, after) per case.
 #
-#   scripts/bench/store.sh [BUILD_DIR=build]
-# Env: SECONDS_PER_RUN (5), CLIENTS (64), IDLE (10000), OPS ("add get mixed").
+#   scripts/bench/store.sh [abuse] [BUILD_DIR=build]
+# Env: SECONDS_PER_RUN (5), CLIENTS (64), IDLE (10000), OPS ("add get mixed"); for abuse CASES
+# (every case of store_abuse.py) and CASE_TIMEOUT (120 s: a server that stops answering).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
+mode=throughput
+if [ "${1:-}" = abuse ]; then mode=abuse; shift; fi
 build="$(cd "${1:-$here/../../build}" && pwd)"
 seconds="${SECONDS_PER_RUN:-5}"
 clients="${CLIENTS:-64}"
@@ -49,6 +55,43 @@ signal.pause()'
 start_server ddp-store "$build/bin/ddp-store" serve --host 127.0.0.1 --port 0
 torch_addr=$(addr_of torch)
 ddp_addr=$(addr_of ddp-store)
+
+if [ "$mode" = abuse ]; then
+  abuse="$here/../../tests/integration/store/store_abuse.py"
+  cases="${CASES:-big_set flood append multi_get readers append_limit watcher}"
+  echo "store abuse: a probe does GETNUMKEYS every 10 ms while one case misbehaves; $(nproc) cores"
+  echo "worst/p99: the probe's waits during the whole case (ms); rss: server MB before/peak/after"
+  printf '%-13s | %9s %7s %15s | %9s %7s %15s | %s\n' case "torch worst" p99 "rss" \
+    "ddp worst" p99 "rss" "ddp-store outcome"
+  # One case against one server, in its own process with a deadline; prints its JSON line.
+  run_case() {
+    timeout "${CASE_TIMEOUT:-120}" /usr/bin/python3 -u "$abuse" run "${2%:*}" "${2##*:}" "$1" "$3" \
+      2>/dev/null | tail -1 || true
+  }
+  cell() {
+    if [ -z "$1" ]; then printf '%9s %7s %15s' "stuck" "-" "-"; return; fi
+    if jq -e '.error | test("timed out")' >/dev/null 2>&1 <<<"$1"; then
+      printf '%9s %7s %15s' "stuck" "-" "-"; return  # the server stopped answering
+    fi
+    if jq -e .error >/dev/null <<<"$1"; then printf '%9s %7s %15s' "failed" "-" "-"; return; fi
+    printf '%9.1f %7.1f %15s' "$(jq .worst_ms <<<"$1")" "$(jq .p99_ms <<<"$1")" \
+      "$(jq -r '"\(.rss_before_mb|floor)/\(.rss_peak_mb|floor)/\(.rss_after_mb|floor)"' <<<"$1")"
+  }
+  for case_name in $cases; do
+    case "$case_name" in
+      append|multi_get|append_limit) t="" ; tcell=$(printf '%9s %7s %15s' "n/a" "-" "-") ;;
+      *) t=$(run_case "${pids[0]}" "$torch_addr" "$case_name"); tcell=$(cell "$t") ;;
+    esac
+    d=$(run_case "${pids[1]}" "$ddp_addr" "$case_name")
+    outcome=$(jq -c 'del(.case, .worst_ms, .p99_ms, .probes, .rss_before_mb, .rss_peak_mb,
+                        .rss_after_mb) | with_entries(.value |= (if type == "number" then
+                        (. * 100 | round / 100) else . end))' <<<"${d:-null}" 2>/dev/null || true)
+    printf '%-13s | %s | %s | %s\n' "$case_name" "$tcell" "$(cell "$d")" "$outcome"
+  done
+  echo "n/a: PyTorch 1.13's server closes the connection on APPEND and MULTI_GET (2.0 commands)"
+  echo "stuck: the server answered nothing for 30 s (the case gave up)"
+  exit 0
+fi
 
 # CPU time (user+system, clock ticks) the server process has used so far.
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }

@@ -29,7 +29,7 @@ def string(data):
 
 
 def connect(host, port):
-    sock = socket.create_connection((host, port), timeout=60)
+    sock = socket.create_connection((host, port), timeout=30)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     return sock
 
