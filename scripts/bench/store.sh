@@ -7,13 +7,18 @@
 # against each server while a probe does GETNUMKEYS every 10 ms, and prints the probe's worst
 # wait and p99 and the server's RSS (before, peak, after) per case.
 #
-#   scripts/bench/store.sh [abuse] [BUILD_DIR=build]
+# `compare OTHER` runs BUILD_DIR's ddp-store against another ddp-store binary (say, a build of an
+# earlier commit) instead of torch, alternating runs ROUNDS (3) times, and adds the server's CPU
+# time per request, which a loaded machine changes much less than ops/s.
+#
+#   scripts/bench/store.sh [abuse | compare OTHER_DDP_STORE] [BUILD_DIR=build]
 # Env: SECONDS_PER_RUN (5), CLIENTS (64), IDLE (10000), OPS ("add get mixed"); for abuse CASES
 # (every case of store_abuse.py) and CASE_TIMEOUT (120 s: a server that stops answering).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 mode=throughput
 if [ "${1:-}" = abuse ]; then mode=abuse; shift; fi
+if [ "${1:-}" = compare ]; then mode=compare; other="$(realpath "$2")"; shift 2; fi
 build="$(cd "${1:-$here/../../build}" && pwd)"
 seconds="${SECONDS_PER_RUN:-5}"
 clients="${CLIENTS:-64}"
@@ -44,6 +49,34 @@ start_server() {
   exit 1
 }
 addr_of() { awk '/^listening on /{print $3; exit}' "$work/$1.out"; }
+
+if [ "$mode" = compare ]; then
+  start_server other "$other" serve --host 127.0.0.1 --port 0
+  start_server ddp-store "$build/bin/ddp-store" serve --host 127.0.0.1 --port 0
+  ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+  # One run against one server: "ops/s server-CPU-us-per-request".
+  one() {
+    local before after json
+    before=$(ticks "$1")
+    json=$("$bench" store --addr "$2" --clients "$clients" --seconds "$seconds" --op "$3" \
+           --dialect 113 --json)
+    after=$(ticks "$1")
+    jq -r --argjson t $((after - before)) --argjson hz "$(getconf CLK_TCK)" --argjson s "$seconds" \
+      '"\(.ops_per_s | floor) \($t / $hz * 1e6 / (.ops_per_s * $s) * 100 | floor / 100)"' <<<"$json"
+  }
+  echo "compare: $other against $build/bin/ddp-store, $clients clients, ${seconds}s, $(nproc) cores"
+  printf '%-6s %5s | %11s %9s | %11s %9s | %6s\n' op round "other ops/s" "cpu us/op" \
+    "this ops/s" "cpu us/op" ratio
+  for op in $ops; do
+    for round in $(seq 1 "${ROUNDS:-3}"); do
+      read -r o_ops o_cpu <<<"$(one "${pids[0]}" "$(addr_of other)" "$op")"
+      read -r t_ops t_cpu <<<"$(one "${pids[1]}" "$(addr_of ddp-store)" "$op")"
+      printf '%-6s %5d | %11d %9.2f | %11d %9.2f | %6.2f\n' "$op" "$round" "$o_ops" "$o_cpu" \
+        "$t_ops" "$t_cpu" "$(jq -n "$t_ops / $o_ops")"
+    done
+  done
+  exit 0
+fi
 
 start_server torch /usr/bin/python3 -c '
 import resource, signal, torch.distributed as dist
