@@ -46,7 +46,11 @@ ServerConnection::ServerConnection(asio::ip::tcp::socket socket, KeyTable& table
       session_(table, [this](wire::Buffer bytes) { push(std::move(bytes)); }, limits.wire),
       read_buffer_(read_buffer),
       drained_(socket_.get_executor()),
-      partial_(socket_.get_executor()) {}
+      partial_(socket_.get_executor()) {
+  parser_.set_admit_value([this](const wire::Request& partial, std::uint64_t length) {
+    return session_.refuse_value(partial, length);
+  });
+}
 
 void ServerConnection::close() {
   if (closed_) return;

@@ -81,7 +81,8 @@ void ServerSession::handle(wire::Request request, OutputQueue& out) {
       wire::append_i64(reply, table.erase(keys[0]) ? 1 : 0);
       break;
     case Command::kAppend:
-      check_append(keys[0], values[0].size());
+      // Checked again: another connection may have appended while this value arrived.
+      if (auto why = append_refusal(keys[0], values[0].size()); !why.empty()) throw Error(why);
       table.append(keys[0], std::move(values[0]));
       break;
     case Command::kMultiGet:
@@ -100,13 +101,17 @@ void ServerSession::handle(wire::Request request, OutputQueue& out) {
   if (reply.capacity() > kScratchBytes) reply = {};  // after a large COMPARE_SET reply
 }
 
-void ServerSession::check_append(const std::string& key, std::size_t appended) const {
-  const Bytes* current = table_->find(key);
-  const std::size_t size = current ? current->size() : 0;
-  if (size + appended > limits_.max_value_bytes) {
-    throw Error(fmt::format("APPEND({}): {} + {} bytes exceed the value limit of {} bytes", key,
-                            size, appended, limits_.max_value_bytes));
-  }
+std::string ServerSession::append_refusal(const std::string& key, std::uint64_t appended) const {
+  const Bytes* current = table_ ? table_->find(key) : nullptr;
+  const std::uint64_t size = current ? current->size() : 0;
+  if (size + appended <= limits_.max_value_bytes) return "";
+  return fmt::format("APPEND({}): {} + {} bytes exceed the value limit of {} bytes", key, size,
+                     appended, limits_.max_value_bytes);
+}
+
+std::string ServerSession::refuse_value(const wire::Request& partial, std::uint64_t length) const {
+  if (partial.command != Command::kAppend || partial.keys.empty()) return "";
+  return append_refusal(partial.keys[0], length);
 }
 
 void ServerSession::handle_multi_get(const std::vector<std::string>& keys, OutputQueue& out) {

@@ -34,6 +34,11 @@ class ServerSession {
   // must be closed.
   void handle(wire::Request request, OutputQueue& reply);
 
+  // Why a value of `length` bytes announced in `partial` cannot be served ("" when it can): an
+  // APPEND that would take its key past the value limit. For RequestParser::set_admit_value, so
+  // that such a value is refused before its bytes are read.
+  std::string refuse_value(const wire::Request& partial, std::uint64_t length) const;
+
   // Forgets the parked wait and every watch; the session never touches the table again.
   void close();
 
@@ -43,7 +48,7 @@ class ServerSession {
   void handle_wait(const std::vector<std::string>& keys, wire::Buffer& reply);
   void handle_watch(const std::string& key, wire::Buffer& reply);
   void handle_multi_get(const std::vector<std::string>& keys, OutputQueue& reply);
-  void check_append(const std::string& key, std::size_t appended) const;
+  std::string append_refusal(const std::string& key, std::uint64_t appended) const;
   void drop_pending_wait();
 
   KeyTable* table_;  // null once closed

@@ -195,6 +195,14 @@ ParseResult RequestParser::feed(std::span<const std::uint8_t> data) {
                            limits_.max_value_bytes));
           return bad();
         }
+        if (admit_value_) {
+          // Refused before its bytes are read (and held): e.g. an APPEND past the value limit.
+          std::string why = admit_value_(request_, remaining_);
+          if (!why.empty()) {
+            fail(std::move(why));
+            return bad();
+          }
+        }
         // Reserve what was announced only up to a bound: the bytes must arrive to be stored.
         request_.values.emplace_back().reserve(
             std::min<std::uint64_t>(remaining_, kMaxInitialReserve));

@@ -37,8 +37,13 @@ def main():
                   f"server RSS {r['rss_before_mb']:.0f} -> peak {r['rss_peak_mb']:.0f} -> "
                   f"{r['rss_after_mb']:.0f} MB", flush=True)
         for name in ("big_set", "flood", "append", "multi_get"):
-            check(results[name]["probes_during"] > 0,
-                  f"{name}: the probe was never answered while the abuse went on: {results[name]}")
+            # The probe asks 100 times a second; a server that serves others only between an
+            # abuser's bursts answers a handful (5 in 4 s of flood before issue 15). Asked: 10 a
+            # second, which a loaded 2-core machine meets with room to spare.
+            r = results[name]
+            check(r["probes_during"] >= 10 * r["abuse_s"],
+                  f"{name}: the probe was answered {r['probes_during']} times in "
+                  f"{r['abuse_s']:.2f} s of abuse: {r}")
         check(results["append"]["size_mib"] == 100, f"append: {results['append']}")
         held = results["multi_get"]["rss_held_mb"] - results["multi_get"]["rss_before_mb"]
         check(held < 300, f"multi_get: unread replies hold {held:.0f} MB of server memory")
