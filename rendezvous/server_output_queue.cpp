@@ -47,19 +47,33 @@ void OutputQueue::consume(std::size_t n) {
   assert(n <= bytes_);
   bytes_ -= n;
   while (n > 0) {
-    const std::size_t left = chunks_[head_].bytes().size() - offset_;
+    Chunk& front = chunks_[head_];
+    const std::size_t left = front.bytes().size() - offset_;
     if (n < left) {
       offset_ += n;
       return;
     }
     n -= left;
-    chunks_[head_] = Chunk{};  // frees its buffer, or drops its share of the value
-    ++head_;
     offset_ = 0;
+    if (bytes_ == 0 && head_ + 1 == chunks_.size() && !front.shared &&
+        front.owned.capacity() <= kKeepBytes) {
+      // The last chunk, small: kept empty for the next reply, so that a request-reply client
+      // costs no allocation per request.
+      front.owned.clear();
+      break;
+    }
+    front = Chunk{};  // frees its buffer, or drops its share of the value
+    ++head_;
   }
   if (bytes_ == 0) {
-    chunks_ = {};  // an idle connection holds no buffer at all
+    if (head_ < chunks_.size() && chunks_.capacity() <= 4) {
+      if (head_ != 0) chunks_.front() = std::move(chunks_[head_]);
+      chunks_.resize(1);
+    } else {
+      chunks_ = {};  // after a large reply the connection holds no buffer at all
+    }
     head_ = 0;
+    sealed_ = false;  // nothing is being written
   } else if (head_ >= 64 && head_ * 2 >= chunks_.size()) {
     chunks_.erase(chunks_.begin(), chunks_.begin() + static_cast<std::ptrdiff_t>(head_));
     head_ = 0;

@@ -1,7 +1,8 @@
 #pragma once
 // OutputQueue: the bytes one store connection still has to write, in order: small replies copied
 // into owned buffers, large values shared with the KeyTable (not copied). Each chunk is freed as
-// soon as it is written, so a connection holds no buffer after a large reply. No I/O, one thread.
+// soon as it is written (but one small buffer, kept for the next reply), so a connection holds no
+// large buffer after a large reply. No I/O, one thread.
 
 #include "rendezvous/server_key_table.hpp"
 #include "rendezvous/wire/encode.hpp"
@@ -52,6 +53,8 @@ class OutputQueue {
   wire::Buffer take_all();
 
   static constexpr std::size_t kShareBytes = std::size_t{64} << 10;
+  // An emptied queue keeps one owned buffer of at most this capacity (and nothing larger).
+  static constexpr std::size_t kKeepBytes = 512;
 
  private:
   struct Chunk {
