@@ -57,8 +57,10 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
  private:
   enum class Turn { kDrained, kMore, kPaused, kClosed };
 
-  // Lifecycle, in order: read_turn() reads (after_read) and serves requests (serve_input ->
-  // serve_request); flush() and the write completions write (after_write); close() ends.
+  // The places of a connection's life, each in one function: accepted (start_connection in
+  // tcp_store_server.cpp), bytes read (after_read), a request served (serve_request), bytes
+  // written (after_write), closed (close, then the server's on_close). read_turn() reads and
+  // serves one turn; flush() and the write completions write.
   Turn read_turn();
   void after_read(std::size_t n);
   // Serves every complete request in data, stopping at the queue limit (the rest is kept in
