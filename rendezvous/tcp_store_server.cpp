@@ -32,7 +32,7 @@ using namespace asio::experimental::awaitable_operators;
 namespace {
 
 constexpr std::size_t kReadBufferBytes = std::size_t{256} << 10;
-// How long the acceptor rests when the process is out of descriptors.
+// How long the acceptor rests when the process is out of descriptors (or accept keeps failing).
 constexpr std::chrono::milliseconds kDescriptorPause{100};
 
 struct Shared {
@@ -174,8 +174,14 @@ asio::awaitable<void> accept_loop(std::shared_ptr<Shared> shared, KeyTable* tabl
       continue;
     }
     if (ec) {
-      // The peer gave up before we took it (ECONNABORTED) and the like: nothing to serve.
+      // The peer gave up before we took it (ECONNABORTED): nothing to serve. Anything else may
+      // last, so rest a moment rather than spin.
       log::get("store")->debug("store server accept failed: {}", ec.message());
+      if (ec != asio::error::connection_aborted) {
+        asio::steady_timer pause(executor, kDescriptorPause);
+        co_await pause.async_wait(asio::as_tuple(asio::use_awaitable));
+        if (shared->stopped) co_return;
+      }
       continue;
     }
     if (shared->live.size() >= limits.max_connections) {
