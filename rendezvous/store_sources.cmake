@@ -4,6 +4,7 @@ target_sources(ddp_rendezvous PRIVATE
   memory_store.cpp
   server_key_table.cpp
   server_session.cpp
+  server_output_queue.cpp
   server_connection.cpp
   server_os_linux.cpp
   tcp_store_server.cpp

@@ -23,10 +23,16 @@ int run_serve(const std::vector<std::string>& args) {
   std::string host = "0.0.0.0";
   std::uint16_t port = 29500;
   std::string log_level;
+  int keepalive_s = 60;
   app.add_option("--host", host, "address to listen on (0.0.0.0 any IPv4, :: any IPv6 and IPv4)")
       ->capture_default_str();
   app.add_option("--port", port, "port to listen on; 0 picks a free one")->capture_default_str();
   app.add_option("--log_level,--log-level", log_level, "trace, debug, info, warn, error or off");
+  app.add_option("--keepalive_s,--keepalive-s", keepalive_s,
+                 "drop a peer gone without a FIN within this many seconds (TCP keepalive), and a "
+                 "connection that sends part of a request and then nothing for as long; 0: never")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 86400));
   std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 parses a reversed vector
   try {
     app.parse(reversed);
@@ -40,7 +46,10 @@ int run_serve(const std::vector<std::string>& args) {
   try {
     if (!log_level.empty()) log::set_level(log_level);
     boost::asio::io_context io;
-    rdzv::TcpStoreServer server(io, host, port);
+    rdzv::StoreLimits limits;
+    limits.keepalive = std::chrono::seconds(keepalive_s);
+    limits.partial_request_timeout = std::chrono::seconds(keepalive_s);
+    rdzv::TcpStoreServer server(io, host, port, limits);
     server.start();
     boost::asio::signal_set signals(io, SIGINT, SIGTERM);
     signals.async_wait([&](const boost::system::error_code& ec, int signal) {
