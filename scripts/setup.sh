@@ -20,6 +20,8 @@ packages=(
   openssh-server openssh-client
   # benchmark scripts (perf: rendezvous.sh per_agent)
   bc linux-perf
+  # scripts/gpu/pack.sh: the carried binaries find the carried libraries through their RPATH
+  patchelf xz-utils
 )
 
 missing=()
