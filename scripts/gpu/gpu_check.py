@@ -9,6 +9,7 @@ Exit: 0 every step that ran passed; 1 a step failed."""
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -36,14 +37,15 @@ class Check:
         timeout = max(5, min(timeout, left))
         self.log.write(f"$ {' '.join(cmd)}\n")
         self.log.flush()
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             env=full_env, start_new_session=True)
         try:
-            p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                               timeout=timeout, env=full_env, start_new_session=True)
-            rc, out = p.returncode, p.stdout
-        except subprocess.TimeoutExpired as e:
+            out, _ = p.communicate(timeout=timeout)
+            rc = p.returncode
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)  # the whole group: ddprun and its workers
+            out, _ = p.communicate()
             rc = 124
-            out = (e.stdout or b"").decode("utf-8", "replace") if isinstance(e.stdout, bytes) \
-                else (e.stdout or "")
             out += f"\n[timed out after {timeout:.0f}s]\n"
         self.log.write(out + f"[rc={rc}]\n\n")
         self.log.flush()
