@@ -31,7 +31,8 @@ try:
     roots = list(nvidia.__path__)
 except ImportError:
     roots = []
-print(":".join(d for r in roots for d in sorted(glob.glob(os.path.join(r, "*", "lib")))))
+print(":".join(d for r in roots for sub in ("lib", "lib64")
+                for d in sorted(glob.glob(os.path.join(r, "*", sub)))))
 ' 2>/dev/null)"
 for d in /usr/local/cuda/lib64 /usr/local/cuda/lib; do
   [[ -d $d ]] && cuda_dirs="${cuda_dirs:+$cuda_dirs:}$d"

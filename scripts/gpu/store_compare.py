@@ -1,7 +1,7 @@
 """PyTorch's own TCPStore client (the running interpreter's torch, 2.x on the GPU machine) against
 `ddp-store serve` and against PyTorch's own server, side by side: every operation of
 tests/integration/store/torch_store_ops.py and scripts/gpu/torch2_store_ops.py. Prints one JSON
-object (torch version, operations compared, mismatches); exits 1 on a mismatch or a failed run.
+object (torch version, operations compared, mismatches, ddp-store's outcomes); exits 1 on a mismatch or a failed run.
 Usage: store_compare.py DDP_STORE_BINARY"""
 
 import json
@@ -51,6 +51,7 @@ def main():
         for script in OPS:
             got = run_ops(script, ours[1], ours[2])
             expected = run_ops(script, theirs[1], theirs[2])
+            report[f"outcomes_{os.path.basename(script)[:-3]}"] = got  # to read what ran
             for key in sorted(set(got) | set(expected)):
                 report["operations"] += 1
                 if got.get(key) != expected.get(key):
