@@ -22,6 +22,8 @@ packages=(
   bc linux-perf
   # native worker stacks (SIGQUIT, --hang_timeout reports): eu-stack
   elfutils
+  # scripts/gpu/pack.sh: the carried binaries find the carried libraries through their RPATH
+  patchelf xz-utils
 )
 
 missing=()
