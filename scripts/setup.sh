@@ -16,6 +16,8 @@ packages=(
   # multi-node tests in network namespaces, and SLURM
   iproute2 iptables nftables procps psmisc util-linux jq curl
   slurmctld slurmd slurm-client munge
+  # the etcd rendezvous tests (a 3-member etcd 3.4 cluster on loopback)
+  etcd-server etcd-client
   # benchmark scripts (perf: rendezvous.sh per_agent)
   bc linux-perf
 )
