@@ -192,7 +192,14 @@ asio::awaitable<std::int64_t> EtcdClient::lease_keepalive(std::int64_t id, milli
 
 asio::awaitable<void> EtcdClient::lease_revoke(std::int64_t id, milliseconds window) {
   const std::string op = fmt::format("lease revoke({:x})", id);
-  co_await call("/v3/lease/revoke", lease_id_body(id), op, window);
+  try {
+    co_await call("/v3/lease/revoke", lease_id_body(id), op, window);
+  } catch (const IoError& e) {
+    // Gone already: a revoke that one member applied but answered too late (under load), which
+    // the next member then cannot find, or a lease that expired. Either way it is revoked.
+    if (std::string_view(e.what()).find("lease not found") == std::string_view::npos) throw;
+    logger()->debug("{}: the lease was already gone", op);
+  }
 }
 
 std::shared_ptr<EtcdWatch> EtcdClient::watch(std::string key, std::string range_end,

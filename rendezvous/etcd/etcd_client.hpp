@@ -56,6 +56,7 @@ class EtcdClient : public std::enable_shared_from_this<EtcdClient> {
   asio::awaitable<LeaseGrant> lease_grant(std::int64_t ttl_seconds);
   // The remaining TTL; 0 when the lease is gone (expired or revoked).
   asio::awaitable<std::int64_t> lease_keepalive(std::int64_t id, std::chrono::milliseconds window);
+  // A lease that is already gone counts as revoked.
   asio::awaitable<void> lease_revoke(std::int64_t id, std::chrono::milliseconds window);
 
   // Starts watching [key, range_end) from start_revision (0: from now). The watch reconnects to

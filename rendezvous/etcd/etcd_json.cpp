@@ -285,27 +285,48 @@ WatchResponse decode_watch(std::string_view text, std::string_view op) {
 std::optional<GatewayError> decode_error(std::string_view text) {
   const json doc = json::parse(text.begin(), text.end(), nullptr, false);
   if (doc.is_discarded() || !doc.is_object()) return std::nullopt;
-  const auto message = doc.find("message");
-  const auto error = doc.find("error");
-  if (message == doc.end() && error == doc.end()) return std::nullopt;
-  GatewayError e;
-  e.code = doc.value("code", 0);
-  if (message != doc.end() && message->is_string()) e.message = message->get<std::string>();
-  if (e.message.empty() && error != doc.end() && error->is_string()) {
-    e.message = error->get<std::string>();
+  // Unary errors: {"error": "...", "code": N, "message": "..."}. Errors inside a stream (a
+  // keep-alive, a watch): {"error": {"grpc_code": N, "http_code": N, "message": "..."}}.
+  const json* body = &doc;
+  if (const auto nested = doc.find("error"); nested != doc.end() && nested->is_object()) {
+    body = &*nested;
+  } else if (!doc.contains("message") && !doc.contains("error")) {
+    return std::nullopt;
   }
+  GatewayError e;
+  for (const char* code : {"code", "grpc_code"}) {
+    if (const auto it = body->find(code); it != body->end() && it->is_number_integer()) {
+      e.code = it->get<int>();
+    }
+  }
+  if (const auto it = body->find("message"); it != body->end() && it->is_string()) {
+    e.message = it->get<std::string>();
+  }
+  if (const auto it = body->find("error"); e.message.empty() && it != body->end() &&
+                                           it->is_string()) {
+    e.message = it->get<std::string>();
+  }
+  if (e.message.empty()) e.message = std::string(text.substr(0, 200));
   return e;
 }
 
 bool is_retryable(const GatewayError& error) {
-  constexpr int kDeadlineExceeded = 4;
-  constexpr int kUnavailable = 14;
-  if (error.code == kUnavailable || error.code == kDeadlineExceeded) return true;
-  for (const char* text : {"no leader", "leader changed", "timed out", "not capable",
-                           "stopped", "too many requests"}) {
-    if (error.message.find(text) != std::string::npos) return true;
+  // gRPC codes that another member (or a later try) cannot change: the request itself is wrong,
+  // or it names something that does not exist. Everything else (unavailable, deadline exceeded,
+  // no leader, leader changed, too many requests, unknown) is worth the next member.
+  switch (error.code) {
+    case 3:   // invalid argument
+    case 5:   // not found (a lease that expired)
+    case 6:   // already exists
+    case 7:   // permission denied
+    case 9:   // failed precondition
+    case 11:  // out of range (a compacted revision)
+    case 12:  // unimplemented
+    case 16:  // unauthenticated
+      return false;
+    default:
+      return true;
   }
-  return false;
 }
 
 }  // namespace ddp::rdzv::etcd

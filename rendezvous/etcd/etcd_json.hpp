@@ -108,15 +108,17 @@ LeaseGrant decode_lease_grant(std::string_view text, std::string_view op);
 std::int64_t decode_lease_keepalive(std::string_view text, std::string_view op);
 WatchResponse decode_watch(std::string_view text, std::string_view op);
 
-// The gateway's error document ({"error": ..., "code": N, "message": ...}): its message, or
-// nullopt when `text` is not one.
+// The gateway's error document ({"error": ..., "code": N, "message": ...}, or inside a stream
+// {"error": {"grpc_code": N, "message": ...}}): its code and message, or nullopt when `text` is
+// not one.
 struct GatewayError {
   int code = 0;  // gRPC status code (14: unavailable)
   std::string message;
 };
 std::optional<GatewayError> decode_error(std::string_view text);
 
-// True for errors another member may not have: no leader, leader changed, timeouts, unavailable.
+// False for errors no other member can change (a bad request, a lease not found); true for the
+// rest (no leader, leader changed, timeouts, unavailable, too many requests).
 bool is_retryable(const GatewayError& error);
 
 }  // namespace ddp::rdzv::etcd

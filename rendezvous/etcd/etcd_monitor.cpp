@@ -87,6 +87,7 @@ void EtcdRendezvous::start_monitor(const Member& member) {
   asio::co_spawn(
       executor_,
       [=]() -> asio::awaitable<void> {
+        std::optional<RoundChange> logged;
         while (!m->stopped) {
           const auto response = co_await m->watch->next(Clock::time_point::max());
           if (!response) break;
@@ -111,7 +112,10 @@ void EtcdRendezvous::start_monitor(const Member& member) {
               m->all_finished = true;
             }
           }
-          if (const auto event = m->changes.first_event()) {
+          // One line per kind of change the agent acts on (not one per event: at 1,024 nodes the
+          // exit's departures alone would log a growing list a thousand times).
+          if (const auto event = m->event(); event && event->change != logged) {
+            logged = event->change;
             logger()->info("round {} changes: {}", m->round, event->detail);
           }
           m->wake();

@@ -149,6 +149,17 @@ TEST_CASE("gateway errors: no leader and unavailable are retried elsewhere", "[e
   const auto bad = decode_error(R"({"error":"bad key","code":3,"message":"bad key"})");
   REQUIRE(bad);
   CHECK_FALSE(is_retryable(*bad));
+  // Inside a stream (keep-alive, watch) the error is an object.
+  const auto streamed = decode_error(
+      R"({"error":{"grpc_code":14,"http_code":503,"message":"etcdserver: too many requests"}})");
+  REQUIRE(streamed);
+  CHECK(streamed->code == 14);
+  CHECK(streamed->message == "etcdserver: too many requests");
+  CHECK(is_retryable(*streamed));
+  const auto lease_gone = decode_error(
+      R"({"error":{"grpc_code":5,"message":"etcdserver: requested lease not found"}})");
+  REQUIRE(lease_gone);
+  CHECK_FALSE(is_retryable(*lease_gone));
   CHECK_FALSE(decode_error(R"({"header":{}})"));
   CHECK_FALSE(decode_error("<html>"));
 }
