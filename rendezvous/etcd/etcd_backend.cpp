@@ -38,6 +38,9 @@ class EtcdBackend final : public Rendezvous {
     client_options.members = options_.members;
     client_options.failover_window = options_.failover_window;
     client_options.attempt_timeout = options_.attempt_timeout;
+    // Each agent starts at a member of its own (by pid), so a thousand agents spread their
+    // watches and keep-alives over the members' gateways instead of all loading the first.
+    client_options.first_member = static_cast<std::size_t>(::getpid());
     client_ = std::make_shared<EtcdClient>(io_.get_executor(), client_options);
     const Member& first = options_.members.front();
     self_.addr = options_.local_addr ? *options_.local_addr : route_address(first.host, first.port);

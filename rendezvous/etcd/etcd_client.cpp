@@ -48,6 +48,7 @@ struct EtcdClient::Attempt {
 EtcdClient::EtcdClient(asio::any_io_executor executor, ClientOptions options)
     : executor_(std::move(executor)), options_(std::move(options)) {
   if (options_.members.empty()) throw InternalError("etcd client without members");
+  current_ = options_.first_member % options_.members.size();
 }
 
 EtcdClient::~EtcdClient() = default;

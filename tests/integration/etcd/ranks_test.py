@@ -66,7 +66,7 @@ try:
         check(master_a != master_b, f"two run ids share one worker store {master_a}")
         print("ok 4 agents x 2 workers: ranks 0..7 once each; job-b (2 x 2) formed beside it")
 
-        cluster.kill_member(0)  # the first member of --rdzv_endpoint: every client starts there
+        cluster.kill_member(0)  # agents that start there (by pid) must move on
         dirs = run_jobs(cluster, work, [("job-c", 3, 1)], "one_down")
         check_job(dirs["job-c"], 3, 1, "job-c with member 0 killed")
         print("ok a job forms with one etcd member killed")
