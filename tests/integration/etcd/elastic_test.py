@@ -8,6 +8,7 @@ one naming the failure.
 import glob
 import json
 import os
+import signal
 import sys
 
 import ddptest
@@ -78,6 +79,24 @@ try:
         check(any("run=spent is closed: workers failed on node" in t for t in texts),
               "the healthy agent does not name the failure:\n" + "\n".join(texts))
         print("ok an exhausted restart budget ends the job on every agent")
+
+        # SIGTERM: the agent revokes its lease on the way out.
+        out = os.path.join(work, "term")
+        os.makedirs(out)
+        cmd = etcdtest.agent_cmd(cluster.endpoints, "term", "2:3", 1,
+                                 [sys.executable, HOLD, out, "3"],
+                                 conf="lease_ttl=120,last_call_timeout=1")
+        procs, logs = etcdtest.spawn_agents([cmd] * 3, work, "term")
+        check(ddptest.wait_until(lambda: len(files(out, "*_world3_*")) == 3, 60),
+              "world 3 did not start")
+        leaving = next(i for i, l in enumerate(logs) if "group_rank=2 " in etcdtest.read(l))
+        os.kill(procs[leaving].pid, signal.SIGTERM)
+        others = [p for i, p in enumerate(procs) if i != leaving]
+        codes, texts = finish(others, [l for i, l in enumerate(logs) if i != leaving])
+        check(codes == [0, 0], f"exit codes {codes}:\n" + "\n".join(texts))
+        check(sorted(int(e["RANK"]) for e in files(out, "*_world2_*")) == [0, 1],
+              "the two remaining agents did not restart at world 2")
+        print("ok an agent ended by SIGTERM revokes its lease: the others restart at once")
 finally:
     etcdtest.kill_all(procs)
     ddptest.remove_tree(work)
