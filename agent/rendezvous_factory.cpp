@@ -83,15 +83,16 @@ std::unique_ptr<rdzv::Rendezvous> make_etcd(const LaunchConfig& config,
                                                                 s.join_timeout);
   options.attempt_timeout =
       std::min<std::chrono::milliseconds>(std::chrono::seconds(5), options.failover_window);
-  const std::string& raw = config.rdzv_endpoint_raw.empty() ? std::string("localhost")
-                                                            : config.rdzv_endpoint_raw;
+  const std::string& raw =
+      config.rdzv_endpoint_raw.empty() ? std::string("localhost") : config.rdzv_endpoint_raw;
   for (std::size_t start = 0; start <= raw.size();) {
     const std::size_t comma = std::min(raw.find(',', start), raw.size());
     const std::string_view item = std::string_view(raw).substr(start, comma - start);
     start = comma + 1;
     if (item.find_first_not_of(" \t") == std::string_view::npos) continue;
     const Endpoint member = parse_endpoint(item, 2379, "--rdzv_endpoint");
-    options.members.push_back({member.host, static_cast<std::uint16_t>(member.port.value_or(2379))});
+    options.members.push_back(
+        {member.host, static_cast<std::uint16_t>(member.port.value_or(2379))});
   }
   options.local_addr = config.local_addr ? config.local_addr : conf.get("local_addr");
   return rdzv::etcd::make_etcd_rendezvous(options, io);

@@ -39,11 +39,16 @@ has_leader() {  # any member answers a linearizable read
 
 case $cmd in
 up)
-  command -v etcd >/dev/null || { echo "etcd-cluster: etcd is missing (apt-get install etcd-server)" >&2; exit 1; }
+  if ! command -v etcd >/dev/null; then
+    echo "etcd-cluster: etcd is missing (apt-get install etcd-server)" >&2
+    exit 1
+  fi
   for i in $(seq 0 $((N - 1))); do stop_member "$i" TERM; done
   rm -rf "$DIR"; mkdir -p "$DIR"
   cluster=""
-  for i in $(seq 0 $((N - 1))); do cluster+="${cluster:+,}m$i=http://127.0.0.1:$(peer_port "$i")"; done
+  for i in $(seq 0 $((N - 1))); do
+    cluster+="${cluster:+,}m$i=http://127.0.0.1:$(peer_port "$i")"
+  done
   for i in $(seq 0 $((N - 1))); do
     url=http://127.0.0.1:$(client_port "$i")
     peer=http://127.0.0.1:$(peer_port "$i")

@@ -5,12 +5,12 @@
 
 #include "rendezvous/etcd/etcd_backend.hpp"
 
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/ip/address.hpp>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <unistd.h>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/ip/address.hpp>
 
 #include "common/log.hpp"
 #include "ddp/error.hpp"

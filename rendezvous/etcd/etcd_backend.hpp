@@ -5,7 +5,6 @@
 // this one leave at once rather than a TTL later.
 
 #include <boost/asio/io_context.hpp>
-
 #include <chrono>
 #include <memory>
 #include <optional>

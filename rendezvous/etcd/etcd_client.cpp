@@ -5,13 +5,12 @@
 
 #include "rendezvous/etcd/etcd_client.hpp"
 
-#include <boost/asio/as_tuple.hpp>
-#include <boost/asio/buffer.hpp>
-#include <boost/asio/use_awaitable.hpp>
-
 #include <fmt/format.h>
 
 #include <array>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/buffer.hpp>
+#include <boost/asio/use_awaitable.hpp>
 
 #include "common/log.hpp"
 #include "ddp/error.hpp"
@@ -82,9 +81,10 @@ asio::awaitable<EtcdClient::Attempt> EtcdClient::attempt(std::size_t member,
           break;
         }
         if (err) {
-          throw IoError(err == boost::beast::error::timeout
-                            ? fmt::format("no answer within {} ms", options_.attempt_timeout.count())
-                            : fmt::format("receive: {}", err.message()));
+          throw IoError(
+              err == boost::beast::error::timeout
+                  ? fmt::format("no answer within {} ms", options_.attempt_timeout.count())
+                  : fmt::format("receive: {}", err.message()));
         }
         reader.feed(std::string_view(buffer.data(), n));
       }
@@ -144,8 +144,8 @@ asio::awaitable<std::string> EtcdClient::call(std::string path, std::string body
       if (Clock::now() >= deadline) break;
     }
     if (Clock::now() >= deadline) break;
-    timer.expires_after(std::min(backoff, std::chrono::duration_cast<milliseconds>(
-                                              deadline - Clock::now())));
+    timer.expires_after(
+        std::min(backoff, std::chrono::duration_cast<milliseconds>(deadline - Clock::now())));
     co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
     backoff = std::min(backoff * 2, milliseconds(1000));
   }
@@ -167,21 +167,20 @@ asio::awaitable<RangeResponse> EtcdClient::range(RangeRequest request) {
 
 asio::awaitable<std::int64_t> EtcdClient::put(PutRequest request) {
   const std::string op = fmt::format("put({})", key_text(request.key));
-  co_return decode_put(
-      co_await call("/v3/kv/put", put_body(request), op, options_.failover_window), op);
+  co_return decode_put(co_await call("/v3/kv/put", put_body(request), op, options_.failover_window),
+                       op);
 }
 
 asio::awaitable<TxnResponse> EtcdClient::txn(TxnRequest request, std::string what) {
   const std::string op = fmt::format("txn({})", what);
-  co_return decode_txn(
-      co_await call("/v3/kv/txn", txn_body(request), op, options_.failover_window), op);
+  co_return decode_txn(co_await call("/v3/kv/txn", txn_body(request), op, options_.failover_window),
+                       op);
 }
 
 asio::awaitable<LeaseGrant> EtcdClient::lease_grant(std::int64_t ttl_seconds) {
   const std::string op = fmt::format("lease grant(ttl={}s)", ttl_seconds);
   co_return decode_lease_grant(
-      co_await call("/v3/lease/grant", lease_grant_body(ttl_seconds), op,
-                    options_.failover_window),
+      co_await call("/v3/lease/grant", lease_grant_body(ttl_seconds), op, options_.failover_window),
       op);
 }
 

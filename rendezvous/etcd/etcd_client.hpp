@@ -10,7 +10,6 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
-
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -34,7 +33,7 @@ struct Member {
 };
 
 struct ClientOptions {
-  std::vector<Member> members;                             // at least one
+  std::vector<Member> members;                                          // at least one
   std::chrono::milliseconds attempt_timeout{std::chrono::seconds(5)};   // one member, one call
   std::chrono::milliseconds failover_window{std::chrono::seconds(60)};  // every member failing
   std::size_t first_member = 0;  // where calls start (modulo the members): spreads many agents

@@ -3,7 +3,6 @@
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
-
 #include <chrono>
 #include <memory>
 #include <string>

@@ -34,9 +34,12 @@ auto read_document(std::string_view text, const std::string& what, Read read) {
 }  // namespace
 
 std::string encode(const NodeDesc& desc) {
-  return json{{"version", kVersion},         {"name", desc.name},
-              {"addr", desc.addr},           {"lws", desc.local_world_size},
-              {"master_addr", desc.master_addr}, {"master_port", desc.master_port}}
+  return json{{"version", kVersion},
+              {"name", desc.name},
+              {"addr", desc.addr},
+              {"lws", desc.local_world_size},
+              {"master_addr", desc.master_addr},
+              {"master_port", desc.master_port}}
       .dump();
 }
 

@@ -37,15 +37,15 @@ struct MemberRun {
 
 struct RoundHeader {
   int round = 0;
-  int size = 0;                    // members (group world size)
-  std::int64_t revision = 0;       // the store's revision when the closer read the members
-  int restart_count = 0;           // job-wide restarts spent when the round closed
-  std::string master_addr;         // group rank 0's worker store
+  int size = 0;               // members (group world size)
+  std::int64_t revision = 0;  // the store's revision when the closer read the members
+  int restart_count = 0;      // job-wide restarts spent when the round closed
+  std::string master_addr;    // group rank 0's worker store
   std::uint16_t master_port = 0;
-  std::vector<MemberRun> runs;     // in group-rank (create revision) order
-  std::string closer;              // the node whose transaction closed the round (logs)
+  std::vector<MemberRun> runs;  // in group-rank (create revision) order
+  std::string closer;           // the node whose transaction closed the round (logs)
 
-  std::int64_t cutoff() const;     // the last member's create revision
+  std::int64_t cutoff() const;  // the last member's create revision
 };
 
 std::string encode(const NodeDesc& desc);
@@ -68,7 +68,7 @@ RendezvousInfo info_for(const RoundHeader& header, int group_rank, const std::st
 
 // r<N>/ev/failed holds "<restart count> <node> <what>".
 std::string failed_value(int restart_count, const std::string& node, const std::string& what);
-int failed_restart_count(const std::string& value);  // 0 when the value has no count
+int failed_restart_count(const std::string& value);   // 0 when the value has no count
 std::string failed_detail(const std::string& value);  // "<node> <what>"
 
 }  // namespace ddp::rdzv::etcd

@@ -4,12 +4,11 @@
 
 #include "rendezvous/etcd/etcd_http.hpp"
 
+#include <fmt/format.h>
+
 #include <boost/asio/buffer.hpp>
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/write.hpp>
-
-#include <fmt/format.h>
-
 #include <sstream>
 
 #include "ddp/error.hpp"
@@ -18,8 +17,7 @@ namespace ddp::rdzv::etcd {
 
 namespace http = boost::beast::http;
 
-std::string encode_post(const std::string& host, const std::string& path,
-                        const std::string& body) {
+std::string encode_post(const std::string& host, const std::string& path, const std::string& body) {
   http::request<http::string_body> request{http::verb::post, path, 11};
   request.set(http::field::host, host);
   request.set(http::field::content_type, "application/json");

@@ -6,7 +6,6 @@
 
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
-
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -15,8 +14,7 @@
 namespace ddp::rdzv::etcd {
 
 // The request line, headers and body of `POST path` to `host` ("h:port") with a JSON body.
-std::string encode_post(const std::string& host, const std::string& path,
-                        const std::string& body);
+std::string encode_post(const std::string& host, const std::string& path, const std::string& body);
 
 class ResponseReader {
  public:
@@ -31,8 +29,8 @@ class ResponseReader {
 
   bool has_header() const { return parser_.is_header_done(); }
   bool is_done() const { return parser_.is_done(); }
-  int status() const;        // REQUIRES: has_header()
-  bool keep_alive() const;   // REQUIRES: is_done(): the connection may carry another request
+  int status() const;       // REQUIRES: has_header()
+  bool keep_alive() const;  // REQUIRES: is_done(): the connection may carry another request
   // The body bytes received since the last call (a streamed body is taken piece by piece).
   std::string take_body();
 

@@ -70,7 +70,8 @@ json range_json(const RangeRequest& q) {
   if (!q.range_end.empty()) doc["range_end"] = base64_encode(q.range_end);
   if (q.limit != 0) doc["limit"] = std::to_string(q.limit);
   if (q.revision != 0) doc["revision"] = std::to_string(q.revision);
-  if (q.max_create_revision != 0) doc["max_create_revision"] = std::to_string(q.max_create_revision);
+  if (q.max_create_revision != 0)
+    doc["max_create_revision"] = std::to_string(q.max_create_revision);
   if (q.count_only) doc["count_only"] = true;
   if (q.sort_by_create) {
     doc["sort_order"] = "ASCEND";
@@ -98,8 +99,8 @@ auto read_response(std::string_view text, std::string_view op, Read read) {
   try {
     return read(doc);
   } catch (const std::exception& e) {
-    throw IoError(fmt::format("etcd {}: bad response ({}): '{}'", op, e.what(),
-                              text.substr(0, 200)));
+    throw IoError(
+        fmt::format("etcd {}: bad response ({}): '{}'", op, e.what(), text.substr(0, 200)));
   }
 }
 
@@ -236,8 +237,8 @@ TxnResponse decode_txn(std::string_view text, std::string_view op) {
 
 LeaseGrant decode_lease_grant(std::string_view text, std::string_view op) {
   return read_response(text, op, [](const json& doc) {
-    if (const auto error = doc.find("error"); error != doc.end() && error->is_string() &&
-                                              !error->get<std::string>().empty()) {
+    if (const auto error = doc.find("error");
+        error != doc.end() && error->is_string() && !error->get<std::string>().empty()) {
       throw std::runtime_error(error->get<std::string>());
     }
     LeaseGrant g{int_field(doc, "ID"), int_field(doc, "TTL")};
@@ -302,8 +303,8 @@ std::optional<GatewayError> decode_error(std::string_view text) {
   if (const auto it = body->find("message"); it != body->end() && it->is_string()) {
     e.message = it->get<std::string>();
   }
-  if (const auto it = body->find("error"); e.message.empty() && it != body->end() &&
-                                           it->is_string()) {
+  if (const auto it = body->find("error");
+      e.message.empty() && it != body->end() && it->is_string()) {
     e.message = it->get<std::string>();
   }
   if (e.message.empty()) e.message = std::string(text.substr(0, 200));

@@ -25,9 +25,7 @@ inline std::string assignment(const std::string& job, int n) {
 }
 inline std::string events(const std::string& job, int n) { return round(job, n) + "ev/"; }
 inline std::string failed(const std::string& job, int n) { return events(job, n) + "failed"; }
-inline std::string closed_event(const std::string& job, int n) {
-  return events(job, n) + "closed";
-}
+inline std::string closed_event(const std::string& job, int n) { return events(job, n) + "closed"; }
 inline std::string all_finished(const std::string& job, int n) {
   return events(job, n) + "all_finished";
 }

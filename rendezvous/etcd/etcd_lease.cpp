@@ -4,11 +4,11 @@
 
 #include "rendezvous/etcd/etcd_lease.hpp"
 
+#include <fmt/format.h>
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/use_awaitable.hpp>
-
-#include <fmt/format.h>
 
 #include "common/log.hpp"
 #include "ddp/error.hpp"
@@ -36,16 +36,17 @@ void EtcdRendezvous::Lease::start() {
           self->tick.expires_after(period);
           co_await self->tick.async_wait(asio::as_tuple(asio::use_awaitable));
           if (self->stopped) break;
-          const auto window = std::max(
-              milliseconds(1),
-              std::chrono::duration_cast<milliseconds>(alive_until - Clock::now()));
+          const auto window =
+              std::max(milliseconds(1),
+                       std::chrono::duration_cast<milliseconds>(alive_until - Clock::now()));
           const Clock::time_point sent = Clock::now();
           const std::int64_t left = co_await self->client->lease_keepalive(self->id, window);
           if (self->stopped) break;
           if (left <= 0) {
             throw IoError(fmt::format(
                 "etcd lease {:x} of node {} expired (etcd answered keep-alives too late): the "
-                "other nodes count this node as lost", self->id, self->node));
+                "other nodes count this node as lost",
+                self->id, self->node));
           }
           alive_until = sent + std::chrono::seconds(left);
         }

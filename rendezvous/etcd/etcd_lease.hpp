@@ -5,7 +5,6 @@
 // count this node as lost by now, so its round is over.
 
 #include <boost/asio/steady_timer.hpp>
-
 #include <cstdint>
 #include <exception>
 #include <functional>

@@ -6,14 +6,13 @@
 // They fill the same C10dChanges the c10d backend reads from its change log, so both backends
 // answer the agent alike.
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
-
-#include <fmt/format.h>
-
-#include <algorithm>
 
 #include "common/log.hpp"
 #include "ddp/error.hpp"
@@ -165,8 +164,7 @@ asio::awaitable<int> EtcdRendezvous::report_failure(std::string what) {
     read.key = restarts_key;
     const RangeResponse restarts = co_await client_->range(std::move(read));
     const std::int64_t mod = restarts.kvs.empty() ? 0 : restarts.kvs[0].mod_revision;
-    const int count =
-        restarts.kvs.empty() ? 1 : failed_restart_count(restarts.kvs[0].value) + 1;
+    const int count = restarts.kvs.empty() ? 1 : failed_restart_count(restarts.kvs[0].value) + 1;
     TxnRequest txn;
     txn.compare.push_back({restarts_key, Compare::Target::kMod, mod, {}});
     txn.success.push_back({restarts_key, std::to_string(count), 0});

@@ -7,14 +7,13 @@
 
 #include "rendezvous/etcd/etcd_rendezvous.hpp"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
-
-#include <fmt/format.h>
-
-#include <algorithm>
 #include <charconv>
 
 #include "common/log.hpp"
@@ -114,9 +113,10 @@ asio::awaitable<RendezvousInfo> EtcdRendezvous::next_round(int local_world_size)
     if (header.size < settings_.max_nodes) {
       PutRequest waiting{keys::waiting(job_, round, self_.name), "1", lease_->id};
       co_await client_->put(std::move(waiting));
-      logger()->info("round {} of run {} closed with {} node(s) before this node joined; waiting "
-                     "for the next round (the running nodes restart to admit it)",
-                     round, settings_.run_id, header.size);
+      logger()->info(
+          "round {} of run {} closed with {} node(s) before this node joined; waiting "
+          "for the next round (the running nodes restart to admit it)",
+          round, settings_.run_id, header.size);
     } else {
       logger()->info("round {} of run {} is full ({} nodes); standing by for a free slot", round,
                      settings_.run_id, header.size);
@@ -125,10 +125,11 @@ asio::awaitable<RendezvousInfo> EtcdRendezvous::next_round(int local_world_size)
     ++round;
   }
   RendezvousInfo info = info_for(current_->header, current_->group_rank, settings_.run_id);
-  logger()->info("round closed run={} round={} group_rank={} group_world_size={} world_size={} "
-                 "restart_count={} master={}:{}", settings_.run_id, round, info.group_rank,
-                 info.group_world_size, info.world_size, info.restart_count, info.master_addr,
-                 info.master_port);
+  logger()->info(
+      "round closed run={} round={} group_rank={} group_world_size={} world_size={} "
+      "restart_count={} master={}:{}",
+      settings_.run_id, round, info.group_rank, info.group_world_size, info.world_size,
+      info.restart_count, info.master_addr, info.master_port);
   start_monitor(*current_);
   co_return info;
 }
@@ -202,8 +203,8 @@ asio::awaitable<RoundHeader> EtcdRendezvous::wait_closed(const Joined& joined, i
     }
     const std::int64_t arrived = co_await count(keys::joins(job_, round));
     if (last_call && Clock::now() >= *last_call) {
-      co_await close_round(round, static_cast<int>(std::min<std::int64_t>(arrived,
-                                                                          settings_.max_nodes)));
+      co_await close_round(round,
+                           static_cast<int>(std::min<std::int64_t>(arrived, settings_.max_nodes)));
       last_call = Clock::now() + settings_.last_call_timeout;  // (a close that found too few)
       continue;
     }
@@ -216,8 +217,8 @@ asio::awaitable<RoundHeader> EtcdRendezvous::wait_closed(const Joined& joined, i
                        : arrived < settings_.min_nodes ? settings_.min_nodes
                                                        : settings_.max_nodes;
     const Clock::time_point until = last_call ? std::min(*last_call, deadline) : deadline;
-    logger()->info("{}/{} nodes joined round {} of run {}; waiting up to {:.0f} s", arrived,
-                   target, round, settings_.run_id, seconds(until - Clock::now()));
+    logger()->info("{}/{} nodes joined round {} of run {}; waiting up to {:.0f} s", arrived, target,
+                   round, settings_.run_id, seconds(until - Clock::now()));
   }
   if (*value == keys::kClosedRound) {
     co_await throw_if_closed();
@@ -264,16 +265,17 @@ asio::awaitable<void> EtcdRendezvous::close_round(int round, int size) {
 std::string EtcdRendezvous::timeout_report(int round, std::int64_t joined) const {
   return fmt::format(
       "etcd rendezvous run={} round={} timed out after {:.0f} s (join_timeout): {}/{} nodes "
-      "joined (--nnodes {}:{}), {} more needed", settings_.run_id, round,
-      seconds(settings_.join_timeout), joined, settings_.min_nodes, settings_.min_nodes,
-      settings_.max_nodes, std::max<std::int64_t>(settings_.min_nodes - joined, 0));
+      "joined (--nnodes {}:{}), {} more needed",
+      settings_.run_id, round, seconds(settings_.join_timeout), joined, settings_.min_nodes,
+      settings_.min_nodes, settings_.max_nodes,
+      std::max<std::int64_t>(settings_.min_nodes - joined, 0));
 }
 
 asio::awaitable<void> EtcdRendezvous::throw_if_closed() {
   const RangeResponse closed = co_await client_->range(one_key(keys::closed(job_)));
   if (closed.kvs.empty()) co_return;
-  throw RendezvousClosedError(fmt::format("etcd rendezvous run={} is closed: {}",
-                                          settings_.run_id, closed.kvs[0].value));
+  throw RendezvousClosedError(
+      fmt::format("etcd rendezvous run={} is closed: {}", settings_.run_id, closed.kvs[0].value));
 }
 
 }  // namespace ddp::rdzv::etcd

@@ -11,7 +11,6 @@
 // Runs on one io_context thread; the client must outlive it.
 
 #include <boost/asio/any_io_executor.hpp>
-
 #include <cstdint>
 #include <functional>
 #include <memory>

@@ -3,14 +3,13 @@
 // broken stream it reconnects to the client's current member and resumes at the revision after
 // the last one delivered, so no event is lost or seen twice across a failover.
 
+#include <fmt/format.h>
+
+#include <array>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/use_awaitable.hpp>
-
-#include <fmt/format.h>
-
-#include <array>
 
 #include "common/log.hpp"
 #include "ddp/error.hpp"
@@ -45,11 +44,12 @@ EtcdWatch::EtcdWatch(std::shared_ptr<EtcdClient> client, std::string key, std::s
 EtcdWatch::~EtcdWatch() = default;
 
 void EtcdWatch::start() {
-  asio::co_spawn(client_->executor_, [self = shared_from_this()] { return self->run(); },
-                 [self = shared_from_this()](std::exception_ptr error) {
-                   if (error && !self->stopped_) self->error_ = error;
-                   self->signal_.cancel();
-                 });
+  asio::co_spawn(
+      client_->executor_, [self = shared_from_this()] { return self->run(); },
+      [self = shared_from_this()](std::exception_ptr error) {
+        if (error && !self->stopped_) self->error_ = error;
+        self->signal_.cancel();
+      });
 }
 
 void EtcdWatch::cancel() {
@@ -112,9 +112,9 @@ asio::awaitable<void> EtcdWatch::run() {
         if (!report.empty()) report += "; ";
         report += options.members[i].to_string() + ": " + errors[i];
       }
-      throw IoError(fmt::format("etcd watch({}): no etcd member answered within {:.1f} s ({})",
-                                key_, std::chrono::duration<double>(options.failover_window).count(),
-                                report));
+      throw IoError(
+          fmt::format("etcd watch({}): no etcd member answered within {:.1f} s ({})", key_,
+                      std::chrono::duration<double>(options.failover_window).count(), report));
     }
     timer.expires_after(backoff);
     co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
@@ -149,8 +149,8 @@ asio::awaitable<void> EtcdWatch::stream_once(std::size_t member, bool& created) 
     while (auto text = messages.next()) {
       WatchResponse response = decode_watch(*text, op);
       if (response.compact_revision != 0) {
-        throw PermanentWatchError(fmt::format(
-            "etcd {}: history before revision {} was compacted", op, response.compact_revision));
+        throw PermanentWatchError(fmt::format("etcd {}: history before revision {} was compacted",
+                                              op, response.compact_revision));
       }
       if (response.canceled) {
         throw IoError(fmt::format("cancelled by the server: {}", response.cancel_reason));

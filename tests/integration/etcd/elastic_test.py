@@ -47,7 +47,8 @@ try:
         check(codes == [0, 0, 0], f"exit codes {codes}:\n" + "\n".join(texts))
         world6 = files(out, "*_world6_*")
         check(sorted(int(e["RANK"]) for e in world6) == list(range(6)), "ranks of world 6")
-        check(all(e["TORCHELASTIC_RESTART_COUNT"] == "0" for e in world6), "scale-up spent a restart")
+        check(all(e["TORCHELASTIC_RESTART_COUNT"] == "0" for e in world6),
+              "scale-up spent a restart")
         check("waiting for the next round" in texts[2], f"the late agent:\n{texts[2]}")
         check(all("node(s) waiting to join" in t for t in texts[:2]), "running agents not told")
         print("ok scale-up: a third agent joined a running 2:3 job at world 6, no restart spent")

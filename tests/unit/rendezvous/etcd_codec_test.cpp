@@ -3,7 +3,6 @@
 // watch stream's object splitter.
 
 #include <catch2/catch.hpp>
-
 #include <nlohmann/json.hpp>
 
 #include "ddp/error.hpp"
@@ -75,10 +74,11 @@ TEST_CASE("responses read int64 strings and default the omitted zero fields", "[
 
   const std::string k = base64_encode("/a/b");
   const std::string v = base64_encode("hello");
-  const RangeResponse one = decode_range(
-      R"({"header":{"revision":"20"},"kvs":[{"key":")" + k + R"(","create_revision":"18",)"
-      R"("mod_revision":"19","version":"2","value":")" + v + R"(","lease":"123"}],"count":"1"})",
-      "range");
+  const RangeResponse one = decode_range(R"({"header":{"revision":"20"},"kvs":[{"key":")" + k +
+                                             R"(","create_revision":"18",)"
+                                             R"("mod_revision":"19","version":"2","value":")" +
+                                             v + R"(","lease":"123"}],"count":"1"})",
+                                         "range");
   REQUIRE(one.kvs.size() == 1);
   CHECK(one.kvs[0].key == "/a/b");
   CHECK(one.kvs[0].value == "hello");
@@ -89,37 +89,40 @@ TEST_CASE("responses read int64 strings and default the omitted zero fields", "[
   // A failed transaction has no "succeeded"; its failure branch's range comes back.
   const TxnResponse failed = decode_txn(
       R"({"header":{"revision":"30"},"responses":[{"response_range":{"header":{},"kvs":[{"key":")" +
-          k + R"(","value":")" + v + R"(","create_revision":"5","mod_revision":"5"}],"count":"1"}}]})",
+          k + R"(","value":")" + v +
+          R"(","create_revision":"5","mod_revision":"5"}],"count":"1"}}]})",
       "txn");
   CHECK_FALSE(failed.succeeded);
   REQUIRE(failed.ranges.size() == 1);
   CHECK(failed.ranges[0].kvs[0].value == "hello");
   CHECK(decode_txn(R"({"header":{"revision":"31"},"succeeded":true,"responses":[)"
-                   R"({"response_put":{"header":{}}}]})", "txn").succeeded);
+                   R"({"response_put":{"header":{}}}]})",
+                   "txn")
+            .succeeded);
 
   CHECK(decode_put(R"({"header":{"revision":"44"}})", "put") == 44);
-  const LeaseGrant grant = decode_lease_grant(R"({"header":{},"ID":"7587856112436538379","TTL":"3"})",
-                                              "grant");
+  const LeaseGrant grant =
+      decode_lease_grant(R"({"header":{},"ID":"7587856112436538379","TTL":"3"})", "grant");
   CHECK(grant.id == 0x694d7aee9c8e6c0b);
   CHECK(grant.ttl == 3);
   CHECK(decode_lease_keepalive(R"({"result":{"header":{},"ID":"5","TTL":"3"}})", "ka") == 3);
   CHECK(decode_lease_keepalive(R"({"result":{"header":{},"ID":"5"}})", "ka") == 0);  // expired
 }
 
-TEST_CASE("watch messages: created, PUT without a type, DELETE with its previous value",
-          "[etcd]") {
+TEST_CASE("watch messages: created, PUT without a type, DELETE with its previous value", "[etcd]") {
   const WatchResponse created =
       decode_watch(R"({"result":{"header":{"revision":"8"},"created":true}})", "watch");
   CHECK(created.created);
   CHECK(created.events.empty());
 
   const std::string k = base64_encode("/r0/join/n1");
-  const WatchResponse events = decode_watch(
-      R"({"result":{"header":{"revision":"12"},"events":[{"kv":{"key":")" + k +
-          R"(","create_revision":"11","mod_revision":"11","value":")" + base64_encode("d") +
-          R"("}},{"type":"DELETE","kv":{"key":")" + k + R"(","mod_revision":"12"},"prev_kv":{"key":")" +
-          k + R"(","create_revision":"11","mod_revision":"11"}}]}})",
-      "watch");
+  const WatchResponse events =
+      decode_watch(R"({"result":{"header":{"revision":"12"},"events":[{"kv":{"key":")" + k +
+                       R"(","create_revision":"11","mod_revision":"11","value":")" +
+                       base64_encode("d") + R"("}},{"type":"DELETE","kv":{"key":")" + k +
+                       R"(","mod_revision":"12"},"prev_kv":{"key":")" + k +
+                       R"(","create_revision":"11","mod_revision":"11"}}]}})",
+                   "watch");
   REQUIRE(events.events.size() == 2);
   CHECK_FALSE(events.events[0].is_delete);
   CHECK(events.events[0].kv.value == "d");
@@ -127,8 +130,8 @@ TEST_CASE("watch messages: created, PUT without a type, DELETE with its previous
   REQUIRE(events.events[1].prev_kv);
   CHECK(events.events[1].prev_kv->create_revision == 11);
 
-  const WatchResponse compacted = decode_watch(
-      R"({"result":{"header":{},"canceled":true,"compact_revision":"3"}})", "watch");
+  const WatchResponse compacted =
+      decode_watch(R"({"result":{"header":{},"canceled":true,"compact_revision":"3"}})", "watch");
   CHECK(compacted.canceled);
   CHECK(compacted.compact_revision == 3);
 }
@@ -141,8 +144,8 @@ TEST_CASE("malformed responses are IoErrors naming the operation", "[etcd]") {
 }
 
 TEST_CASE("gateway errors: no leader and unavailable are retried elsewhere", "[etcd]") {
-  const auto no_leader =
-      decode_error(R"({"error":"etcdserver: no leader","code":14,"message":"etcdserver: no leader"})");
+  const auto no_leader = decode_error(
+      R"({"error":"etcdserver: no leader","code":14,"message":"etcdserver: no leader"})");
   REQUIRE(no_leader);
   CHECK(no_leader->code == 14);
   CHECK(is_retryable(*no_leader));
@@ -173,8 +176,7 @@ TEST_CASE("a POST is one HTTP/1.1 request with a JSON body and its length", "[et
   CHECK_THAT(bytes, Catch::EndsWith("\r\n\r\n{\"key\":\"YQ==\"}"));
 }
 
-TEST_CASE("the response reader takes any split of a sized, chunked or closed response",
-          "[etcd]") {
+TEST_CASE("the response reader takes any split of a sized, chunked or closed response", "[etcd]") {
   SECTION("Content-Length, one byte at a time") {
     const std::string wire =
         "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 7\r\n\r\n{\"a\":1}";

@@ -1,9 +1,10 @@
 // The etcd round documents: descriptors, the header's member runs, group ranks and rank bases.
 
+#include "rendezvous/etcd/etcd_documents.hpp"
+
 #include <catch2/catch.hpp>
 
 #include "ddp/error.hpp"
-#include "rendezvous/etcd/etcd_documents.hpp"
 
 using namespace ddp::rdzv::etcd;
 
