@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/buffer.hpp>
@@ -54,7 +55,8 @@ EtcdClient::~EtcdClient() = default;
 
 asio::awaitable<EtcdClient::Attempt> EtcdClient::attempt(std::size_t member,
                                                          const std::string& path,
-                                                         const std::string& body) {
+                                                         const std::string& body,
+                                                         milliseconds timeout) {
   Attempt result;
   const Member& target = options_.members[member];
   for (int fresh = 0; fresh < 2; ++fresh) {
@@ -67,9 +69,9 @@ asio::awaitable<EtcdClient::Attempt> EtcdClient::attempt(std::size_t member,
     try {
       if (!stream) {
         fresh = 1;  // a failure of a fresh connection is the member's
-        stream = co_await detail::connect_member(executor_, target, options_.attempt_timeout);
+        stream = co_await detail::connect_member(executor_, target, timeout);
       }
-      stream->expires_after(options_.attempt_timeout);
+      stream->expires_after(timeout);
       co_await detail::send_all(*stream, encode_post(target.to_string(), path, body));
       ResponseReader reader;
       std::array<char, 16384> buffer;
@@ -81,10 +83,9 @@ asio::awaitable<EtcdClient::Attempt> EtcdClient::attempt(std::size_t member,
           break;
         }
         if (err) {
-          throw IoError(
-              err == boost::beast::error::timeout
-                  ? fmt::format("no answer within {} ms", options_.attempt_timeout.count())
-                  : fmt::format("receive: {}", err.message()));
+          throw IoError(err == boost::beast::error::timeout
+                            ? fmt::format("no answer within {} ms", timeout.count())
+                            : fmt::format("receive: {}", err.message()));
         }
         reader.feed(std::string_view(buffer.data(), n));
       }
@@ -126,7 +127,12 @@ asio::awaitable<std::string> EtcdClient::call(std::string path, std::string body
   for (;;) {
     for (std::size_t tried = 0; tried < n; ++tried) {
       const std::size_t member = current_;
-      Attempt a = co_await attempt(member, path, body);
+      // One member gets at most attempt_timeout, and never more than the window has left (a
+      // keep-alive must reach another member before its lease expires).
+      const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
+      const milliseconds timeout = std::clamp(
+          left, milliseconds(100), std::max(options_.attempt_timeout, milliseconds(100)));
+      Attempt a = co_await attempt(member, path, body, timeout);
       if (a.answered && a.status == 200) co_return std::move(a.body);
       const std::string& name = options_.members[member].to_string();
       if (a.answered) {

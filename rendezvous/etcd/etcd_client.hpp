@@ -75,7 +75,7 @@ class EtcdClient : public std::enable_shared_from_this<EtcdClient> {
   asio::awaitable<std::string> call(std::string path, std::string body, std::string op,
                                     std::chrono::milliseconds window);
   asio::awaitable<Attempt> attempt(std::size_t member, const std::string& path,
-                                   const std::string& body);
+                                   const std::string& body, std::chrono::milliseconds timeout);
   // Moves on from `member` (when it is still the current one) and tells the watches on it.
   void fail_over(std::size_t member);
 
