@@ -33,6 +33,9 @@ class RdzvConf {
   std::chrono::seconds keep_alive_interval() const;  // between heartbeats, default 5
   int keep_alive_max_attempt() const;                // missed beats before dead, default 3
   std::chrono::seconds read_timeout() const;         // store client timeout, default 60
+  // ddprun's own key connection_grace_ms: a node whose store connection closed and was not
+  // re-made within this is lost (c10d), default 300 ms.
+  std::chrono::milliseconds connection_grace() const;
   std::optional<bool> is_host() const;               // nullopt: decide by address heuristic
 
   // Renders "k=v,k=v" sorted by key, for --dry_run.

@@ -48,6 +48,7 @@ std::unique_ptr<rdzv::Rendezvous> make_c10d(const LaunchConfig& config,
   options.settings.close_timeout = conf.close_timeout();
   options.settings.keep_alive_interval = conf.keep_alive_interval();
   options.settings.keep_alive_max_attempt = conf.keep_alive_max_attempt();
+  options.settings.connection_grace = conf.connection_grace();
   options.endpoint_host = config.rdzv_endpoint.host;
   options.endpoint_port = static_cast<std::uint16_t>(config.rdzv_endpoint.port.value_or(29400));
   options.is_host = conf.is_host();

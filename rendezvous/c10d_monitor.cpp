@@ -123,10 +123,11 @@ void C10dRendezvous::start_monitor(const Member& member) {
               last_change = now;
             } else if (now - last_change >= lost_after) {
               neighbour_lost = true;
+              const auto silent = std::chrono::duration_cast<milliseconds>(now - last_change);
               logger()->warn("node {} missed its heartbeats for {} ms: declaring it lost",
-                             m->neighbour,
-                             std::chrono::duration_cast<milliseconds>(now - last_change).count());
-              co_await store.append(change_key, lost_line(m->neighbour));
+                             m->neighbour, silent.count());
+              co_await store.append(change_key, lost_line(m->neighbour, "heartbeat",
+                                                          std::to_string(silent.count())));
               continue;  // read the log back at once
             }
           }

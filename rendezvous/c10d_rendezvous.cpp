@@ -17,6 +17,7 @@
 #include "common/log.hpp"
 #include "ddp/error.hpp"
 #include "rendezvous/c10d_keys.hpp"
+#include "rendezvous/store_lease.hpp"
 
 namespace ddp::rdzv {
 
@@ -47,6 +48,13 @@ std::string closed_message(const std::string& run_id, const std::string& why) {
   return fmt::format("c10d rendezvous run={} is closed: {}", run_id, why);
 }
 
+// How often failure_verdict reads the change log.
+constexpr milliseconds kVerdictPoll{50};
+
+std::string lost_detail(const std::vector<std::string>& lost) {
+  return fmt::format("lost node(s): {}", fmt::join(lost, ", "));
+}
+
 double seconds(Clock::duration d) {
   return std::chrono::duration<double>(d).count();
 }
@@ -57,7 +65,7 @@ C10dRendezvous::C10dRendezvous(asio::any_io_executor executor, Store& store,
                                C10dSettings settings, C10dNode self,
                                WorkerStoreOpener open_worker_store)
     : executor_(std::move(executor)),
-      store_("/ddprun/" + settings.run_id, store),
+      store_(keys::prefix(settings.run_id), store),
       settings_(std::move(settings)),
       self_(std::move(self)),
       open_worker_store_(std::move(open_worker_store)) {}
@@ -112,8 +120,20 @@ asio::awaitable<RendezvousInfo> C10dRendezvous::next_round(int local_world_size)
                  "restart_count={} master={}:{}", settings_.run_id, round, info.group_rank,
                  info.group_world_size, info.world_size, info.restart_count, info.master_addr,
                  info.master_port);
+  co_await write_lease(round);
   start_monitor(*current_);
   co_return info;
+}
+
+asio::awaitable<void> C10dRendezvous::write_lease(int round) {
+  // The store host needs no lease: when it dies, the store goes with it. The others' lease
+  // points at this round's change log, where the members look for lost nodes.
+  if (self_.is_host) co_return;
+  Lease lease;
+  lease.grace = settings_.connection_grace;
+  lease.append_key = keys::prefix(settings_.run_id) + "/" + keys::change(round);
+  lease.value = to_string(lost_line(self_.name, "connection", std::string(kLeaseAfterMs)));
+  co_await store_.set(lease_key(keys::lease_base(self_.name)), encode(lease));
 }
 
 asio::awaitable<int> C10dRendezvous::first_round() {
@@ -296,6 +316,31 @@ asio::awaitable<int> C10dRendezvous::report_failure(std::string what) {
   // Another node spent this round's restart; it writes the count right after its add.
   const auto count = leading_int(co_await store_.get(keys::restart_count(round)));
   co_return static_cast<int>(count.value_or(0));
+}
+
+asio::awaitable<std::optional<RoundEvent>> C10dRendezvous::failure_verdict(
+    Clock::time_point failed_at) {
+  if (!current_) co_return std::nullopt;
+  // A dead node's connection closes when it dies, before its workers (parent-death signal) and
+  // so before ours notice; its lease then expires `connection_grace` later. The margin covers a
+  // loaded store host; only a failure with every node alive waits it out.
+  const Clock::time_point until =
+      failed_at + settings_.connection_grace + settings_.verdict_margin;
+  const std::string change_key = keys::change(current_->header.round);
+  asio::steady_timer tick(executor_);
+  for (;;) {
+    const C10dChanges changes = parse_changes(co_await store_.get(change_key));
+    if (!changes.lost.empty()) {
+      co_return RoundEvent{RoundChange::kNodeLost, lost_detail(changes.lost), changes.losses};
+    }
+    // Another node's workers failed first and it spent the round's restart: ours followed.
+    if (auto event = changes.first_event(); event && event->change == RoundChange::kPeerFailed) {
+      co_return event;
+    }
+    if (Clock::now() >= until) co_return std::nullopt;
+    tick.expires_after(kVerdictPoll);
+    co_await tick.async_wait(asio::use_awaitable);
+  }
 }
 
 asio::awaitable<void> C10dRendezvous::close_job(const std::string& why) {
