@@ -31,6 +31,7 @@ std::unique_ptr<rdzv::Rendezvous> make_static(const LaunchConfig& config,
   options.master_port = static_cast<std::uint16_t>(config.rdzv_endpoint.port.value_or(0));
   options.timeout = config.rdzv_conf.timeout();
   options.max_restarts = config.max_restarts;
+  options.connection_grace = config.rdzv_conf.connection_grace();
   options.node_name = host_name();
   return std::make_unique<rdzv::StaticRendezvous>(io, std::move(options));
 }

@@ -1,6 +1,6 @@
 """Elastic recovery with real PyTorch 1.13 gloo DDP workers that checkpoint and resume, on three
 network-namespace nodes under --nnodes=2:3 --max_restarts=3 (keep_alive_interval=1,
-keep_alive_max_attempt=2). One rig bring-up, two jobs:
+keep_alive_max_attempt=2). One rig bring-up, three jobs:
 
 kills: the agent of node 3 is SIGKILLed 0.3, 0.9 and 1.5 s after an epoch's barrier (a fresh
   agent rejoins node 3 between kills). Each time both survivors run new workers at world 2 that
@@ -9,7 +9,9 @@ kills: the agent of node 3 is SIGKILLed 0.3, 0.9 and 1.5 s after an epoch's barr
 cut+fail: a worker exits 3 with every node alive (a restart is spent), then node 3's link is cut
   (no process dies): heartbeats declare it lost and the survivors re-form at world 2 without
   spending another restart.
-Both jobs finish with identical parameters on every rank and leave no process behind."""
+Both jobs finish with identical parameters on every rank and leave no process behind.
+static: in a static 3-node job the agent of node 3 is SIGKILLed: the others end the job naming
+  the lost node (node rank 2), without spending a restart, and leave no process behind."""
 
 import glob
 import json
@@ -141,7 +143,29 @@ def cut_and_fail(c, out_dir, env, tag):
     check_no_processes(tag, "cut+fail")
 
 
+def static_loss(c, out_dir, env, tag):
+    for n in (1, 2, 3):
+        args = ["--nnodes=3", f"--node_rank={n - 1}", f"--master_addr={netns_rig.addr(1)}",
+                "--master_port=29500", "--nproc_per_node=1", "--max_restarts=3",
+                "--python", ddptest.TORCH_PYTHON, WORKER, out_dir]
+        c.start_node(n, args, env)
+    since = max(s["init_time"] for s in wait_starts(out_dir, 3, 0.0, "static"))
+    next_barrier(out_dir, 3, since, 1)
+    os.killpg(c.agents_by_node[3].pid, signal.SIGKILL)
+    for n in (1, 2):
+        rc, err = netns_rig.finish(c.agents_by_node[n], 60, f"static: agent on node {n}")
+        check(rc != 0, f"static: agent on node {n} exited 0 after node 3 was lost")
+        check("node 2 (" in err and "was lost" in err,
+              f"static: agent on node {n} did not name the lost node\n{err[-3000:]}")
+    spent = {s["restart_count"] for s in starts(out_dir, 3)}
+    check(spent == {0}, f"static: the loss spent a restart: {spent}")
+    check_no_processes(tag, "static")
+
+
 class ElasticCluster(Cluster):
+    def rig_heal(self, node):
+        netns_rig.rig("heal", str(node))
+
     def start_node(self, node, args, env):
         self.agents_by_node = getattr(self, "agents_by_node", {})
         self.agents_by_node[node] = self.start(node, args, env=env)
@@ -151,7 +175,7 @@ netns_rig.require_rig()
 ddptest.require_torch()
 tag = uuid.uuid4().hex[:12]
 env = {"GLOO_SOCKET_IFNAME": "eth0", "DDP_TEST_TAG": tag}
-dirs = [ddptest.temp_dir(), ddptest.temp_dir()]
+dirs = [ddptest.temp_dir(), ddptest.temp_dir(), ddptest.temp_dir()]
 try:
     with ElasticCluster(3) as c:
         kills(c, dirs[0], env, tag)
@@ -159,6 +183,9 @@ try:
               "no restart spent", flush=True)
         cut_and_fail(c, dirs[1], env, tag)
         print("ok worker exit 3 spent a restart; a cut link did not", flush=True)
+        c.rig_heal(3)
+        static_loss(c, dirs[2], env, tag)
+        print("ok static: a lost node ended the job, naming it", flush=True)
 finally:
     for d in dirs:
         ddptest.remove_tree(d)
