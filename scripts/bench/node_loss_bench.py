@@ -3,8 +3,10 @@
 Three nodes (scripts/netns-cluster.sh) run tests/integration/multinode/torch_elastic_worker.py
 (gloo DDP that checkpoints every epoch and resumes) under --nnodes=2:3 --max_restarts=3
 --rdzv_conf=keep_alive_interval=1,keep_alive_max_attempt=2. At each OFFSET seconds after an
-epoch's barrier the agent of node 3 (not the store host) is SIGKILLed; the figure is seconds from
-the SIGKILL to the moment the last survivor's new worker is past init_process_group. A fresh job
+epoch's barrier node 3 (not the store host) dies: every process in its namespace, its agent and
+its worker, is SIGKILLed at once (torchrun's workers would outlive their agent alone; ddprun's die
+with it). The figure is seconds from the SIGKILL to the moment the last survivor's new worker is
+past init_process_group. A fresh job
 per kill. ddprun figures come with a breakdown from the survivors' --event_log.
 
 Usage (root, under flock /tmp/ddprun-netns.lock):
@@ -52,7 +54,37 @@ def command(launcher, bin_dir, out, node, run_id):
     if launcher == "ddprun":
         return [os.path.join(bin_dir, "ddprun"), *common, f"--event_log={out}/events{node}.jsonl",
                 "--python", "/usr/bin/python3", WORKER, out]
-    return ["/usr/bin/python3", TORCHRUN, *common, WORKER, out]
+    # torchrun 1.13 decides whether it hosts the store by the machine's host name and its
+    # addresses, which in a namespace node resolve to 127.0.0.1: node 1 is told explicitly.
+    common[5] += f",is_host={1 if node == 1 else 0}"
+    # Its workers reach the store at the host agent's host name (MASTER_ADDR): each node gets a
+    # name of its own (a UTS namespace) that /etc/netns/ddpn<i>/hosts resolves (hosts_files()).
+    return ["unshare", "--uts", "sh", "-c", f'hostname ddpn{node} && exec "$@"', "sh",
+            "/usr/bin/python3", TORCHRUN, *common, WORKER, out]
+
+
+class hosts_files:
+    """/etc/netns/ddpn<i>/hosts naming the three nodes (ip netns exec bind-mounts it over
+    /etc/hosts inside node i only); removed on exit."""
+
+    def __enter__(self):
+        self.made = []
+        text = "127.0.0.1 localhost\n" + "".join(f"10.213.0.{i} ddpn{i}\n" for i in (1, 2, 3))
+        for i in (1, 2, 3):
+            folder = f"/etc/netns/ddpn{i}"
+            if os.path.exists(os.path.join(folder, "hosts")):
+                continue
+            os.makedirs(folder, exist_ok=True)
+            with open(os.path.join(folder, "hosts"), "w") as f:
+                f.write(text)
+            self.made.append(folder)
+        return self
+
+    def __exit__(self, *exc):
+        for folder in self.made:
+            os.remove(os.path.join(folder, "hosts"))
+            os.rmdir(folder)
+        return False
 
 
 def breakdown(out, killed_at):
@@ -74,6 +106,18 @@ def breakdown(out, killed_at):
     return marks
 
 
+def kill_node(node):
+    """The node dies: SIGKILL every process in its namespace at once (its agent and workers;
+    torchrun's workers would outlive a SIGKILL of their agent alone)."""
+    pids = subprocess.run(["ip", "netns", "pids", f"ddpn{node}"], capture_output=True,
+                          text=True).stdout.split()
+    for pid in pids:
+        try:
+            os.kill(int(pid), signal.SIGKILL)
+        except (ProcessLookupError, ValueError):
+            pass
+
+
 def one_kill(launcher, bin_dir, offset, index):
     out = tempfile.mkdtemp(prefix="ddp-bench-loss.")
     env = dict(os.environ, GLOO_SOCKET_IFNAME="eth0", PYTHONUNBUFFERED="1")
@@ -86,12 +130,12 @@ def one_kill(launcher, bin_dir, offset, index):
                 ["ip", "netns", "exec", f"ddpn{node}", *command(launcher, bin_dir, out, node,
                                                                 run_id)],
                 env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        wait(lambda: len(starts(out, 3, 0)) >= 3, 120, "three workers")
+        wait(lambda: len(starts(out, 3, 0)) >= 3, 60, "three workers")
         since = max(s["init_time"] for s in starts(out, 3, 0))
         barrier = wait(lambda: latest_barrier(out, 3, since), 60, "an epoch barrier")
         time.sleep(max(0.0, barrier + offset - time.time()))
         killed_at = time.time()
-        os.kill(agents[3].pid, signal.SIGKILL)
+        kill_node(3)
         survivors = wait(lambda: len(starts(out, 2, killed_at)) >= 2 and starts(out, 2, killed_at),
                          120, "both survivors' new workers")
         recovery = max(s["init_time"] for s in survivors) - killed_at
@@ -108,6 +152,12 @@ def one_kill(launcher, bin_dir, offset, index):
         for node in (1, 2):
             agents[node].wait(timeout=120)
         return recovery, spent
+    except Exception:
+        for node in (1, 2, 3):
+            with open(os.path.join(out, f"agent{node}.log")) as f:
+                print(f"--- agent on node {node} (last lines)\n" + "".join(f.readlines()[-15:]),
+                      file=sys.stderr)
+        raise
     finally:
         for p in agents.values():
             if p.poll() is None:
@@ -116,14 +166,8 @@ def one_kill(launcher, bin_dir, offset, index):
                 except ProcessLookupError:
                     pass
                 p.wait()
-        for node in (1, 2, 3):  # anything left in a node (torchrun's orphaned workers)
-            pids = subprocess.run(["ip", "netns", "pids", f"ddpn{node}"], capture_output=True,
-                                  text=True).stdout.split()
-            for pid in pids:
-                try:
-                    os.kill(int(pid), signal.SIGKILL)
-                except (ProcessLookupError, ValueError):
-                    pass
+        for node in (1, 2, 3):
+            kill_node(node)
         shutil.rmtree(out, ignore_errors=True)
 
 
@@ -132,7 +176,8 @@ def main():
     rig("down")
     rig("up", "3")
     try:
-        results = [one_kill(launcher, bin_dir, offset, i) for i, offset in enumerate(offsets)]
+        with hosts_files():
+            results = [one_kill(launcher, bin_dir, offset, i) for i, offset in enumerate(offsets)]
     finally:
         rig("down")
     times = sorted(r for r, _ in results)

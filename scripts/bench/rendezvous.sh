@@ -11,9 +11,18 @@
 #   rendezvous.sh per_agent K [K...]  as scale, with each agent under `perf stat --no-inherit`:
 #                                  the median over the K agents of one agent's own CPU time, page
 #                                  faults and context switches (its guard and worker not counted)
-#   rendezvous.sh node_loss        3 agents (--nnodes=2:3, keep_alive_interval=1,
-#                                  keep_alive_max_attempt=2); SIGKILL one: seconds until both
-#                                  survivors run restarted workers
+#   rendezvous.sh node_loss        3 network-namespace nodes (root; take the netns lock) running
+#                                  real PyTorch gloo DDP workers that checkpoint and resume
+#                                  (--nnodes=2:3 --max_restarts=3, keep_alive_interval=1,
+#                                  keep_alive_max_attempt=2); node 3 dies (every process in its
+#                                  namespace SIGKILLed) at each of
+#                                  OFFSETS s after an epoch barrier (default 0.1 0.5 0.9 1.3 1.7),
+#                                  a fresh job per kill: seconds from SIGKILL to both survivors'
+#                                  new workers past init_process_group, and restarts spent; for
+#                                  each of LAUNCHERS (default "ddprun torchrun": torchrun 1.13 via
+#                                  ../shared/tools/torchrun-fixed). scripts/bench/node_loss_bench.py
+#   rendezvous.sh node_loss_sleep  3 agents on loopback with sleep workers; SIGKILL one: seconds
+#                                  until both survivors run restarted workers
 # Env: BUILD (default build), PORT (default 29611),
 #   WORKER=stamp (default: build/bin/ddp-bench-stamp, one static exec) or sh (`/bin/sh -c 'date
 #     ...; sleep'`, three execs a worker: the worker of the figures before 2026-11-25),
@@ -122,6 +131,14 @@ scale() {  # scale LAUNCHER K
 }
 
 node_loss() {
+  local launcher
+  for launcher in ${LAUNCHERS:-ddprun torchrun}; do
+    python3 "$(dirname "$0")/node_loss_bench.py" "$launcher" "$(dirname "$DDPRUN")" \
+      ${OFFSETS:-0.1 0.5 0.9 1.3 1.7}
+  done
+}
+
+node_loss_sleep() {
   local out="$WORK/loss"
   mkdir -p "$out"
   local pids=()
@@ -176,8 +193,9 @@ case "${1:-}" in
   torchrun) shift; for k in "$@"; do scale torchrun "$k"; done ;;
   floor) shift; for k in "$@"; do scale floor "$k"; done ;;
   node_loss) node_loss ;;
+  node_loss_sleep) node_loss_sleep ;;
   *)
-    echo "usage: rendezvous.sh scale K... | torchrun K... | floor K... | per_agent K... | node_loss" >&2
+    echo "usage: rendezvous.sh scale K... | torchrun K... | floor K... | per_agent K... | node_loss | node_loss_sleep" >&2
     exit 2
     ;;
 esac
