@@ -364,6 +364,11 @@ asio::awaitable<void> C10dRendezvous::finish(bool success) {
     if (self_.is_host && current_) co_await wait_until_read(current_->header.round);
     co_return;
   }
+  // Finishing is not being lost: the lease goes first (while the store host surely waits in the
+  // barrier), so that this agent's exit appends nothing. A restart writes it again.
+  if (current_ && !self_.is_host) {
+    co_await store_.delete_key(lease_key(keys::lease_base(self_.name)));
+  }
   if (current_) co_await exit_barrier();
   stop_monitor();
   // Nodes still waiting for a next round learn that the job is over. A store host in the round

@@ -9,6 +9,7 @@
 #include "c10d_test_util.hpp"
 #include "rendezvous/c10d_keys.hpp"
 #include "rendezvous/lease_holder.hpp"
+#include "rendezvous/server_key_table.hpp"
 #include "rendezvous/tcp_store_client.hpp"
 #include "rendezvous/tcp_store_server.hpp"
 
@@ -120,4 +121,18 @@ TEST_CASE("a failure with every node alive has no loss verdict and spends a rest
   auto count = spawn(job.io, job.nodes[1].rdzv->report_failure("rank 1 exited with 3"));
   REQUIRE(run_until(job.io, [&] { return count->done; }));
   CHECK(count->get() == 1);
+}
+
+TEST_CASE("nodes that finished leave without being declared lost", "[c10d][tcp][loss]") {
+  TcpJob job(slow_heartbeats());
+  REQUIRE(all_done(job.next_round({0, 1, 2})));
+  std::vector<std::shared_ptr<Outcome<Done>>> finished;
+  for (auto& node : job.nodes) finished.push_back(spawn(job.io, node.rdzv->finish(true)));
+  REQUIRE(run_until(job.io, [&] { return all_done(finished); }));
+  job.kill(1);  // the agents exit
+  job.kill(2);
+  run_for(job.io, 200ms);  // several graces
+  const Bytes* log = job.server.store().table().find("/ddprun/test/r0/change");
+  REQUIRE(log != nullptr);
+  CHECK(to_string(*log).find("lost") == std::string::npos);
 }
