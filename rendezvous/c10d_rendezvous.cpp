@@ -195,9 +195,16 @@ asio::awaitable<C10dRoundHeader> C10dRendezvous::wait_closed(const Joined& joine
   }
   std::optional<Clock::time_point> last_call;
   if (joined.index >= settings_.min_nodes) last_call = Clock::now() + settings_.last_call_timeout;
+  // While more nodes are expected than have arrived, one of them may have died since this node
+  // read the previous round's change log (its lease still points there): look again this often.
+  const milliseconds recount = std::clamp(settings_.keep_alive_interval / 2, milliseconds(50),
+                                          milliseconds(1000));
+  int arrived = joined.index;
+  Clock::time_point next_progress = Clock::now() + settings_.progress_interval;
   for (;;) {
     const Clock::time_point now = Clock::now();
-    Clock::time_point wake = std::min(deadline, now + settings_.progress_interval);
+    Clock::time_point wake = std::min(deadline, next_progress);
+    if (round > 0 && expected > arrived) wake = std::min(wake, now + recount);
     if (last_call) wake = std::min(wake, *last_call);
     const auto wait_for = std::max(milliseconds(1),
                                    std::chrono::duration_cast<milliseconds>(wake - now));
@@ -211,7 +218,19 @@ asio::awaitable<C10dRoundHeader> C10dRendezvous::wait_closed(const Joined& joine
       }
       co_return decode_round_header(value, keys::assignment(round));
     }
-    const int arrived = static_cast<int>(co_await store_.add(keys::join(round), 0));
+    arrived = static_cast<int>(co_await store_.add(keys::join(round), 0));
+    if (round > 0 && expected > arrived) {
+      const int live = co_await expected_members(round - 1);  // throws when below min_nodes
+      if (live < expected) {
+        logger()->info("round {} of run {} now expects {} node(s): a node was lost", round,
+                       settings_.run_id, live);
+        expected = live;
+      }
+      if (expected >= settings_.min_nodes && arrived >= expected) {
+        co_await close_round(round, std::min(arrived, settings_.max_nodes));
+        continue;
+      }
+    }
     if (last_call && Clock::now() >= *last_call) {
       co_await close_round(round, std::min(arrived, settings_.max_nodes));
       continue;
@@ -227,6 +246,8 @@ asio::awaitable<C10dRoundHeader> C10dRendezvous::wait_closed(const Joined& joine
     const int target = expected >= settings_.min_nodes ? expected
                        : arrived < settings_.min_nodes ? settings_.min_nodes
                                                        : settings_.max_nodes;
+    if (Clock::now() < next_progress) continue;
+    next_progress = Clock::now() + settings_.progress_interval;
     const Clock::time_point until = last_call ? std::min(*last_call, deadline) : deadline;
     logger()->info("{}/{} nodes joined round {} of run {}; waiting up to {:.0f} s", arrived,
                    target, round, settings_.run_id, seconds(until - Clock::now()));
