@@ -102,13 +102,16 @@ std::optional<RoundEvent> C10dChanges::first_event(bool finishing) const {
     return RoundEvent{RoundChange::kPeerFailed, "workers failed on " + failed.front()};
   }
   if (finishing) return std::nullopt;
-  if (!lost.empty()) {
-    return RoundEvent{RoundChange::kNodeLost, "lost node(s): " + joined(lost), losses};
-  }
+  if (!lost.empty()) return loss_event();
   if (!waiting.empty()) {
     return RoundEvent{RoundChange::kNodeWaiting, "node(s) waiting to join: " + joined(waiting)};
   }
   return std::nullopt;
+}
+
+std::optional<RoundEvent> C10dChanges::loss_event() const {
+  if (lost.empty()) return std::nullopt;
+  return RoundEvent{RoundChange::kNodeLost, "lost node(s): " + joined(lost), losses};
 }
 
 int C10dChanges::expected_next(int size, int max_nodes) const {

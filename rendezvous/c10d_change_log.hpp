@@ -28,6 +28,8 @@ struct C10dChanges {
   // this node is in the exit barrier (`finishing`) only failures count: a waiting node does not
   // restart a job that is done, and a lost node only shortens the barrier.
   std::optional<RoundEvent> first_event(bool finishing = false) const;
+  // The kNodeLost event when a node was lost (whatever else happened), else nullopt.
+  std::optional<RoundEvent> loss_event() const;
   // Members the next round should expect: this round's size minus the lost plus the waiting,
   // at most max_nodes.
   int expected_next(int size, int max_nodes) const;

@@ -48,13 +48,6 @@ std::string closed_message(const std::string& run_id, const std::string& why) {
   return fmt::format("c10d rendezvous run={} is closed: {}", run_id, why);
 }
 
-// How often failure_verdict reads the change log.
-constexpr milliseconds kVerdictPoll{50};
-
-std::string lost_detail(const std::vector<std::string>& lost) {
-  return fmt::format("lost node(s): {}", fmt::join(lost, ", "));
-}
-
 double seconds(Clock::duration d) {
   return std::chrono::duration<double>(d).count();
 }
@@ -337,31 +330,6 @@ asio::awaitable<int> C10dRendezvous::report_failure(std::string what) {
   // Another node spent this round's restart; it writes the count right after its add.
   const auto count = leading_int(co_await store_.get(keys::restart_count(round)));
   co_return static_cast<int>(count.value_or(0));
-}
-
-asio::awaitable<std::optional<RoundEvent>> C10dRendezvous::failure_verdict(
-    Clock::time_point failed_at) {
-  if (!current_) co_return std::nullopt;
-  // A dead node's connection closes when it dies, before its workers (parent-death signal) and
-  // so before ours notice; its lease then expires `connection_grace` later. The margin covers a
-  // loaded store host; only a failure with every node alive waits it out.
-  const Clock::time_point until =
-      failed_at + settings_.connection_grace + settings_.verdict_margin;
-  const std::string change_key = keys::change(current_->header.round);
-  asio::steady_timer tick(executor_);
-  for (;;) {
-    const C10dChanges changes = parse_changes(co_await store_.get(change_key));
-    if (!changes.lost.empty()) {
-      co_return RoundEvent{RoundChange::kNodeLost, lost_detail(changes.lost), changes.losses};
-    }
-    // Another node's workers failed first and it spent the round's restart: ours followed.
-    if (auto event = changes.first_event(); event && event->change == RoundChange::kPeerFailed) {
-      co_return event;
-    }
-    if (Clock::now() >= until) co_return std::nullopt;
-    tick.expires_after(kVerdictPoll);
-    co_await tick.async_wait(asio::use_awaitable);
-  }
 }
 
 asio::awaitable<void> C10dRendezvous::close_job(const std::string& why) {
