@@ -221,7 +221,7 @@ asio::awaitable<void> C10dRendezvous::exit_barrier() {
 
 asio::awaitable<std::optional<RoundEvent>> C10dRendezvous::failure_verdict(
     Clock::time_point failed_at) {
-  if (!current_) co_return std::nullopt;
+  if (!current_ || current_->header.size == 1) co_return std::nullopt;  // no peer to lose
   // A dead node's connection closes when it dies, before its workers (parent-death signal) and
   // so before ours notice; its lease then expires `connection_grace` later. The margin covers a
   // loaded store host; only a failure with every node alive waits it out.

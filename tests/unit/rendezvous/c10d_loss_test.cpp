@@ -136,3 +136,14 @@ TEST_CASE("nodes that finished leave without being declared lost", "[c10d][tcp][
   REQUIRE(log != nullptr);
   CHECK(to_string(*log).find("lost") == std::string::npos);
 }
+
+TEST_CASE("a node alone in its round has no loss to wait for", "[c10d][loss]") {
+  C10dSettings s = fast_settings(1, 1);
+  s.verdict_margin = 60s;
+  Cluster c(s);
+  c.add_node(true);
+  REQUIRE(all_done(c.next_round({0})));
+  auto verdict = spawn(c.io, c.nodes[0]->failure_verdict(std::chrono::steady_clock::now()));
+  REQUIRE(run_until(c.io, [&] { return verdict->done; }, 5s));  // not the 60 s margin
+  CHECK_FALSE(verdict->get().has_value());
+}
