@@ -18,6 +18,9 @@ struct C10dSettings {
   std::chrono::milliseconds keep_alive_interval{std::chrono::seconds(5)};
   int keep_alive_max_attempt = 3;  // missed beats before a node is declared lost
   std::chrono::milliseconds progress_interval{std::chrono::seconds(5)};  // "3/4 joined" logs
+  // Most keys in one MULTI_GET or MULTI_SET of the closer (stores refuse more than 65,536 keys in
+  // one request): it reads the descriptors and writes the places of a larger round in chunks.
+  int max_keys_per_request = 16384;
   // Where the rendezvous store is (for MASTER_ADDR/PORT when no member hosts a worker store).
   std::string store_host;
   std::uint16_t store_port = 0;
