@@ -7,6 +7,7 @@
 
 #include "c10d_test_util.hpp"
 #include "ddp/error.hpp"
+#include "rendezvous/c10d_keys.hpp"
 
 using namespace ddp::rdzv;
 using namespace ddp::rdzv::test;
@@ -98,4 +99,26 @@ TEST_CASE("a node slow to leave an ending round does not declare the others lost
     CHECK(o->get().round == 1);
     CHECK(o->get().group_world_size == 3);
   }
+}
+
+TEST_CASE("a neighbour that has not beaten since it joined is lost only after join_timeout",
+          "[c10d]") {
+  // At 100,000 members the last members read their places long after the first started
+  // watching: a neighbour whose heartbeat is still its join's "0" is not yet lost.
+  C10dSettings s = fast_settings(1, 2);
+  s.join_timeout = 1s;  // lost_after is 3 x 40 ms
+  Cluster c(s);
+  for (int i = 0; i < 2; ++i) c.add_node();
+  REQUIRE(all_done(c.next_round({0, 1})));
+  auto w0 = spawn(c.io, c.nodes[0]->watch_round());
+  c.nodes[1].reset();  // as if it had joined and never started its monitor
+  const auto reset_at = std::chrono::steady_clock::now();
+  for (int index = 1; index <= 2; ++index) {  // node 1's join index (node 0 beats its own over it)
+    auto beat = spawn(c.io, c.store.set("/ddprun/test/" + c10d_keys::heartbeat(0, index),
+                                        to_bytes("0")));
+    REQUIRE(run_until(c.io, [&] { return beat->done; }));
+  }
+  REQUIRE(run_until(c.io, [&] { return w0->done; }, 5s));
+  CHECK(w0->get().change == RoundChange::kNodeLost);
+  CHECK(std::chrono::steady_clock::now() - reset_at >= 900ms);  // not after lost_after (120 ms)
 }
