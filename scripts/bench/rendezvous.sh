@@ -180,8 +180,9 @@ simulate() {
     formed_s req/mbr sent_B recv_B cpu_s hb_req/s req/mbr/s cpu_% seen_s reform_s req/surv
   for k in "$@"; do
     # shellcheck disable=SC2086
-    if ! "$BUILD/bin/ddp-bench" rendezvous --simulate "$k" ${SIM_ARGS:-} --json \
-        >"$WORK/simulate-$k.json" 2>"$WORK/simulate-$k.log"; then
+    "$BUILD/bin/ddp-bench" rendezvous --simulate "$k" ${SIM_ARGS:-} --json \
+      >"$WORK/simulate-$k.json" 2>"$WORK/simulate-$k.log" || true
+    if [ ! -s "$WORK/simulate-$k.json" ]; then  # it failed before the first round's figures
       echo "K=$k failed:" >&2
       tail -5 "$WORK/simulate-$k.log" >&2
       continue
@@ -197,6 +198,8 @@ print(f"{r['k']:7d} {r['procs']:5d} {r['members_per_connection']:4d} | "
       f"{hb['requests_per_member_per_s']:7.3f} {100 * hb['store_cpu_share']:6.1f} | "
       f"{loss['detected_s']:6.2f} {loss['reform_after_detection_s']:8.2f} "
       f"{loss['round']['requests_per_member']:8.2f}")
+if r["error"]:
+    print(f"        K={r['k']} stopped early: {r['error']}")
 PY
   done
 }

@@ -48,7 +48,8 @@ nlohmann::json to_json(const SimulateReport& r) {
            {{"detected_s", r.loss_detected_s},
             {"reformed_s", r.loss_reformed_s},
             {"reform_after_detection_s", r.loss_reformed_s - r.loss_detected_s},
-            {"round", per_member(r.loss_round)}}}};
+            {"round", per_member(r.loss_round)}}},
+          {"error", r.error.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.error)}};
 }
 
 void print_text(const SimulateReport& r) {
@@ -71,6 +72,7 @@ void print_text(const SimulateReport& r) {
               "survivor\n", r.keep_alive_attempts, r.loss_detected_s, r.loss_reformed_s,
               r.loss_reformed_s - r.loss_detected_s,
               per(r.loss_round, r.loss_round.counts.requests));
+  if (!r.error.empty()) std::printf("stopped early: %s\n", r.error.c_str());
 }
 
 }  // namespace
@@ -137,7 +139,8 @@ int main(int argc, char** argv) {
     } else {
       print_text(report);
     }
-    return 0;
+    if (!report.error.empty()) std::fprintf(stderr, "%s\n", report.error.c_str());
+    return report.error.empty() ? 0 : 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s\n", e.what());
     return 1;

@@ -67,7 +67,23 @@ class Driver {
     r.formed_s = seconds_between(first.start_ns, first.last_ns);
     r.round = cost(first, cpu_before);
 
-    // Heartbeats: one interval to settle, then a window.
+    // What follows reports what it measured before a phase fails (a member declared lost
+    // before the bench silenced one: heartbeats fell behind).
+    try {
+      measure_heartbeats(r);
+      measure_loss(r);
+    } catch (const Error& e) {
+      r.error = e.what();
+    }
+    for (auto& shard : shards_) shard->send("quit");
+    for (auto& shard : shards_) shard->stop(std::chrono::seconds(5));
+    if (store_process_) store_process_->stop(std::chrono::seconds(5));
+    return r;
+  }
+
+ private:
+  void measure_heartbeats(SimulateReport& r) {
+    // One interval to settle, then a window.
     std::this_thread::sleep_for(o_.keep_alive);
     const auto window = o_.window.count() > 0 ? o_.window : 2 * o_.keep_alive;
     const auto [counts0, cpu0, t0] = snapshot();
@@ -79,8 +95,10 @@ class Driver {
     r.heartbeat_request_bytes_per_s =
         static_cast<double>(counts1.request_bytes - counts0.request_bytes) / r.heartbeat_window_s;
     if (cpu0 && cpu1) r.heartbeat_store_cpu = (*cpu1 - *cpu0) / r.heartbeat_window_s;
+  }
 
-    // Loss: shard 0's first member goes silent.
+  void measure_loss(SimulateReport& r) {
+    // Shard 0's first member goes silent.
     const auto cpu_loss = store_cpu();
     shards_.front()->send("kill");
     const std::int64_t killed = std::stoll(expect(*shards_.front(), "killed", "kill"));
@@ -88,14 +106,8 @@ class Driver {
     r.loss_detected_s = seconds_between(killed, next.start_ns);
     r.loss_reformed_s = seconds_between(killed, next.last_ns);
     r.loss_round = cost(next, cpu_loss);
-
-    for (auto& shard : shards_) shard->send("quit");
-    for (auto& shard : shards_) shard->stop(std::chrono::seconds(5));
-    if (store_process_) store_process_->stop(std::chrono::seconds(5));
-    return r;
   }
 
- private:
   void start_store() {
     if (!o_.store.empty()) {
       const auto colon = o_.store.rfind(':');

@@ -44,10 +44,12 @@ struct SimulateReport {
   double loss_detected_s = 0;   // the member went silent -> the first survivor saw the change
   double loss_reformed_s = 0;   // -> every survivor knows its place in the next round
   PhaseCost loss_round;         // the survivors' next round (from seeing the change)
+  std::string error;  // the phase after formation that failed; figures after it stay 0
 };
 
 // Runs the whole simulation. `self` is this program's path (the shards run it with --shard).
-// Throws Error naming the phase that failed or timed out, or the member that failed.
+// Throws Error naming the phase that failed or timed out, or the member that failed, up to the
+// first round's figures; a later phase that fails is named in SimulateReport::error.
 SimulateReport run_simulation(const SimulateOptions& options, const std::string& self);
 
 }  // namespace ddp::bench
