@@ -26,6 +26,12 @@ struct C10dSettings {
   std::uint16_t store_port = 0;
 };
 
+// How often a member of a running round of `members` polls the change log and its ring
+// neighbour: keep_alive_interval / 2, within 50 ms and 1 s, but at least members / 10 ms, so that
+// a round's polls never pass 20,000 store requests a second (c10d_monitor.cpp).
+std::chrono::milliseconds c10d_poll_period(std::chrono::milliseconds keep_alive_interval,
+                                           int members);
+
 // This node as the other nodes see it.
 struct C10dNode {
   std::string addr;  // advertised address (--local_addr, or the interface routing to the store)

@@ -1,6 +1,5 @@
 """ddp-bench rendezvous --simulate: 64 c10d members over 2 processes against a real `ddp-store
-serve`, once with a connection per member and once with 4 members per connection (and a 4 s
-keep-alive, whose polls come every 2 s). Every member
+serve`, once with a connection per member and once with 4 members per connection. Every member
 learns a distinct place in the first round and, after one member goes silent, every survivor a
 distinct place in the next (read back from the store's place keys); the report's fields are
 present and sane. Figures are not asserted (docs/BENCHMARKS.md)."""
@@ -24,13 +23,12 @@ def group_ranks(store, round_, members):
     return sorted(ranks)
 
 
-def simulate(per_connection, keep_alive_ms, window_s):
+def simulate(per_connection):
     with store_servers.ddp_store() as store:
         result = ddptest.run([ddptest.bin_path("ddp-bench"), "rendezvous", "--simulate", str(K),
                               "--procs", "2", "--per-connection", str(per_connection),
-                              "--store", f"{store.host}:{store.port}", "--keep-alive-ms",
-                              str(keep_alive_ms), "--keep-alive-attempts", "2", "--window",
-                              str(window_s), "--json"], timeout=90)
+                              "--store", f"{store.host}:{store.port}", "--keep-alive-ms", "500",
+                              "--keep-alive-attempts", "2", "--json"], timeout=90)
         ddptest.check(result.returncode == 0,
                       f"exit {result.returncode}\n{result.stdout}\n{result.stderr}")
         report = json.loads(result.stdout)
@@ -55,15 +53,10 @@ def simulate(per_connection, keep_alive_ms, window_s):
     ddptest.check(0 < loss["detected_s"] <= loss["reformed_s"] and
                   loss["round"]["members"] == K - 1, f"loss {loss}")
     print(f"per_connection={per_connection}: {report}")
-    return report
 
 
-simulate(1, 500, 1)
-# A member polls every half keep-alive interval (one heartbeat, then WAIT + MULTI_GET a poll):
-# at 4 s that is 0.25 + 2 / 2 = 1.25 requests a second, not 2.25 as with a poll capped at 1 s.
-slow = simulate(4, 4000, 4)
-ddptest.check(slow["heartbeat"]["requests_per_member_per_s"] < 1.6,
-              f"heartbeat load {slow['heartbeat']}: the poll does not follow the interval")
+simulate(1)
+simulate(4)
 
 refused = ddptest.run([ddptest.bin_path("ddp-bench"), "rendezvous", "--simulate", "8",
                        "--backend", "etcd"], timeout=20)

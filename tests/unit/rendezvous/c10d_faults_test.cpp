@@ -122,3 +122,12 @@ TEST_CASE("a neighbour that has not beaten since it joined is lost only after jo
   CHECK(w0->get().change == RoundChange::kNodeLost);
   CHECK(std::chrono::steady_clock::now() - reset_at >= 900ms);  // not after lost_after (120 ms)
 }
+
+TEST_CASE("a round's polls stay within the store's budget however many members it has",
+          "[c10d]") {
+  CHECK(c10d_poll_period(5s, 4) == 1s);  // half the interval, at most 1 s
+  CHECK(c10d_poll_period(40ms, 4) == 50ms);
+  CHECK(c10d_poll_period(5s, 10000) == 1s);
+  // 100,000 members polling once a second would be 200,000 requests a second: every 10 s.
+  CHECK(c10d_poll_period(5s, 100000) == 10s);
+}
