@@ -265,9 +265,19 @@ asio::awaitable<void> C10dRendezvous::close_round(int round, int size) {
 }
 
 asio::awaitable<void> C10dRendezvous::publish_assignment(int round, int size) {
+  // In chunks: a round of 100,000 nodes would exceed the store's keys-per-request limit.
+  const auto chunk = static_cast<std::size_t>(std::max(settings_.max_keys_per_request, 1));
   std::vector<std::string> node_keys;
   for (int i = 1; i <= size; ++i) node_keys.push_back(keys::node(round, i));
-  const std::vector<Bytes> values = co_await store_.multi_get(node_keys);
+  std::vector<Bytes> values;
+  for (std::size_t at = 0; at < node_keys.size(); at += chunk) {
+    const auto end = node_keys.begin() + static_cast<std::ptrdiff_t>(
+                                             std::min(at + chunk, node_keys.size()));
+    std::vector<std::string> part(node_keys.begin() + static_cast<std::ptrdiff_t>(at), end);
+    for (Bytes& value : co_await store_.multi_get(std::move(part))) {
+      values.push_back(std::move(value));
+    }
+  }
   std::vector<std::pair<int, C10dNodeDesc>> nodes;
   for (int i = 1; i <= size; ++i) {
     nodes.emplace_back(i, decode_node_desc(values[static_cast<std::size_t>(i - 1)],
@@ -278,15 +288,17 @@ asio::awaitable<void> C10dRendezvous::publish_assignment(int round, int size) {
       assign_ranks(round, static_cast<int>(restarts), nodes,
                    {settings_.store_host, settings_.store_port});
   const std::vector<C10dPlace> member_places = places_of(assignment);
-  std::vector<std::pair<std::string, Bytes>> places;
-  for (std::size_t g = 0; g < member_places.size(); ++g) {
-    places.emplace_back(keys::place(round, assignment.members[g].join_index),
-                        encode(member_places[g]));
-  }
   // append, not set: a late node may already have logged that it waits.
   co_await store_.append(keys::change(round), {});
   // The places first: members read theirs once the header, which they wait on, exists.
-  co_await store_.multi_set(std::move(places));
+  for (std::size_t at = 0; at < member_places.size(); at += chunk) {
+    std::vector<std::pair<std::string, Bytes>> places;
+    for (std::size_t g = at; g < std::min(at + chunk, member_places.size()); ++g) {
+      places.emplace_back(keys::place(round, assignment.members[g].join_index),
+                          encode(member_places[g]));
+    }
+    co_await store_.multi_set(std::move(places));
+  }
   co_await store_.set(keys::assignment(round), encode(header_of(assignment)));
   co_await store_.set(keys::kLatest, to_bytes(std::to_string(round)));
 }

@@ -23,10 +23,19 @@ struct C10dSettings {
   // After a worker failure, how long beyond connection_grace to wait for a loss verdict.
   std::chrono::milliseconds verdict_margin{1000};
   std::chrono::milliseconds progress_interval{std::chrono::seconds(5)};  // "3/4 joined" logs
+  // Most keys in one MULTI_GET or MULTI_SET of the closer (stores refuse more than 65,536 keys in
+  // one request): it reads the descriptors and writes the places of a larger round in chunks.
+  int max_keys_per_request = 16384;
   // Where the rendezvous store is (for MASTER_ADDR/PORT when no member hosts a worker store).
   std::string store_host;
   std::uint16_t store_port = 0;
 };
+
+// How often a member of a running round of `members` polls the change log and its ring
+// neighbour: keep_alive_interval / 2, within 50 ms and 1 s, but at least members / 10 ms, so that
+// a round's polls never pass 20,000 store requests a second (c10d_monitor.cpp).
+std::chrono::milliseconds c10d_poll_period(std::chrono::milliseconds keep_alive_interval,
+                                           int members);
 
 // This node as the other nodes see it.
 struct C10dNode {

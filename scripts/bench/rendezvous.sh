@@ -11,6 +11,10 @@
 #   rendezvous.sh per_agent K [K...]  as scale, with each agent under `perf stat --no-inherit`:
 #                                  the median over the K agents of one agent's own CPU time, page
 #                                  faults and context switches (its guard and worker not counted)
+#   rendezvous.sh simulate K [K...]  `ddp-bench rendezvous --simulate K` (no processes per member:
+#                                  K real c10d members as coroutines over a few processes against
+#                                  ddp-store serve); one row per K: formation, requests and bytes
+#                                  per member per round, heartbeat load, loss. SIM_ARGS adds flags
 #   rendezvous.sh node_loss        3 network-namespace nodes (root; take the netns lock) running
 #                                  real PyTorch gloo DDP workers that checkpoint and resume
 #                                  (--nnodes=2:3 --max_restarts=3, keep_alive_interval=1,
@@ -226,7 +230,38 @@ print(f"per agent K={k:<5d} ({len(cpu)} agents counted) median: "
 PY
 }
 
+# simulate K...: one table, a row per K, from ddp-bench rendezvous --simulate K --json.
+simulate() {
+  printf '%7s %5s %4s | %8s %8s %7s %7s %6s | %9s %7s %6s | %6s %8s %8s\n' K procs conn \
+    formed_s req/mbr sent_B recv_B cpu_s hb_req/s req/mbr/s cpu_% seen_s reform_s req/surv
+  for k in "$@"; do
+    # shellcheck disable=SC2086
+    "$BUILD/bin/ddp-bench" rendezvous --simulate "$k" ${SIM_ARGS:-} --json \
+      >"$WORK/simulate-$k.json" 2>"$WORK/simulate-$k.log" || true
+    if [ ! -s "$WORK/simulate-$k.json" ]; then  # it failed before the first round's figures
+      echo "K=$k failed:" >&2
+      tail -5 "$WORK/simulate-$k.log" >&2
+      continue
+    fi
+    python3 - "$WORK/simulate-$k.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+rd, hb, loss = r["round"], r["heartbeat"], r["loss"]
+print(f"{r['k']:7d} {r['procs']:5d} {r['members_per_connection']:4d} | "
+      f"{r['formed_s']:8.2f} {rd['requests_per_member']:8.2f} "
+      f"{rd['request_bytes_per_member']:7.0f} {rd['reply_bytes_per_member']:7.0f} "
+      f"{rd['store_cpu_s']:6.2f} | {hb['requests_per_s']:9.0f} "
+      f"{hb['requests_per_member_per_s']:7.3f} {100 * hb['store_cpu_share']:6.1f} | "
+      f"{loss['detected_s']:6.2f} {loss['reform_after_detection_s']:8.2f} "
+      f"{loss['round']['requests_per_member']:8.2f}")
+if r["error"]:
+    print(f"        K={r['k']} stopped early: {r['error']}")
+PY
+  done
+}
+
 case "${1:-}" in
+  simulate) shift; simulate "$@" ;;
   per_agent) shift; for k in "$@"; do per_agent "$k"; done ;;
   scale) shift; for k in "$@"; do for BACKEND in $BACKENDS; do scale ddprun "$k"; done; done ;;
   torchrun) shift; for k in "$@"; do scale torchrun "$k"; done ;;
@@ -235,7 +270,8 @@ case "${1:-}" in
   node_loss_sleep) for BACKEND in $BACKENDS; do node_loss_sleep member; done ;;
   node_loss_host) BACKEND=etcd; node_loss_sleep host ;;
   *)
-    echo "usage: rendezvous.sh scale K... | torchrun K... | floor K... | per_agent K... | node_loss | node_loss_sleep | node_loss_host" >&2
+    echo "usage: rendezvous.sh scale K... | torchrun K... | floor K... | per_agent K... |" \
+      "simulate K... | node_loss | node_loss_sleep | node_loss_host" >&2
     exit 2
     ;;
 esac

@@ -8,6 +8,7 @@
 #include "c10d_test_util.hpp"
 #include "ddp/error.hpp"
 #include "rendezvous/server_key_table.hpp"
+#include "rendezvous/c10d_keys.hpp"
 
 using namespace ddp::rdzv;
 using namespace ddp::rdzv::test;
@@ -121,4 +122,35 @@ TEST_CASE("issue 16: a node lost between rounds is not waited for until the last
     CHECK(o->get().group_world_size == 2);
     CHECK(o->get().restart_count == 0);
   }
+}
+
+TEST_CASE("a neighbour that has not beaten since it joined is lost only after join_timeout",
+          "[c10d]") {
+  // At 100,000 members the last members read their places long after the first started
+  // watching: a neighbour whose heartbeat is still its join's "0" is not yet lost.
+  C10dSettings s = fast_settings(1, 2);
+  s.join_timeout = 1s;  // lost_after is 3 x 40 ms
+  Cluster c(s);
+  for (int i = 0; i < 2; ++i) c.add_node();
+  REQUIRE(all_done(c.next_round({0, 1})));
+  auto w0 = spawn(c.io, c.nodes[0]->watch_round());
+  c.nodes[1].reset();  // as if it had joined and never started its monitor
+  const auto reset_at = std::chrono::steady_clock::now();
+  for (int index = 1; index <= 2; ++index) {  // node 1's join index (node 0 beats its own over it)
+    auto beat = spawn(c.io, c.store.set("/ddprun/test/" + c10d_keys::heartbeat(0, index),
+                                        to_bytes("0")));
+    REQUIRE(run_until(c.io, [&] { return beat->done; }));
+  }
+  REQUIRE(run_until(c.io, [&] { return w0->done; }, 5s));
+  CHECK(w0->get().change == RoundChange::kNodeLost);
+  CHECK(std::chrono::steady_clock::now() - reset_at >= 900ms);  // not after lost_after (120 ms)
+}
+
+TEST_CASE("a round's polls stay within the store's budget however many members it has",
+          "[c10d]") {
+  CHECK(c10d_poll_period(5s, 4) == 1s);  // half the interval, at most 1 s
+  CHECK(c10d_poll_period(40ms, 4) == 50ms);
+  CHECK(c10d_poll_period(5s, 10000) == 1s);
+  // 100,000 members polling once a second would be 200,000 requests a second: every 10 s.
+  CHECK(c10d_poll_period(5s, 100000) == 10s);
 }

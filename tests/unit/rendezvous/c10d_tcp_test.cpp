@@ -46,3 +46,30 @@ TEST_CASE("four nodes over TCP get ranks 0..3 and lose the store host cleanly", 
   REQUIRE(run_until(io, [&] { return all_done(watches); }));
   for (const auto& w : watches) CHECK(w->error);
 }
+
+TEST_CASE("a round of more nodes than the store takes keys in one request still closes",
+          "[c10d][tcp]") {
+  // The closer reads every descriptor and writes every place: at 100,000 nodes one request each
+  // would pass the store's 65,536-key limit. Here the limit is 3 keys and the round 5 nodes.
+  asio::io_context io;
+  StoreLimits limits;
+  limits.max_keys_per_query = 3;
+  TcpStoreServer server(io, "127.0.0.1", 0, limits);
+  server.start();
+  C10dSettings s = fast_settings(5, 5);
+  s.max_keys_per_request = 3;
+  std::vector<std::unique_ptr<TcpStoreClient>> clients;
+  std::vector<std::unique_ptr<C10dRendezvous>> nodes;
+  for (int i = 0; i < 5; ++i) {
+    clients.push_back(connect_client(io, server.port()));
+    nodes.push_back(std::make_unique<C10dRendezvous>(
+        io.get_executor(), *clients.back(), s,
+        C10dNode{"127.0.0.1", "n" + std::to_string(i), false}));
+  }
+  std::vector<std::shared_ptr<Outcome<RendezvousInfo>>> out;
+  for (auto& node : nodes) out.push_back(spawn(io, node->next_round(1)));
+  REQUIRE(run_until(io, [&] { return all_done(out); }));
+  std::set<int> ranks;
+  for (const auto& o : out) ranks.insert(o->get().group_rank);
+  CHECK(ranks == std::set<int>{0, 1, 2, 3, 4});
+}

@@ -1,0 +1,65 @@
+"""ddp-bench rendezvous --simulate: 64 c10d members over 2 processes against a real `ddp-store
+serve`, once with a connection per member and once with 4 members per connection. Every member
+learns a distinct place in the first round and, after one member goes silent, every survivor a
+distinct place in the next (read back from the store's place keys); the report's fields are
+present and sane. Figures are not asserted (docs/BENCHMARKS.md)."""
+
+import json
+
+import ddptest
+import store_servers
+
+K = 64
+
+
+def group_ranks(store, round_, members):
+    """The group ranks the closer of `round_` published for join indices 1..members."""
+    ranks = []
+    for i in range(1, members + 1):
+        got = ddptest.run([ddptest.bin_path("ddp-store"), "get", "--addr",
+                           f"{store.host}:{store.port}", f"/ddprun/sim/r{round_}/place/{i}"],
+                          timeout=20, check_rc=0)
+        ranks.append(json.loads(got.stdout)["group_rank"])
+    return sorted(ranks)
+
+
+def simulate(per_connection):
+    with store_servers.ddp_store() as store:
+        result = ddptest.run([ddptest.bin_path("ddp-bench"), "rendezvous", "--simulate", str(K),
+                              "--procs", "2", "--per-connection", str(per_connection),
+                              "--store", f"{store.host}:{store.port}", "--keep-alive-ms", "500",
+                              "--keep-alive-attempts", "2", "--json"], timeout=90)
+        ddptest.check(result.returncode == 0,
+                      f"exit {result.returncode}\n{result.stdout}\n{result.stderr}")
+        report = json.loads(result.stdout)
+        ddptest.check(group_ranks(store, 0, K) == list(range(K)), "round 0 places not distinct")
+        ddptest.check(group_ranks(store, 1, K - 1) == list(range(K - 1)),
+                      "round 1 places not distinct")
+        store.stop()
+    links = (K + per_connection - 1) // per_connection
+    expected = {"k": K, "procs": 2, "members_per_connection": per_connection,
+                "store_connections": K if per_connection == 1 else 2 * links}
+    for key, value in expected.items():
+        ddptest.check(report[key] == value, f"{key}: {report[key]} != {value}\n{report}")
+    ddptest.check(report["formed_s"] > 0, f"formed_s {report['formed_s']}")
+    round_ = report["round"]
+    ddptest.check(round_["members"] == K and round_["requests_per_member"] >= 5 and
+                  round_["request_bytes_per_member"] > 0 and round_["reply_bytes_per_member"] > 0,
+                  f"round {round_}")
+    beats = report["heartbeat"]
+    ddptest.check(beats["window_s"] > 0 and beats["requests_per_s"] > 0 and
+                  0 <= beats["store_cpu_share"] < 2, f"heartbeat {beats}")
+    loss = report["loss"]
+    ddptest.check(0 < loss["detected_s"] <= loss["reformed_s"] and
+                  loss["round"]["members"] == K - 1, f"loss {loss}")
+    print(f"per_connection={per_connection}: {report}")
+
+
+simulate(1)
+simulate(4)
+
+refused = ddptest.run([ddptest.bin_path("ddp-bench"), "rendezvous", "--simulate", "8",
+                       "--backend", "etcd"], timeout=20)
+ddptest.check(refused.returncode != 0 and "--backend" in refused.stderr,
+              f"--backend etcd: exit {refused.returncode}\n{refused.stderr}")
+print("PASS rendezvous simulate")
