@@ -70,6 +70,8 @@ constexpr OptionDef kOptions[] = {
     {"dry_run", 0, false, true, "Print each worker's command line and environment; start nothing."},
     {"log_level", 0, true, true, "trace, debug, info, warn, error, critical or off."},
     {"no_slurm", 0, false, true, "Ignore SLURM_* variables."},
+    {"metrics_port", 0, true, true, "Serve Prometheus metrics on this port; 0 (default) = off."},
+    {"metrics_addr", 0, true, true, "Address of the metrics endpoint (default: every interface)."},
 };
 
 constexpr std::string_view kHelpName = "help";

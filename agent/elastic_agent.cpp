@@ -53,6 +53,18 @@ asio::awaitable<Caught<T>> caught(asio::awaitable<T> op) {
   co_return result;
 }
 
+const char* round_change_name(rdzv::RoundChange change) {
+  switch (change) {
+    case rdzv::RoundChange::kPeerFailed:
+      return "peer_failed";
+    case rdzv::RoundChange::kNodeLost:
+      return "node_lost";
+    case rdzv::RoundChange::kNodeWaiting:
+      return "node_waiting";
+  }
+  return "unknown";
+}
+
 std::string describe(const WorkerExit& exit) {
   return exit.signal != 0 ? fmt::format("rank {} (local_rank {}, pid {}) killed by {}", exit.rank,
                                         exit.local_rank, exit.pid, signal_name(exit.signal))
@@ -71,6 +83,7 @@ Event exit_event(const WorkerExit& exit) {
     event.with("exit_code", exit.exit_code);
   }
   event.with("stopped_by_agent", exit.stopped_by_agent ? 1 : 0);
+  if (exit.oom_suspected) event.with("oom_suspected", 1);
   return event;
 }
 
@@ -86,6 +99,14 @@ void emit_stopped(EventSink& events, const WorkerGroup& group, std::size_t& emit
   events.emit(Event("workers_stopped")
                   .with("reason", reason)
                   .with("count", static_cast<std::int64_t>(group.exits().size())));
+}
+
+// A restart because of another node; round_change tells a lost node from a failed one.
+void emit_round_restart(EventSink& events, const rdzv::RoundEvent& event) {
+  events.emit(Event("restart")
+                  .with("reason", event.detail)
+                  .with("restart_spent", 0)
+                  .with("round_change", round_change_name(event.change)));
 }
 
 void emit_finish(EventSink& events, int exit_code, const std::string& reason) {
@@ -202,7 +223,7 @@ asio::awaitable<int> ElasticAgent::run() {
           event.detail);
       co_await group->stop(SIGTERM, config_.shutdown_timeout);
       emit_stopped(events_, *group, emitted, "round_change");
-      events_.emit(Event("restart").with("reason", event.detail).with("restart_spent", 0));
+      emit_round_restart(events_, event);
       continue;
     }
 
@@ -224,7 +245,7 @@ asio::awaitable<int> ElasticAgent::run() {
       }
       const auto event = std::get<1>(std::move(done)).get();
       log->warn("workers succeeded but another node failed: {}; restarting", event.detail);
-      events_.emit(Event("restart").with("reason", event.detail).with("restart_spent", 0));
+      emit_round_restart(events_, event);
       continue;
     }
 

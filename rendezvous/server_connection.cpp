@@ -7,6 +7,7 @@
 
 #include "common/log.hpp"
 #include "ddp/error.hpp"
+#include "rendezvous/server_stats.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/redirect_error.hpp>
@@ -49,6 +50,7 @@ ServerConnection::ServerConnection(asio::ip::tcp::socket socket, KeyTable& table
 void ServerConnection::close() {
   if (closed_) return;
   closed_ = true;
+  ServerStats::add(server_stats().connections_closed);
   session_.close();
   boost::system::error_code ignored;
   socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
@@ -89,6 +91,7 @@ asio::awaitable<void> ServerConnection::serve() {
         open = false;
         break;
       }
+      ServerStats::add(server_stats().bytes_received, n);
       open = consume(std::span<const std::uint8_t>(read_buffer_.data(), n), reply);
       if (n < read_buffer_.size()) break;
     }
@@ -113,12 +116,16 @@ bool ServerConnection::consume(std::span<const std::uint8_t> data, wire::Buffer&
     if (result.status == wire::ParseStatus::kNeedMore) return true;
     if (result.status == wire::ParseStatus::kBad) {
       log::get("store")->warn("closing store connection from {}: {}", peer_, parser_.error());
+      ServerStats::add(server_stats().bad_requests);
       return false;
     }
     try {
-      session_.handle(parser_.take_request(), reply);
+      wire::Request request = parser_.take_request();
+      server_stats().count_request(request.command);
+      session_.handle(std::move(request), reply);
     } catch (const std::exception& e) {  // ddp::Error, or bad_alloc for a huge reply
       log::get("store")->warn("closing store connection from {}: {}", peer_, e.what());
+      ServerStats::add(server_stats().bad_requests);
       return false;
     }
   }
@@ -133,6 +140,7 @@ void ServerConnection::send(wire::Buffer bytes) {
     // callback).
     boost::system::error_code ec;
     const std::size_t n = socket_.write_some(asio::buffer(bytes), ec);
+    if (!ec) ServerStats::add(server_stats().bytes_sent, n);
     if (!ec && n == bytes.size()) return;
     bytes.erase(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(ec ? 0 : n));
   }
@@ -150,7 +158,8 @@ void ServerConnection::start_write() {
   in_flight_ = std::move(pending_);
   pending_.clear();
   asio::async_write(socket_, asio::buffer(in_flight_),
-                    [self = shared_from_this()](boost::system::error_code ec, std::size_t) {
+                    [self = shared_from_this()](boost::system::error_code ec, std::size_t n) {
+                      ServerStats::add(server_stats().bytes_sent, n);
                       self->writing_ = false;
                       self->in_flight_.clear();
                       if (ec) {

@@ -6,5 +6,6 @@ target_sources(ddp_rendezvous PRIVATE
   server_session.cpp
   server_connection.cpp
   server_os_linux.cpp
+  server_stats.cpp
   tcp_store_server.cpp
   wire/request_parser.cpp)

@@ -10,6 +10,7 @@
 #include "rendezvous/memory_store.hpp"
 #include "rendezvous/server_connection.hpp"
 #include "rendezvous/server_os.hpp"
+#include "rendezvous/server_stats.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -104,11 +105,13 @@ asio::awaitable<void> accept_loop(std::shared_ptr<Shared> shared, KeyTable* tabl
     if (shared->live.size() >= limits.max_connections) {
       log->warn("store server refuses a connection: {} connections is the limit",
                 limits.max_connections);
+      ServerStats::add(server_stats().connections_refused);
       continue;  // `socket` closes here
     }
     auto connection =
         std::make_shared<ServerConnection>(std::move(socket), *table, wire_limits,
                                            std::span(shared->read_buffer.get(), kReadBufferBytes));
+    ServerStats::add(server_stats().connections_accepted);
     ServerConnection* key = connection.get();
     shared->live.emplace(key, connection);
     // Forgotten when closed: at the end of serve(), or after its last write, or by stop().
@@ -139,6 +142,7 @@ struct TcpStoreServer::Impl {
   std::string host;
   StoreLimits limits;
   MemoryStore store;
+  ServerStats::TableRegistration counted{store.table()};  // keys and waiters in the metrics
   std::shared_ptr<Shared> shared;
   std::uint16_t port = 0;
   bool started = false;

@@ -1,10 +1,13 @@
 // ddp-store serve: parse --host/--port, bind (port 0 picks one), print "listening on H:P" once the
-// server accepts, and run the io_context until SIGINT or SIGTERM stops it.
+// server accepts, and run the io_context until SIGINT or SIGTERM stops it. --metrics_port serves
+// the store's counters to Prometheus from the same io_context.
 
 #include "apps/ddp-store/serve_command.hpp"
 
 #include "common/log.hpp"
+#include "common/metrics/http_server.hpp"
 #include "ddp/error.hpp"
+#include "rendezvous/metrics/store_metrics.hpp"
 #include "rendezvous/tcp_store_server.hpp"
 
 #include <CLI/CLI.hpp>
@@ -14,6 +17,7 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
+#include <memory>
 
 namespace ddp::store_cli {
 
@@ -27,6 +31,11 @@ int run_serve(const std::vector<std::string>& args) {
       ->capture_default_str();
   app.add_option("--port", port, "port to listen on; 0 picks a free one")->capture_default_str();
   app.add_option("--log_level,--log-level", log_level, "trace, debug, info, warn, error or off");
+  metrics::HttpServerOptions metrics_options;
+  app.add_option("--metrics_port,--metrics-port", metrics_options.port,
+                 "serve Prometheus metrics at http://ADDR:PORT/metrics; 0 (default) = off");
+  app.add_option("--metrics_addr,--metrics-addr", metrics_options.host,
+                 "address of the metrics endpoint (default: every interface)");
   std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 parses a reversed vector
   try {
     app.parse(reversed);
@@ -42,11 +51,21 @@ int run_serve(const std::vector<std::string>& args) {
     boost::asio::io_context io;
     rdzv::TcpStoreServer server(io, host, port);
     server.start();
+    metrics::Registry registry;
+    std::unique_ptr<metrics::MetricsServer> metrics_server;
+    if (metrics_options.port != 0) {
+      registry.gauge("ddp_store_up", "1 while this ddp-store serves.").set(1);
+      rdzv::export_store_metrics(registry);
+      metrics_server = std::make_unique<metrics::MetricsServer>(io, registry, metrics_options);
+      metrics_server->start();
+      log::get("store")->info("metrics at http://{}/metrics", metrics_server->address());
+    }
     boost::asio::signal_set signals(io, SIGINT, SIGTERM);
     signals.async_wait([&](const boost::system::error_code& ec, int signal) {
       if (ec) return;
       log::get("store")->info("stopping on signal {}", signal);
       server.stop();
+      if (metrics_server) metrics_server->stop();
       io.stop();
     });
     // The acceptor listens already; connections made from now on are served once io runs.
