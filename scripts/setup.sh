@@ -18,6 +18,8 @@ packages=(
   slurmctld slurmd slurm-client munge
   # benchmark scripts (perf: rendezvous.sh per_agent)
   bc linux-perf
+  # metrics tests: a real Prometheus server and promtool (docs/metrics.md)
+  prometheus
 )
 
 missing=()

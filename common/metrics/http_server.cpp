@@ -96,10 +96,12 @@ void listen(asio::io_context& io, tcp::acceptor& acceptor, const HttpServerOptio
                             options.host.empty() ? "*" : options.host, options.port, ec.message()));
 }
 
-// Ends of a connection that are no one's fault: the client closed between requests, the
-// server stopped, or a keep-alive connection sat idle past the deadline.
+// Ends of a connection that are no one's fault: the client closed (between requests, or in the
+// middle of one: it gave up), the server stopped, or a keep-alive connection sat idle past the
+// deadline.
 bool is_quiet_end(const boost::system::error_code& ec, bool got_some) {
-  return ec == http::error::end_of_stream || ec == asio::error::eof ||
+  return ec == http::error::end_of_stream || ec == http::error::partial_message ||
+         ec == asio::error::eof ||
          ec == asio::error::connection_reset || ec == asio::error::operation_aborted ||
          ec == asio::error::bad_descriptor || (ec == beast::error::timeout && !got_some);
 }
