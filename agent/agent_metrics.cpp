@@ -6,6 +6,7 @@
 #include "agent/agent_metrics.hpp"
 
 #include "common/log.hpp"
+#include "common/metrics/process_metrics.hpp"
 #include "rendezvous/metrics/store_metrics.hpp"
 
 namespace ddp::agent {
@@ -160,6 +161,7 @@ metrics::HttpServerOptions server_options(const LaunchConfig& config) {
 MetricsEndpoint::MetricsEndpoint(boost::asio::io_context& io, const LaunchConfig& config)
     : agent_(registry_, config), server_(io, registry_, server_options(config)) {
   rdzv::export_store_metrics(registry_);
+  metrics::export_process_metrics(registry_);
   server_.start();
   log::get("agent")->info("metrics at http://{}/metrics", server_.address());
 }

@@ -6,6 +6,7 @@
 
 #include "common/log.hpp"
 #include "common/metrics/http_server.hpp"
+#include "common/metrics/process_metrics.hpp"
 #include "ddp/error.hpp"
 #include "rendezvous/metrics/store_metrics.hpp"
 #include "rendezvous/tcp_store_server.hpp"
@@ -56,6 +57,7 @@ int run_serve(const std::vector<std::string>& args) {
     if (metrics_options.port != 0) {
       registry.gauge("ddp_store_up", "1 while this ddp-store serves.").set(1);
       rdzv::export_store_metrics(registry);
+      metrics::export_process_metrics(registry);
       metrics_server = std::make_unique<metrics::MetricsServer>(io, registry, metrics_options);
       metrics_server->start();
       log::get("store")->info("metrics at http://{}/metrics", metrics_server->address());
