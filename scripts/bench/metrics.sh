@@ -22,7 +22,9 @@ trap cleanup EXIT
 
 cpu_ns() { awk '{print $1}' "/proc/$1/schedstat"; }
 status_kb() { awk -v k="$2:" '$1 == k {print $2}' "/proc/$1/status"; }
-free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+free_port() {
+  /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
 
 # run MODE: one agent run; prints "cpu_ms rss_kb hwm_kb".
 run() {
@@ -53,9 +55,12 @@ run() {
   echo "$(echo "($end - $start) / 1000000" | bc -l) $rss $hwm"
 }
 
-median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
+median() {
+  sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'
+}
 
-echo "metrics cost: agent with $nproc idle workers, ${seconds}s windows, $rounds rounds, $(nproc) CPUs"
+echo "metrics cost: agent with $nproc idle workers, ${seconds}s windows, $rounds rounds," \
+  "$(nproc) CPUs"
 declare -A cpu rss hwm
 for ((r = 1; r <= rounds; r++)); do
   for mode in off on; do

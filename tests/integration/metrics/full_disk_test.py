@@ -4,7 +4,6 @@ when the job succeeded but its event log was lost; a failed job keeps its worker
 Needs root (mount)."""
 
 import os
-import subprocess
 import sys
 
 import ddptest

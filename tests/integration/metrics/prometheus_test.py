@@ -8,8 +8,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
-import time
 import urllib.parse
 import urllib.request
 import uuid
@@ -119,7 +117,8 @@ def main():
 
         agent.send_signal(signal.SIGTERM)
         out, _ = agent.communicate(timeout=60)
-        ddptest.check(agent.returncode == 128 + signal.SIGTERM, f"ddprun exit {agent.returncode}\n{out}")
+        ddptest.check(agent.returncode == 128 + signal.SIGTERM,
+                      f"ddprun exit {agent.returncode}\n{out}")
         ddptest.check(out.count("bad request from 127.0.0.1") == 2,
                       f"expected one log line per bad request:\n{out}")
     finally:

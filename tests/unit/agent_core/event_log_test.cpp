@@ -70,7 +70,7 @@ TEST_CASE("issue 19: a failed event log write is reported and the log counts as 
   CHECK_FALSE(TeeEventSink({&null}).has_lost_events());
 }
 
-TEST_CASE("each kind of lost output is reported once; a closed console pipe is not a failure",
+TEST_CASE("each kind of lost output is reported once, and a closed console pipe is no failure",
           "[event_log]") {
   // This binary's only kWorkerLogs and kConsole reports happen here.
   CHECK(report_write_failure(WriteTarget::kWorkerLogs, "/logs/0/stdout.log", ENOSPC));

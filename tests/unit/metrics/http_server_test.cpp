@@ -103,7 +103,7 @@ TEST_CASE("a scrape over TCP returns the registry, twice on one keep-alive conne
   CHECK(client.response().result() == http::status::ok);
 }
 
-TEST_CASE("a bad request gets 400 and a close; the server goes on serving", "[http]") {
+TEST_CASE("a bad request gets 400 and a close, and the server goes on serving", "[http]") {
   Registry registry;
   ServerThread server(registry);
   for (const std::string& bad_input :
