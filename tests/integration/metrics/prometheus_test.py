@@ -1,6 +1,7 @@
 """A real Prometheus server scrapes a running ddprun: promtool accepts the exposition, bad HTTP
 requests get a 400 while the agent keeps serving, and after one worker failure Prometheus' query
-API reports ddprun_restarts_total 1 and ddprun_world_size 2 (issue 19)."""
+API reports ddprun_restarts_total 1 and ddprun_world_size 2 (issue 19). Also: a taken
+--metrics_port stops ddprun at launch with exit 1."""
 
 import json
 import os
@@ -62,7 +63,21 @@ def query(prom_port, expr):
     return float(result[0]["value"][1]) if len(result) == 1 else None
 
 
+def taken_port():
+    """A taken --metrics_port stops ddprun before any worker starts: exit 1, naming the flag."""
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        result = ddptest.run([ddptest.bin_path("ddprun"), "--metrics_port", str(port),
+                              "--metrics_addr", "127.0.0.1", "--no_python", "true"], timeout=30)
+    ddptest.check(result.returncode == 1 and f"--metrics_port {port}" in result.stderr
+                  and "in use" in result.stderr,
+                  f"taken metrics port: exit {result.returncode}\n{result.stderr}")
+
+
 def main():
+    taken_port()
     ddptest.require(shutil.which("prometheus") and shutil.which("promtool"),
                     "prometheus and promtool are not installed (apt-get install prometheus)")
     tmp = ddptest.temp_dir("ddptest_prom_")
