@@ -60,9 +60,11 @@ constexpr OptionDef kOptions[] = {
     {"event_log_handler", 0, true, true, "torchrun event-log handler name (only 'null')."},
     {"logs_specs", 0, true, false, "torchrun logs-specs plug-in (not supported)."},
     {"numa_binding", 0, true, false,
-     "node, socket, exclusive or core-complex (not supported yet)."},
+     "Bind workers to CPUs near their GPU: node, socket, exclusive or core-complex."},
     {"signals_to_handle", 0, true, true, "Signals forwarded to workers (SIGTERM,SIGINT,...)."},
     {"shutdown_timeout", 0, true, true, "Seconds from stop signal to SIGKILL (default 30)."},
+    {"hang_timeout", 0, true, true,
+     "Seconds without progress after which a rank counts as hung (default 0: off)."},
     {"virtual_local_rank", 0, false, true, "LOCAL_RANK=0 and one CUDA device per worker."},
     {"python", 0, true, true, "Python interpreter (default $PYTHON_EXEC, else python3)."},
     {"event_log", 0, true, true, "Write JSON-lines events to this file."},
@@ -70,11 +72,40 @@ constexpr OptionDef kOptions[] = {
     {"dry_run", 0, false, true, "Print each worker's command line and environment; start nothing."},
     {"log_level", 0, true, true, "trace, debug, info, warn, error, critical or off."},
     {"no_slurm", 0, false, true, "Ignore SLURM_* variables."},
+    {"hostfile", 0, true, true, "Start the job on every host of FILE over ssh (host [slots=N])."},
+    {"ssh", 0, true, true, "With --hostfile: ssh command (default 'ssh -o BatchMode=yes')."},
+    {"remote_ddprun", 0, true, true, "With --hostfile: ddprun's path on the hosts (default ours)."},
+    {"export", 0, true, true, "With --hostfile: also forward VAR[,VAR=VALUE...] (NCCL_*, GLOO_*)."},
+    {"include", 0, true, true, "With --hostfile: only these hosts (host[,host])."},
+    {"exclude", 0, true, true, "With --hostfile: leave these hosts out (host[,host])."},
+    {"stdin_signals", 0, false, true, "Act on signal names read from stdin; EOF acts as SIGHUP."},
     {"metrics_port", 0, true, true, "Serve Prometheus metrics on this port; 0 (default) = off."},
     {"metrics_addr", 0, true, true, "Address of the metrics endpoint (default: every interface)."},
 };
 
+// python -m torch.distributed.launch's own options, read only under the name ddprun-launch.
+constexpr OptionDef kLegacyOptions[] = {
+    {"use_env", 0, false, false, "Workers read LOCAL_RANK from the environment: no --local_rank."},
+    {"local_rank_arg", 0, true, false,
+     "Spelling of the worker's argument: underscore (--local_rank=N, default) or dash."},
+};
+
 constexpr std::string_view kHelpName = "help";
+constexpr std::string_view kVersionName = "version";
+
+// The options a command line may use: ddprun's, plus the legacy launcher's under ddprun-launch.
+std::vector<const OptionDef*> options_for(bool legacy_launch) {
+  std::vector<const OptionDef*> options;
+  for (const OptionDef& option : kOptions) options.push_back(&option);
+  if (legacy_launch) {
+    for (const OptionDef& option : kLegacyOptions) options.push_back(&option);
+  }
+  return options;
+}
+
+const char* program_name(bool legacy_launch) {
+  return legacy_launch ? "ddprun-launch" : "ddprun";
+}
 
 std::string dashed(std::string_view dest) {
   std::string name(dest);
@@ -91,30 +122,45 @@ std::string cli11_names(const OptionDef& option) {
   return names;
 }
 
-const OptionDef* find_short(char name) {
-  for (const OptionDef& option : kOptions) {
-    if (option.short_name == name) return &option;
+const OptionDef* find_short(const std::vector<const OptionDef*>& options, char name) {
+  for (const OptionDef* option : options) {
+    if (option->short_name == name) return option;
   }
   return nullptr;
 }
 
+// The error for an option this mode does not know; the legacy launcher's options get a hint.
+ConfigError unrecognized(std::string_view spelled, bool legacy_launch) {
+  const std::string name(spelled.substr(spelled.find_first_not_of('-')));
+  for (const OptionDef& option : kLegacyOptions) {
+    if (!legacy_launch && (name == option.dest || name == dashed(option.dest))) {
+      return ConfigError(fmt::format(
+          "unrecognized option: {} (python -m torch.distributed.launch's option: run "
+          "ddprun-launch, installed beside ddprun, for its command line; see ddprun --help)",
+          spelled));
+    }
+  }
+  return ConfigError(fmt::format("unrecognized option: {} (see {} --help)", spelled,
+                                 program_name(legacy_launch)));
+}
+
 // argparse's rule: an exact spelling wins, else a prefix of exactly one option (either
 // spelling). Returns nullptr for "--help" and its unique prefixes, which are not in the table.
-const OptionDef* resolve_long(std::string_view name) {
+const OptionDef* resolve_long(std::string_view name, bool legacy_launch) {
   if (name == kHelpName) return nullptr;
   std::vector<std::string> matches;  // underscore names of every option the prefix fits
   const OptionDef* match = nullptr;
-  for (const OptionDef& option : kOptions) {
-    const std::string under = option.dest;
-    const std::string dash = dashed(option.dest);
-    if (name == under || name == dash) return &option;
+  for (const OptionDef* option : options_for(legacy_launch)) {
+    const std::string under = option->dest;
+    const std::string dash = dashed(option->dest);
+    if (name == under || name == dash) return option;
     if (under.starts_with(name) || dash.starts_with(name)) {
       matches.push_back(under);
-      match = &option;
+      match = option;
     }
   }
   if (kHelpName.starts_with(name)) matches.emplace_back(kHelpName);
-  if (matches.empty()) throw ConfigError(fmt::format("unrecognized option: --{}", name));
+  if (matches.empty()) throw unrecognized(fmt::format("--{}", name), legacy_launch);
   if (matches.size() == 1) return matches.front() == kHelpName ? nullptr : match;
   std::string names;
   for (const std::string& candidate : matches) {
@@ -125,6 +171,7 @@ const OptionDef* resolve_long(std::string_view name) {
 
 struct ScanResult {
   bool help = false;
+  bool version = false;
   std::map<std::string, std::string> values;  // by dest; flags "1"; a repeated option: the last
   std::string training_script;
   std::vector<std::string> training_script_args;
@@ -132,8 +179,9 @@ struct ScanResult {
 };
 
 // Walks argv up to the training script. Everything after the script is copied untouched.
-ScanResult scan(int argc, const char* const* argv) {
+ScanResult scan(int argc, const char* const* argv, bool legacy_launch) {
   ScanResult result;
+  const std::vector<const OptionDef*> options = options_for(legacy_launch);
   int i = 1;
   const auto take_value = [&](const OptionDef& option, std::optional<std::string> inline_value,
                               std::string_view spelled) {
@@ -161,7 +209,11 @@ ScanResult scan(int argc, const char* const* argv) {
       const std::string_view name = arg.substr(2, eq == std::string_view::npos ? eq : eq - 2);
       std::optional<std::string> inline_value;
       if (eq != std::string_view::npos) inline_value = std::string(arg.substr(eq + 1));
-      const OptionDef* option = resolve_long(name);
+      if (name == kVersionName && !inline_value) {  // exact spelling only: "--v" stays a prefix
+        result.version = true;
+        return result;
+      }
+      const OptionDef* option = resolve_long(name, legacy_launch);
       if (option == nullptr) {  // --help: argparse prints help at once, whatever follows
         result.help = true;
         return result;
@@ -172,8 +224,8 @@ ScanResult scan(int argc, const char* const* argv) {
         result.help = true;
         return result;
       }
-      const OptionDef* option = find_short(arg[1]);
-      if (option == nullptr) throw ConfigError(fmt::format("unrecognized option: {}", arg));
+      const OptionDef* option = find_short(options, arg[1]);
+      if (option == nullptr) throw unrecognized(arg, legacy_launch);
       std::optional<std::string> inline_value;
       if (arg.size() > 2) inline_value = std::string(arg.substr(arg[2] == '=' ? 3 : 2));
       take_value(*option, inline_value, arg.substr(0, 2));
@@ -191,20 +243,26 @@ ScanResult scan(int argc, const char* const* argv) {
   return result;
 }
 
-std::unique_ptr<CLI::App> make_app() {
-  auto app = std::make_unique<CLI::App>("ddprun: a native drop-in for torchrun.", "ddprun");
-  app->footer(
+std::unique_ptr<CLI::App> make_app(bool legacy_launch) {
+  auto app = legacy_launch
+                 ? std::make_unique<CLI::App>(
+                       "ddprun-launch: a native drop-in for python -m torch.distributed.launch.",
+                       "ddprun-launch")
+                 : std::make_unique<CLI::App>("ddprun: a native drop-in for torchrun.", "ddprun");
+  app->footer(fmt::format(
       "Options end at training_script; everything after it goes to the workers untouched.\n"
       "Each option also reads PET_<OPTION> from the environment (e.g. PET_NPROC_PER_NODE),\n"
-      "except --numa_binding and --logs_specs. Unique prefixes work: --nproc=2.");
+      "except --numa_binding, --logs_specs{}. Unique prefixes work: --nproc=2.",
+      legacy_launch ? ", --use_env and --local_rank_arg" : " and --version"));
   app->add_option("training_script", "The script (or module with -m, command with --no_python).");
   app->add_option("training_script_args", "Its arguments.");
   app->set_help_flag("-h,--help", "Print this help and exit.");
-  for (const OptionDef& option : kOptions) {
-    if (option.takes_value) {
-      app->add_option(cli11_names(option), option.help);
+  app->set_version_flag("--version", "ddprun", "Print the version and exit.");
+  for (const OptionDef* option : options_for(legacy_launch)) {
+    if (option->takes_value) {
+      app->add_option(cli11_names(*option), option->help);
     } else {
-      app->add_flag(cli11_names(option), option.help);
+      app->add_flag(cli11_names(*option), option->help);
     }
   }
   return app;
@@ -221,12 +279,15 @@ std::string pet_variable(const std::string& dest) {
 
 RawArgs read_cli_args(int argc, const char* const* argv,
                       const std::map<std::string, std::string>& env) {
-  ScanResult scanned = scan(argc, argv);
   RawArgs raw;
+  raw.legacy_launch = argc > 0 && is_legacy_launcher(argv[0]);
+  ScanResult scanned = scan(argc, argv, raw.legacy_launch);
   raw.help = scanned.help;
-  if (raw.help) return raw;
+  raw.version = scanned.version;
+  if (raw.help || raw.version) return raw;
 
-  for (const OptionDef& option : kOptions) {
+  for (const OptionDef* option_ptr : options_for(raw.legacy_launch)) {
+    const OptionDef& option = *option_ptr;
     const std::string origin = fmt::format("--{}", option.dest);
     if (const auto given = scanned.values.find(option.dest); given != scanned.values.end()) {
       raw.values[option.dest] = RawValue{given->second, ValueSource::kCli, origin};
@@ -249,13 +310,29 @@ RawArgs read_cli_args(int argc, const char* const* argv,
     if (*number != 0) raw.values[option.dest] = RawValue{"1", ValueSource::kEnv, variable};
   }
   if (!scanned.has_script) {
-    throw ConfigError("training_script: missing (usage: ddprun [options] script [args...])");
+    throw ConfigError(fmt::format("training_script: missing (usage: {0} [options] script "
+                                  "[args...]; see {0} --help)",
+                                  program_name(raw.legacy_launch)));
   }
   raw.training_script = std::move(scanned.training_script);
   raw.training_script_args = std::move(scanned.training_script_args);
   return raw;
 }
 
-std::string cli_usage() { return make_app()->help(); }
+bool is_flag_option(const std::string& dest) {
+  for (const OptionDef& option : kOptions) {
+    if (dest == option.dest) return !option.takes_value;
+  }
+  return false;
+}
+
+std::string cli_usage(bool legacy_launch) { return make_app(legacy_launch)->help(); }
+
+bool is_legacy_launcher(const char* argv0) {
+  if (argv0 == nullptr) return false;
+  const std::string_view path(argv0);
+  const std::size_t slash = path.rfind('/');
+  return path.substr(slash == std::string_view::npos ? 0 : slash + 1) == "ddprun-launch";
+}
 
 }  // namespace ddp::agent

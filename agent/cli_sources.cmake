@@ -1,4 +1,4 @@
-# CLI sources (engineer "cli"): LaunchConfig parsing, worker specs, log dirs, --dry_run.
+# CLI sources: LaunchConfig parsing, worker specs, log dirs, --dry_run.
 target_sources(ddp_agent PRIVATE
   cli_args.cpp
   dry_run.cpp
@@ -6,6 +6,8 @@ target_sources(ddp_agent PRIVATE
   launch_config.cpp
   log_dirs.cpp
   nproc.cpp
+  numa_binding.cpp
+  numa_binding_linux.cpp
   rdzv_conf.cpp
   signal_names.cpp
   std_streams.cpp

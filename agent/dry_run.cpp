@@ -45,7 +45,12 @@ void print_config(const LaunchConfig& config, std::ostream& out) {
   dest_line("standalone", config.standalone ? "yes" : "no");
   dest_line("node_rank", std::to_string(config.node_rank));
   dest_line("master_addr", config.master_addr);
-  dest_line("master_port", config.master_port ? std::to_string(*config.master_port) : kFreePort);
+  if (!config.master_port && config.rdzv_backend == "static" && config.rdzv_endpoint.port) {
+    line("master_port", fmt::format("{} (from --rdzv_endpoint)", *config.rdzv_endpoint.port));
+  } else {
+    dest_line("master_port", config.master_port ? std::to_string(*config.master_port) : kFreePort);
+  }
+  if (config.numa_binding) dest_line("numa_binding", *config.numa_binding);
   dest_line("max_restarts", std::to_string(config.max_restarts));
   dest_line("role", config.role);
   dest_line("python", config.python);
@@ -96,17 +101,21 @@ void print_dry_run(const LaunchConfig& config, const std::map<std::string, std::
   info.group_world_size = config.nnodes_max;
   info.rank_base = info.group_rank * config.nproc_per_node;
   info.world_size = config.nnodes_max * config.nproc_per_node;
-  info.master_addr =
-      config.rdzv_backend == "static" ? config.master_addr : "<rank-0 node's address>";
-  const bool port_known = config.rdzv_backend == "static" && config.master_port.has_value();
-  info.master_port = port_known ? static_cast<std::uint16_t>(*config.master_port) : 0;
+  // Static: the store's endpoint, which --rdzv_endpoint=H:P sets over master_addr:master_port
+  // (as the run itself uses it: rendezvous_factory.cpp).
+  const bool is_static = config.rdzv_backend == "static";
+  info.master_addr = is_static ? config.rdzv_endpoint.host : "<rank-0 node's address>";
+  const bool port_known = is_static && config.rdzv_endpoint.port.has_value();
+  info.master_port = port_known ? static_cast<std::uint16_t>(*config.rdzv_endpoint.port) : 0;
   const std::filesystem::path run_dir =
       std::filesystem::path(config.log_dir.value_or("<log_dir>")) / (config.rdzv_id + "_<random>");
   const std::string attempt_dir = attempt_log_dir(run_dir.string(), 0);
 
   out << fmt::format("workers (first round: group_rank={} of {} node(s), {} worker(s) per node):\n",
                      info.group_rank, info.group_world_size, config.nproc_per_node);
-  for (const WorkerSpec& spec : make_worker_specs(config, info, parent_env, attempt_dir)) {
+  auto specs = make_worker_specs(config, info, parent_env, attempt_dir);
+  apply_numa_bindings(numa_bindings_for(config, parent_env), specs);
+  for (const WorkerSpec& spec : specs) {
     out << fmt::format("worker local_rank={} rank={}\n  command:", spec.local_rank, spec.rank);
     for (const std::string& word : spec.argv) out << ' ' << shell_quote(word);
     out << "\n  environment set by ddprun (everything else is inherited):\n";
@@ -119,6 +128,10 @@ void print_dry_run(const LaunchConfig& config, const std::map<std::string, std::
     out << fmt::format("  stderr: {}\n",
                        stream_route(spec.redirect_mask, spec.tee_mask, kStdErr, spec.stderr_path));
     if (!spec.console_visible) out << "  console: hidden by --local_ranks_filter\n";
+    if (!spec.numa.cpus.empty()) {
+      out << fmt::format("  cpus: {} (memory from NUMA node {})\n", to_cpu_list(spec.numa.cpus),
+                         spec.numa.memory_node);
+    }
   }
 }
 

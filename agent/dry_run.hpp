@@ -12,8 +12,9 @@
 namespace ddp::agent {
 
 // Writes the dry-run report to `out`. `parent_env` is ddprun's environment (for the inherited
-// values the workers' variables depend on). MASTER_PORT shows the configured port or
-// "<free port chosen at launch>"; log paths show "<log_dir>" placeholders.
+// values the workers' variables depend on). MASTER_PORT shows the static store's port
+// (--rdzv_endpoint=H:P, else --master_port) or "<free port chosen at launch>"; log paths show
+// "<log_dir>" placeholders; --numa_binding adds each worker's CPUs.
 void print_dry_run(const LaunchConfig& config, const std::map<std::string, std::string>& parent_env,
                    std::ostream& out);
 

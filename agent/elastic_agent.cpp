@@ -11,11 +11,14 @@
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <csignal>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <optional>
 #include <set>
 
 #include "agent/failure_report.hpp"
+#include "agent/hang_detector.hpp"
 #include "agent/log_dirs.hpp"
 #include "agent/signal_names.hpp"
 #include "agent/worker_group.hpp"
@@ -116,12 +119,54 @@ void emit_finish(EventSink& events, int exit_code, const std::string& reason) {
 std::set<int> handled_signals(const LaunchConfig& config) {
   std::set<int> signals{SIGINT, SIGTERM, SIGHUP, SIGQUIT};
   signals.insert(config.signals_to_handle.begin(), config.signals_to_handle.end());
+  signals.erase(SIGQUIT);  // stack reports (StackService), never a stop
   return signals;
+}
+
+// What the hang detector and the stack service watch: each worker, its pid and its files.
+std::vector<HangTarget> make_hang_targets(const std::vector<WorkerSpec>& specs,
+                                          const std::vector<pid_t>& pids) {
+  std::vector<HangTarget> targets;
+  for (std::size_t i = 0; i < specs.size() && i < pids.size(); ++i) {
+    HangTarget target;
+    target.worker = {specs[i].rank, specs[i].local_rank, pids[i], specs[i].log_dir};
+    target.progress_file = specs[i].ddprun_env.at(kProgressFileEnv);
+    targets.push_back(std::move(target));
+  }
+  return targets;
+}
+
+// Multi-node jobs with --hang_timeout: the detectors share long waits through the job's store.
+std::shared_ptr<HangPeers> hang_peers(const LaunchConfig& config,
+                                      const rdzv::RendezvousInfo& info, const std::string& addr,
+                                      std::uint16_t port) {
+  if (info.group_world_size <= 1 || config.hang_timeout.count() <= 0 || port == 0) return nullptr;
+  return make_store_hang_peers(addr, port, info.run_id, info.round);
+}
+
+// The failure a hang counts as: the first hung rank's exit, which the agent caused but which is
+// the root cause all the same.
+WorkerExit hung_exit(const std::vector<WorkerExit>& exits, const HangVerdict& verdict) {
+  for (const auto& exit : exits) {
+    if (exit.rank == verdict.lagging.front()) {
+      WorkerExit hung = exit;
+      hung.stopped_by_agent = false;
+      return hung;
+    }
+  }
+  WorkerExit hung;
+  hung.rank = verdict.lagging.front();
+  hung.exit_code = 1;
+  return hung;
 }
 
 }  // namespace
 
 std::string local_host_name() {
+  // Set by a --hostfile launcher: the name the hostfile gave this node.
+  if (const char* given = std::getenv("DDPRUN_NODE_NAME"); given != nullptr && *given != '\0') {
+    return given;
+  }
   char name[256] = {};
   if (gethostname(name, sizeof(name) - 1) != 0) return "localhost";
   return name;
@@ -136,8 +181,13 @@ ElasticAgent::ElasticAgent(asio::io_context& io, const LaunchConfig& config,
       rendezvous_(rendezvous),
       events_(events),
       signals_(io),
-      host_(local_host_name()) {
+      host_(local_host_name()),
+      stacks_(io, events, host_) {
   for (int signal : handled_signals(config)) signals_.add(signal);
+}
+
+ElasticAgent::~ElasticAgent() {
+  if (hang_peers_) hang_peers_->close();
 }
 
 asio::awaitable<int> ElasticAgent::wait_signal() {
@@ -156,14 +206,17 @@ asio::awaitable<bool> ElasticAgent::finish_success() {
 asio::awaitable<int> ElasticAgent::run() {
   auto log = log::get("agent");
   const std::string run_dir = create_run_log_dir(config_.log_dir, config_.rdzv_id, parent_env_);
+  const TemporaryLogDir temporary_log_dir(config_.log_dir, run_dir);  // gone after `group`
   log->info("log directory {}", run_dir);
-  if (sets_omp_num_threads(config_, parent_env_)) {
-    const std::string stars(60, '*');
-    log->warn("\n{}\n{}\n{}", stars, kOmpNumThreadsWarning, stars);
+  stacks_.start(run_dir);
+  if (sets_omp_num_threads(config_, parent_env_) && log->should_log(spdlog::level::warn)) {
+    const std::string banner = omp_num_threads_banner();  // one block, as torchrun prints it
+    std::fwrite(banner.data(), 1, banner.size(), stderr);
   }
 
   std::unique_ptr<WorkerGroup> group;
   for (;;) {
+    stacks_.set_workers({});
     auto joined = co_await (
         caught(rdzv::abandonable(rendezvous_.next_round(config_.nproc_per_node))) || wait_signal());
     if (joined.index() == 1) {
@@ -181,10 +234,13 @@ asio::awaitable<int> ElasticAgent::run() {
                      .with("restart_count", info.restart_count)
                      .with("master_addr", info.master_addr)
                      .with("master_port", static_cast<std::int64_t>(info.master_port)));
+    const auto [stack_addr, stack_port] = stack_store_of(config_, info);
+    stacks_.on_round(info, stack_addr, stack_port);
 
     const std::string attempt_dir = attempt_log_dir(run_dir, info.restart_count);
     prepare_attempt_log_dir(attempt_dir, config_.nproc_per_node);
-    const auto specs = make_worker_specs(config_, info, parent_env_, attempt_dir);
+    auto specs = make_worker_specs(config_, info, parent_env_, attempt_dir);
+    apply_numa_bindings(numa_bindings_for(config_, parent_env_), specs);
     group.reset();  // the previous attempt's processes are all gone by now
     OutputOptions output;
     output.host = host_;
@@ -201,9 +257,17 @@ asio::awaitable<int> ElasticAgent::run() {
     log->info("workers started restart_count={} ranks={}..{} world_size={}", info.restart_count,
               info.rank_base, info.rank_base + config_.nproc_per_node - 1, info.world_size);
     std::size_t emitted = 0;
+    const auto hang_targets = make_hang_targets(specs, group->pids());
+    if (hang_peers_) hang_peers_->close();
+    hang_peers_ = hang_peers(config_, info, stack_addr, stack_port);
+    std::vector<StackTarget> stack_targets;
+    for (const auto& target : hang_targets) stack_targets.push_back(target.worker);
+    stacks_.set_workers(stack_targets);
 
     auto outcome = co_await (caught(group->wait_first_failure()) ||
-                             caught(rendezvous_.watch_round()) || wait_signal());
+                             caught(rendezvous_.watch_round()) || wait_signal() ||
+                             caught(watch_for_hang(hang_targets, config_.hang_timeout,
+                                                   hang_peers_, info.group_rank)));
 
     if (outcome.index() == 2) {  // a handled signal: forward it, grace, kill, exit 128+N
       const int signal = std::get<2>(outcome);
@@ -227,7 +291,28 @@ asio::awaitable<int> ElasticAgent::run() {
       continue;
     }
 
-    const auto failure = std::get<0>(std::move(outcome)).get();
+    std::optional<WorkerExit> failure;
+    std::string reason;  // what the failure is reported as (restart event, other nodes)
+    if (outcome.index() == 3) {  // a hang: report it, then fail the attempt as the hung rank
+      const HangVerdict verdict = std::get<3>(std::move(outcome)).get();
+      log->error("{}; stopping the workers", verdict.summary);
+      const auto detected = std::chrono::steady_clock::now();
+      co_await stacks_.report("hang", verdict.lines, true);
+      const auto report_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+          std::chrono::steady_clock::now() - detected);
+      events_.emit(Event("hang")
+                       .with("summary", verdict.summary)
+                       .with("ranks", std::vector<std::int64_t>(verdict.lagging.begin(),
+                                                                 verdict.lagging.end()))
+                       .with("idle_ms", std::llround(verdict.idle_s * 1000))
+                       .with("report_ms", static_cast<std::int64_t>(report_ms.count())));
+      group->signal_all(SIGCONT);  // a stopped worker must run to take SIGTERM
+      failure = hung_exit(co_await group->stop(SIGTERM, config_.shutdown_timeout), verdict);
+      emit_stopped(events_, *group, emitted, "hang");
+      reason = fmt::format("{} ({})", verdict.summary, host_);
+    } else {
+      failure = std::get<0>(std::move(outcome)).get();
+    }
     if (!failure) {  // every worker exited 0: the exit barrier, unless another node fails now
       emit_exits(events_, *group, emitted);
       auto done = co_await (caught(rdzv::abandonable(finish_success())) ||
@@ -249,15 +334,18 @@ asio::awaitable<int> ElasticAgent::run() {
       continue;
     }
 
-    log->error("worker failed {}; stopping the other workers", describe(*failure));
-    co_await group->stop(SIGTERM, config_.shutdown_timeout);
-    emit_stopped(events_, *group, emitted, "failure");
-    const int restart_count = co_await rendezvous_.report_failure(describe(*failure));
+    if (outcome.index() != 3) {
+      reason = describe(*failure);
+      log->error("worker failed {}; stopping the other workers", describe(*failure));
+      co_await group->stop(SIGTERM, config_.shutdown_timeout);
+      emit_stopped(events_, *group, emitted, "failure");
+    }
+    const int restart_count = co_await rendezvous_.report_failure(reason);
     if (restart_count <= config_.max_restarts) {
       log->warn("restarting workers restart_count={} max_restarts={}", restart_count,
                 config_.max_restarts);
       events_.emit(Event("restart")
-                       .with("reason", describe(*failure))
+                       .with("reason", reason)
                        .with("restart_spent", 1)
                        .with("restart_count", restart_count));
       continue;
@@ -265,7 +353,9 @@ asio::awaitable<int> ElasticAgent::run() {
 
     auto failures = reportable_failures(group->exits());
     if (failures.empty()) failures.push_back(*failure);
-    const std::string report = format_failure_report(entrypoint_name(config_), host_, failures);
+    const std::string report = format_failure_report(
+        entrypoint_name(config_), host_, failures,
+        make_report_context(config_, parent_env_, temporary_log_dir.kept_dir()));
     std::fwrite(report.data(), 1, report.size(), stderr);
     std::fflush(stderr);
     co_await rendezvous_.finish(false);

@@ -15,6 +15,8 @@
 //                        | spent --> failure report, finish(false) --> exit root cause's code
 //   round event (peer failed, node lost/waiting) --> stop workers -----------+ (no restart spent)
 //   signal S --> forward S to every worker's group, grace, SIGKILL --> exit 128+S
+//   hang (--hang_timeout) --> stack report, then as a worker failure (the hung rank)
+//   SIGQUIT (any state) --> stack report (StackService); the job keeps running
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
@@ -24,19 +26,22 @@
 #include <string>
 
 #include "agent/event_log.hpp"
+#include "agent/hang_peers.hpp"
 #include "agent/launch_config.hpp"
+#include "agent/stack_service.hpp"
 #include "rendezvous/rendezvous.hpp"
 
 namespace ddp::agent {
 
 class ElasticAgent {
  public:
-  // Installs the signal handlers (SIGINT, SIGTERM, SIGHUP, SIGQUIT and --signals_to_handle) at
-  // once, so a signal during the first rendezvous is handled too. `config`, `rendezvous` and
+  // Installs the signal handlers (SIGINT, SIGTERM, SIGHUP, --signals_to_handle, and SIGQUIT for
+  // stack reports) at once, so a signal during the first rendezvous is handled too. `config`, `rendezvous` and
   // `events` must outlive the agent.
   ElasticAgent(boost::asio::io_context& io, const LaunchConfig& config,
                std::map<std::string, std::string> parent_env, rdzv::Rendezvous& rendezvous,
                EventSink& events);
+  ~ElasticAgent();  // closes the hang detector's store connection before the io_context goes
 
   // Runs the job to its end and returns ddprun's exit code: 0 when every worker of the last
   // attempt succeeded; the root-cause worker's exit code (128+N for signal N) when restarts ran
@@ -55,9 +60,11 @@ class ElasticAgent {
   EventSink& events_;
   boost::asio::signal_set signals_;
   std::string host_;
+  StackService stacks_;
+  std::shared_ptr<HangPeers> hang_peers_;  // this round's (multi-node --hang_timeout), or null
 };
 
-// This machine's host name (reports, "[host:rank]" prefixes).
+// This machine's host name (reports, "[host:rank]" prefixes), or $DDPRUN_NODE_NAME when set.
 std::string local_host_name();
 
 }  // namespace ddp::agent

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "agent/process_spawner.hpp"
 #include "agent/signal_names.hpp"
 
 namespace ddp::agent {
@@ -53,7 +54,10 @@ std::string indented(const std::string& text, const std::string& indent) {
 std::vector<WorkerExit> reportable_failures(const std::vector<WorkerExit>& exits) {
   std::vector<WorkerExit> failures;
   for (const auto& exit : exits) {
-    if (exit.failed() && !exit.stopped_by_agent) failures.push_back(exit);
+    // Ended by the signal the agent sent: the agent's doing, not a failure of its own.
+    const bool ended_by_agent =
+        exit.stopped_by_agent && exit.signal != 0 && exit.signal == exit.agent_signal;
+    if (exit.failed() && !ended_by_agent) failures.push_back(exit);
   }
   std::stable_sort(failures.begin(), failures.end(), [](const WorkerExit& a, const WorkerExit& b) {
     return a.mono_time < b.mono_time;
@@ -103,8 +107,54 @@ std::optional<ErrorFileRecord> read_error_file(const std::string& path) {
   return record;
 }
 
+ReportContext make_report_context(const LaunchConfig& config,
+                                  const std::map<std::string, std::string>& env,
+                                  const std::string& kept_log_dir) {
+  ReportContext context;
+  context.log_dir = kept_log_dir;
+  if (config.no_python) return context;
+  std::vector<std::string> env_entries;
+  if (const auto path = env.find("PATH"); path != env.end()) {
+    env_entries.push_back("PATH=" + path->second);
+  }
+  try {  // the program the workers exec'd: python3 through the workers' PATH
+    context.interpreter = ExecImage({config.python}, env_entries).program();
+  } catch (const std::exception&) {
+    context.interpreter = config.python;
+  }
+  switch (config.source_of("python")) {
+    case ValueSource::kCli:
+      context.interpreter_choice = "--python";
+      break;
+    case ValueSource::kEnv: {
+      const auto pet = env.find("PET_PYTHON");
+      context.interpreter_choice =
+          pet != env.end() && pet->second == config.python ? "PET_PYTHON" : "PYTHON_EXEC";
+      break;
+    }
+    default:
+      context.interpreter_choice = "python3 on PATH";
+  }
+  return context;
+}
+
+std::optional<std::string> missing_python_module(const std::vector<std::string>& lines) {
+  constexpr std::string_view kNoModule = "ModuleNotFoundError: No module named '";
+  for (const std::string& line : lines) {
+    if (const std::size_t at = line.find(kNoModule); at != std::string::npos) {
+      const std::size_t start = at + kNoModule.size();
+      const std::size_t end = line.find('\'', start);
+      std::string module = line.substr(start, end == std::string::npos ? end : end - start);
+      return module;
+    }
+    if (line.starts_with("ImportError: ")) return std::string();
+  }
+  return std::nullopt;
+}
+
 std::string format_failure_report(const std::string& entrypoint, const std::string& host,
-                                  const std::vector<WorkerExit>& failures) {
+                                  const std::vector<WorkerExit>& failures,
+                                  const ReportContext& context) {
   if (failures.empty()) return {};
   const WorkerExit& root = failures.front();
   const std::string bar(60, '=');
@@ -130,6 +180,18 @@ std::string format_failure_report(const std::string& entrypoint, const std::stri
     traceback = kNoTraceback;
   }
   out += fmt::format("  traceback : {}\n", indented(traceback, "    "));
+  if (!context.interpreter.empty()) {
+    out += fmt::format("  python    : {} ({})\n", context.interpreter, context.interpreter_choice);
+    std::vector<std::string> evidence = root.stderr_tail;
+    if (record) evidence.push_back(record->message);
+    if (const auto module = missing_python_module(evidence)) {
+      out += fmt::format(
+          "  note      : {} cannot import {}; run the workers under another interpreter with "
+          "--python=/path/to/python or PYTHON_EXEC=/path/to/python (e.g. /usr/bin/python3)\n",
+          context.interpreter,
+          module->empty() ? "what the script imports" : fmt::format("'{}'", *module));
+    }
+  }
   if (!root.stderr_tail.empty()) {
     out += fmt::format("  stderr (last {} lines):\n", root.stderr_tail.size());
     for (const auto& line : root.stderr_tail) out += "    " + line + "\n";
@@ -142,6 +204,7 @@ std::string format_failure_report(const std::string& entrypoint, const std::stri
                        local_time(f.wall_time), f.rank, f.local_rank, exit_text(f));
   }
   out += bar + "\n";
+  if (!context.log_dir.empty()) out += fmt::format("logs kept in {}\n", context.log_dir);
   out += fmt::format("ddprun exits with {} (the root cause's {})\n", exit_code_for(root),
                      root.signal != 0 ? "128 + signal number" : "exit code");
   return out;

@@ -31,7 +31,9 @@ constexpr int kMaxPort = 65535;
 constexpr double kDefaultShutdownSeconds = 30.0;
 constexpr std::array kBackends = {"static", "c10d", "etcd", "etcd-v2"};
 constexpr std::array kStartMethods = {"spawn", "fork", "forkserver"};
-constexpr std::array kNumaBindings = {"node", "socket", "exclusive", "core-complex"};
+constexpr std::array kNumaBindings = {"node", "socket", "exclusive", "core-complex",
+                                     "core_complex"};
+constexpr std::array kLocalRankArgs = {"underscore", "dash"};
 constexpr std::array kLogLevels = {"trace",   "debug", "info",     "warn",
                                    "warning", "error", "critical", "off"};
 
@@ -331,6 +333,14 @@ void read_entrypoint(Reader& reader, LaunchConfig& config,
   if (config.module && config.no_python && !config.run_path) {
     throw ConfigError("--no_python: cannot be combined with -m/--module");
   }
+  config.use_env = reader.flag("use_env");
+  if (const RawValue* v = reader.get("local_rank_arg")) {
+    require_choice(*v, kLocalRankArgs);
+    config.local_rank_dash = v->text == "dash";
+  }
+  if (config.legacy_launch && config.no_python && !config.use_env) {  // as torch's launcher
+    throw ConfigError("--no_python: needs --use_env (a program run directly gets no --local_rank)");
+  }
   if (const RawValue* v = reader.get("python")) {
     if (v->text.empty()) throw ConfigError(fmt::format("{}: expected a program", v->origin));
     config.python = v->text;
@@ -407,10 +417,40 @@ void read_supervision(Reader& reader, LaunchConfig& config,
     config.shutdown_timeout =
         std::chrono::milliseconds(std::llround(kDefaultShutdownSeconds * 1000));
   }
+  if (const RawValue* v = reader.get("hang_timeout")) {
+    config.hang_timeout = to_duration(v->text, v->origin, /*allow_zero=*/true);
+  }
   config.virtual_local_rank = reader.flag("virtual_local_rank");
   if (const RawValue* v = reader.get("numa_binding")) {
     require_choice(*v, kNumaBindings);
-    config.numa_binding = v->text;
+    config.numa_binding = v->text == "core_complex" ? "core-complex" : v->text;
+  }
+}
+
+// --hostfile and its companions; the fan-out (agent/fanout_plan.cpp) checks them against the
+// rendezvous options.
+void read_fanout(Reader& reader, LaunchConfig& config) {
+  if (const RawValue* v = reader.get("hostfile"); v && !v->text.empty()) config.hostfile = v->text;
+  if (const RawValue* v = reader.get("ssh")) {
+    if (detail::strip(v->text).empty()) {
+      throw ConfigError(fmt::format("{}: expected a command", v->origin));
+    }
+    config.ssh = v->text;
+  }
+  if (const RawValue* v = reader.get("remote_ddprun")) {
+    if (v->text.empty()) throw ConfigError(fmt::format("{}: expected a path", v->origin));
+    config.remote_ddprun = v->text;
+  }
+  if (const RawValue* v = reader.get("export")) config.export_vars = v->text;
+  if (const RawValue* v = reader.get("include")) config.include_hosts = v->text;
+  if (const RawValue* v = reader.get("exclude")) config.exclude_hosts = v->text;
+  config.stdin_signals = reader.flag("stdin_signals");
+  if (!config.hostfile) {
+    for (const char* dest : {"ssh", "remote_ddprun", "export", "include", "exclude"}) {
+      if (config.source_of(dest) != ValueSource::kDefault) {
+        throw ConfigError(fmt::format("--{}: only applies with --hostfile", dest));
+      }
+    }
   }
 }
 
@@ -439,9 +479,6 @@ ValueSource LaunchConfig::source_of(const std::string& dest) const {
 
 std::vector<std::string> LaunchConfig::unsupported_features() const {
   std::vector<std::string> messages;
-  if (numa_binding) {
-    messages.push_back(fmt::format("--numa_binding={} is not supported yet", *numa_binding));
-  }
   if (rdzv_backend == "etcd" || rdzv_backend == "etcd-v2") {
     messages.push_back(fmt::format("--rdzv_backend={} is not supported yet", rdzv_backend));
   }
@@ -470,8 +507,10 @@ LaunchConfig parse_launch_config(int argc, const char* const* argv,
                                  const SlurmDetector& detect) {
   RawArgs raw = read_cli_args(argc, argv, env);
   LaunchConfig config;
-  if (raw.help) {
-    config.help = true;
+  config.legacy_launch = raw.legacy_launch;
+  if (raw.help || raw.version) {
+    config.help = raw.help;
+    config.version = raw.version;
     return config;
   }
   Reader reader(raw, config);
@@ -481,8 +520,10 @@ LaunchConfig parse_launch_config(int argc, const char* const* argv,
     config.nproc_per_node = resolve_nproc_per_node(v->text, v->origin, env);
   }
   read_rendezvous(reader, config);
+  read_fanout(reader, config);
   config.no_slurm = reader.flag("no_slurm");
-  if (!config.no_slurm && !config.standalone) {
+  // With --hostfile this ddprun only launches: the hosts' agents get their ranks from the file.
+  if (!config.no_slurm && !config.standalone && !config.hostfile) {
     config.slurm = detect(env);
     if (config.slurm) apply_slurm(*config.slurm, config);
   }
@@ -498,7 +539,13 @@ LaunchConfig parse_launch_config(int argc, const char* const* argv,
   return config;
 }
 
-std::string usage() { return cli_usage(); }
+std::string usage(bool legacy_launch) { return cli_usage(legacy_launch); }
+
+std::string version_text(bool legacy_launch, const char* version) {
+  return fmt::format("{} {} (torchrun-compatible launcher{})\n",
+                     legacy_launch ? "ddprun-launch" : "ddprun", version,
+                     legacy_launch ? "; python -m torch.distributed.launch's command line" : "");
+}
 
 std::map<std::string, std::string> environment_from(const char* const* envp) {
   std::map<std::string, std::string> env;
@@ -516,9 +563,10 @@ void log_launch_config(const LaunchConfig& config) {
   if (config.slurm) logger->info("slurm detected: {}", config.slurm->summary);
   logger->info(
       "launch config entrypoint={} nnodes={}:{} nproc_per_node={} rdzv_backend={} "
-      "rdzv_endpoint={} run_id={} max_restarts={}",
+      "rdzv_endpoint={} run_id={} max_restarts={}{}",
       entrypoint_name(config), config.nnodes_min, config.nnodes_max, config.nproc_per_node,
-      config.rdzv_backend, to_string(config.rdzv_endpoint), config.rdzv_id, config.max_restarts);
+      config.rdzv_backend, to_string(config.rdzv_endpoint), config.rdzv_id, config.max_restarts,
+      config.no_python ? "" : fmt::format(" python={}", config.python));
   if (config.rdzv_backend == "c10d" && !config.is_single_node() &&
       config.source_of("rdzv_id") == ValueSource::kDerived) {
     logger->info(

@@ -26,6 +26,12 @@ const char* to_string(ValueSource source);
 struct LaunchConfig {
   // --- help: set when -h/--help came before the script; nothing else is filled or validated.
   bool help = false;
+  bool version = false;  // --version, as help: nothing else is filled
+
+  // --- legacy launcher (argv[0] is ddprun-launch: python -m torch.distributed.launch)
+  bool legacy_launch = false;
+  bool use_env = false;           // --use_env: no --local_rank argument for the workers
+  bool local_rank_dash = false;   // --local_rank_arg=dash: "--local-rank=N" (torch 2.x launcher)
 
   // --- nodes and workers
   std::string nnodes_raw = "1:1";  // --nnodes as given ("N" or "MIN:MAX")
@@ -62,6 +68,9 @@ struct LaunchConfig {
   std::string signals_to_handle_raw = "SIGTERM,SIGINT,SIGHUP,SIGQUIT";  // exported to workers
   // Stop signal to SIGKILL. --shutdown_timeout, else $TORCH_ELASTIC_SHUTDOWN_TIMEOUT, else 30 s.
   std::chrono::milliseconds shutdown_timeout{30000};
+  // new: --hang_timeout (or PET_HANG_TIMEOUT): a rank without progress that long while others
+  // wait in a later collective, or stopped that long, is reported and fails the attempt. 0 = off.
+  std::chrono::milliseconds hang_timeout{0};
 
   // --- entry point
   bool module = false;     // -m: <python> -u -m <training_script> args
@@ -84,7 +93,7 @@ struct LaunchConfig {
   std::optional<std::string> logs_specs;   // torchrun plug-in; not supported
   std::optional<std::string> event_log;    // new: JSON-lines event file
   bool label = false;                      // new: "[host:rank]" prefix on console lines
-  std::string log_level;                   // new: "" means SPDLOG_LEVEL or info
+  std::string log_level;                   // new: "" means SPDLOG_LEVEL, else warn (quiet)
 
   // --- metrics (new): Prometheus /metrics on this port (0 = off) and address ("" = every one)
   int metrics_port = 0;
@@ -92,12 +101,22 @@ struct LaunchConfig {
 
   // --- devices
   bool virtual_local_rank = false;          // LOCAL_RANK=0, CUDA_VISIBLE_DEVICES=<its GPU>
-  std::optional<std::string> numa_binding;  // node|socket|exclusive|core-complex; not supported
+  // node|socket|exclusive|core-complex (core_complex accepted): agent/numa_binding.hpp
+  std::optional<std::string> numa_binding;
 
   // --- ddprun only
   bool dry_run = false;                // print workers' command lines and env, start nothing
   bool no_slurm = false;               // ignore SLURM_* variables
   std::optional<SlurmDefaults> slurm;  // what detection found (nullopt: not in SLURM / disabled)
+
+  // --- --hostfile fan-out (docs/hostfile.md): this ddprun starts one agent per host over ssh
+  std::optional<std::string> hostfile;  // --hostfile / PET_HOSTFILE ("" counts as not given)
+  std::string ssh = "ssh -o BatchMode=yes";  // --ssh: the command before the host (split at spaces)
+  std::optional<std::string> remote_ddprun;  // --remote_ddprun; nullopt: this ddprun's own path
+  std::string export_vars;                   // --export VAR[,VAR=VALUE...], as given
+  std::string include_hosts;                 // --include host[,host]
+  std::string exclude_hosts;                 // --exclude host[,host]
+  bool stdin_signals = false;  // remote agents: stdin lines name signals; EOF acts as SIGHUP
 
   // Where each option's value came from, by torchrun's dest name ("nproc_per_node", ...).
   std::map<std::string, ValueSource> sources;
@@ -106,7 +125,7 @@ struct LaunchConfig {
   ValueSource source_of(const std::string& dest) const;
 
   // Features parsed and validated but not implemented: one "… is not supported yet" message per
-  // requested feature (e.g. --numa_binding, an etcd backend). The agent fails with them at run
+  // requested feature (e.g. an etcd backend). The agent fails with them at run
   // time.
   std::vector<std::string> unsupported_features() const;
 };
@@ -131,12 +150,16 @@ LaunchConfig parse_launch_config(int argc, const char* const* argv,
 // Entries without '=' are skipped; for a repeated key the first entry wins, as getenv() sees it.
 std::map<std::string, std::string> environment_from(const char* const* envp);
 
-// Logs the SLURM detection summary (when any) and a one-line config summary at info on the
-// "agent" logger. main() calls it after applying --log_level; parsing itself never logs.
+// Logs the SLURM detection summary (when any) and a one-line config summary (with the
+// interpreter of Python entry points) at info on the "agent" logger. main() calls it after
+// applying --log_level; parsing itself never logs.
 void log_launch_config(const LaunchConfig& config);
 
-// The --help text.
-std::string usage();
+// The --help text (ddprun-launch's when `legacy_launch`).
+std::string usage(bool legacy_launch = false);
+
+// The --version line: "<program> <version> (...)".
+std::string version_text(bool legacy_launch, const char* version);
 
 // The name torchrun's failure report uses for the job: the script or module name; with
 // --no_python the command as given; with --run_path "run_script_path".

@@ -65,6 +65,55 @@ std::string worker_log_dir(const std::string& attempt_dir, int local_rank) {
   return (fs::path(attempt_dir) / std::to_string(local_rank)).string();
 }
 
+namespace {
+
+// ddprun's own bookkeeping, not logs: the Python stack hook (<run>/python/, stack_hook.cpp) and
+// each rank's progress record (<run>/attempt_<n>/<local_rank>/progress, worker_spec.cpp).
+bool is_bookkeeping(const fs::directory_entry& entry) {
+  const fs::path& path = entry.path();
+  if (path.filename() == "progress") return true;
+  for (const fs::path& part : path.parent_path()) {
+    if (part == "python") return true;  // the hook and Python's __pycache__ beside it
+  }
+  return false;
+}
+
+// True when anything but a directory or ddprun's bookkeeping lies below `dir` (or it cannot be
+// walked: keep it then).
+bool holds_files(const std::string& dir) {
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::end(it);
+       it.increment(ec)) {
+    if (it->symlink_status(ec).type() != fs::file_type::directory && !is_bookkeeping(*it)) {
+      return true;
+    }
+  }
+  return static_cast<bool>(ec);
+}
+
+}  // namespace
+
+bool remove_if_no_files(const std::string& dir) {
+  if (holds_files(dir)) return false;
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  return !ec;
+}
+
+TemporaryLogDir::TemporaryLogDir(const std::optional<std::string>& log_dir,
+                                 const std::string& run_dir)
+    : run_dir_(run_dir) {
+  if (!log_dir) base_ = fs::path(run_dir).parent_path().string();
+}
+
+TemporaryLogDir::~TemporaryLogDir() {
+  if (!base_.empty()) remove_if_no_files(base_);
+}
+
+std::string TemporaryLogDir::kept_dir() const {
+  return !base_.empty() && holds_files(run_dir_) ? run_dir_ : std::string();
+}
+
 void prepare_attempt_log_dir(const std::string& attempt_dir, int nproc_per_node) {
   std::error_code ec;
   fs::remove_all(attempt_dir, ec);

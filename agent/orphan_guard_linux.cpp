@@ -1,7 +1,7 @@
 // Starting the orphan guard's watchdog: the static `ddprun-guard` helper beside the executable,
 // started vfork-style (about a millisecond, and the agent's memory is never shared
 // copy-on-write), or, without the helper, a forked copy of the agent running the same loop
-// (orphan_watchdog.cpp).
+// (orphan_watchdog_linux.cpp).
 
 #include "agent/orphan_guard.hpp"
 

@@ -165,7 +165,9 @@ void OutputRouter::route_lines(std::string_view chunk) {
 void OutputRouter::take_line(std::string_view line) {
   if (tail_) tail_->push(line);
   if (route_.console_fd >= 0) {
-    console_batch_.append(route_.console_prefix);
+    if (route_.labelled.empty() || !line.starts_with(route_.labelled)) {
+      console_batch_.append(route_.console_prefix);
+    }
     console_batch_.append(line);
     console_batch_.push_back('\n');
   }

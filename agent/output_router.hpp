@@ -21,6 +21,7 @@ namespace ddp::agent {
 struct OutputRoute {
   int console_fd = -1;         // the agent's stdout or stderr; -1 keeps the stream off the console
   std::string console_prefix;  // put before every console line ("[default0]:", "[host:3]: ")
+  std::string labelled;        // lines that start with this keep no console_prefix ("[host:")
   std::string file_path;       // raw copy of the stream; "" for none
   bool keep_tail = false;      // keep the last 20 lines (stderr)
 };

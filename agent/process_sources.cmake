@@ -4,7 +4,7 @@ target_sources(ddp_agent PRIVATE
   line_splitter.cpp
   oom_watch.cpp
   orphan_guard_linux.cpp
-  orphan_watchdog.cpp
+  orphan_watchdog_linux.cpp
   output_router.cpp
   process_spawner_linux.cpp
   worker_group.cpp)

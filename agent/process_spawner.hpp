@@ -1,10 +1,11 @@
 #pragma once
-// Starting and signalling worker processes: fork/exec with the worker in its own process group,
-// a parent-death signal, every inherited descriptor closed, and exec failures reported back
-// through a CLOEXEC pipe. Everything between fork and exec is async-signal-safe.
+// Starting and signalling worker processes: a vfork-style clone + exec with the worker in its own
+// process group, a parent-death signal, every inherited descriptor closed, and exec failures
+// reported back through a CLOEXEC pipe. Everything between clone and exec is async-signal-safe.
 
 #include <sys/types.h>
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,16 @@ class ExecImage {
   std::vector<char*> envp_;
 };
 
+// Where a child may run, prepared before it starts: the bit masks sched_setaffinity and
+// set_mempolicy take (bit c of cpu_mask: CPU c; bit n of node_mask: NUMA node n).
+struct CpuPlacement {
+  std::vector<unsigned long> cpu_mask;
+  std::vector<unsigned long> node_mask;  // empty: no memory policy
+
+  // The masks for `cpus` (not empty) and `memory_node` (< 0: none).
+  static CpuPlacement of(const std::set<int>& cpus, int memory_node);
+};
+
 // How a child starts, beyond its image.
 struct ChildSetup {
   int stdout_fd = -1;            // becomes its fd 1 when >= 0 (else fd 1 is inherited)
@@ -37,6 +48,10 @@ struct ChildSetup {
   int guard_socket = -1;         // >= 0: registers the child's group with the OrphanGuard
   bool dies_with_agent = true;   // PR_SET_PDEATHSIG=SIGKILL
   int pass_fd = -1;              // >= 0: stays open across exec (all others from 3 up close)
+  int stdin_fd = -1;             // becomes its fd 0 when >= 0 (else fd 0 is inherited)
+  // Non-null: the child binds itself there before exec (a CPU mask it cannot take fails the
+  // start with that errno; the memory policy, MPOL_PREFERRED, is best effort).
+  const CpuPlacement* placement = nullptr;
 };
 
 // One started child (vfork-style: see process_spawner_linux.cpp) whose exec outcome is not yet

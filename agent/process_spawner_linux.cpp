@@ -12,13 +12,16 @@
 
 #include <fcntl.h>
 #include <linux/close_range.h>
+#include <linux/mempolicy.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <memory>
@@ -40,6 +43,8 @@ constexpr bool kShareMemoryWithChild = false;
 #else
 constexpr bool kShareMemoryWithChild = true;
 #endif
+
+constexpr std::size_t kBitsPerWord = sizeof(unsigned long) * 8;
 
 // The child's stack while it shares the agent's memory: exec_child needs a few hundred bytes.
 constexpr std::size_t kChildStackBytes = 64 * 1024;
@@ -136,9 +141,24 @@ void reset_signal_handlers() {
   if (setup.stderr_fd >= 0 && ::dup2(setup.stderr_fd, STDERR_FILENO) < 0) {
     write_errno_and_exit(plan.status_fd, errno);
   }
+  if (setup.stdin_fd >= 0 && ::dup2(setup.stdin_fd, STDIN_FILENO) < 0) {
+    write_errno_and_exit(plan.status_fd, errno);
+  }
   // dup2 onto itself keeps FD_CLOEXEC (our pipes have it): clear it explicitly then.
   if (setup.stdout_fd == STDOUT_FILENO) ::fcntl(STDOUT_FILENO, F_SETFD, 0);
   if (setup.stderr_fd == STDERR_FILENO) ::fcntl(STDERR_FILENO, F_SETFD, 0);
+  // --numa_binding: the masks were built by the parent; these are two plain syscalls.
+  if (setup.placement != nullptr) {
+    const CpuPlacement& place = *setup.placement;
+    if (::sched_setaffinity(0, place.cpu_mask.size() * sizeof(unsigned long),
+                            reinterpret_cast<const cpu_set_t*>(place.cpu_mask.data())) != 0) {
+      write_errno_and_exit(plan.status_fd, errno);
+    }
+    if (!place.node_mask.empty()) {  // the kernel reads maxnode - 1 bits
+      ::syscall(SYS_set_mempolicy, MPOL_PREFERRED, place.node_mask.data(),
+                place.node_mask.size() * kBitsPerWord + 1);
+    }
+  }
   // Every other inherited descriptor (store sockets, other workers' pipes) closes at exec; the
   // status pipe too, which is what tells the parent exec succeeded.
   close_at_exec_all_but(setup.pass_fd, plan.status_fd);
@@ -173,6 +193,19 @@ pid_t start_child(const ChildPlan& plan) {
 }
 
 }  // namespace
+
+CpuPlacement CpuPlacement::of(const std::set<int>& cpus, int memory_node) {
+  CpuPlacement place;
+  const auto set_bit = [](std::vector<unsigned long>& mask, int bit) {
+    const auto index = static_cast<std::size_t>(bit) / kBitsPerWord;
+    // sched_setaffinity wants at least a whole cpu_set_t's worth of words.
+    mask.resize(std::max({mask.size(), index + 1, sizeof(cpu_set_t) / sizeof(unsigned long)}));
+    mask[index] |= 1UL << (static_cast<std::size_t>(bit) % kBitsPerWord);
+  };
+  for (int cpu : cpus) set_bit(place.cpu_mask, cpu);
+  if (memory_node >= 0) set_bit(place.node_mask, memory_node);
+  return place;
+}
 
 ExecImage::ExecImage(const std::vector<std::string>& argv, const std::vector<std::string>& env) {
   if (argv.empty() || argv.front().empty()) {

@@ -53,6 +53,12 @@ std::unique_ptr<rdzv::Rendezvous> make_c10d(const LaunchConfig& config,
   options.is_host = conf.is_host();
   options.local_addr = config.local_addr ? config.local_addr : conf.get("local_addr");
   options.read_timeout = conf.read_timeout();
+  // torchrun ignores --node_rank under c10d; here a given one orders the members (--hostfile
+  // passes the file order).
+  const ValueSource node_rank = config.source_of("node_rank");
+  if (node_rank == ValueSource::kCli || node_rank == ValueSource::kEnv) {
+    options.rank_hint = config.node_rank;
+  }
   return rdzv::make_c10d_rendezvous(options, io);
 }
 

@@ -41,6 +41,7 @@ struct Worker {
   std::shared_ptr<OutputRouter> err;
   bool exited = false;
   bool signalled = false;  // the agent sent it a signal (stop, signal_all)
+  int sent_signal = 0;     // the last one
 };
 
 std::string_view role_of(const WorkerSpec& spec) {
@@ -108,6 +109,7 @@ struct WorkerGroup::Impl {
     e.wall_time = std::chrono::system_clock::now();
     e.mono_time = std::chrono::steady_clock::now();
     e.stopped_by_agent = worker->signalled;
+    e.agent_signal = worker->sent_signal;
     e.oom_suspected = status.signal == SIGKILL && oom.rose_since_mark();
     e.stderr_tail = worker->err->tail_lines();
     e.error_file = worker->error_file;
@@ -132,6 +134,7 @@ struct WorkerGroup::Impl {
     for (auto& w : workers) {
       if (w.exited) continue;
       w.signalled = true;
+      w.sent_signal = signal;
       signal_process_group(w.pid, signal);
     }
   }
@@ -139,7 +142,10 @@ struct WorkerGroup::Impl {
   // SIGKILL to every group, exited leaders' too: their children may live on in the group.
   void kill_all_groups() {
     for (auto& w : workers) {
-      if (!w.exited) w.signalled = true;
+      if (!w.exited) {
+        w.signalled = true;
+        w.sent_signal = SIGKILL;
+      }
       signal_process_group(w.pid, SIGKILL);
     }
   }
@@ -180,8 +186,14 @@ void WorkerGroup::start(const std::vector<WorkerSpec>& specs) {
   DDP_CHECK(g.workers.empty(), "WorkerGroup::start called twice");
   // Resolve every program first: a missing one fails the start before anything runs.
   std::vector<ExecImage> images;
+  std::vector<CpuPlacement> placements;  // built before any child starts (no allocation there)
   images.reserve(specs.size());
-  for (const auto& spec : specs) images.emplace_back(spec.argv, spec.env);
+  for (const auto& spec : specs) {
+    images.emplace_back(spec.argv, spec.env);
+    placements.push_back(spec.numa.cpus.empty()
+                             ? CpuPlacement{}
+                             : CpuPlacement::of(spec.numa.cpus, spec.numa.memory_node));
+  }
 
   g.oom.mark();
   OrphanGuard& guard = OrphanGuard::instance();
@@ -198,8 +210,12 @@ void WorkerGroup::start(const std::vector<WorkerSpec>& specs) {
       w.out = std::make_shared<OutputRouter>(g.io, g.route_for(spec, kStdOut), g.buffer);
       w.err = std::make_shared<OutputRouter>(g.io, g.route_for(spec, kStdErr), g.buffer);
       // The child registers its group with the guard itself, before exec (see add_self).
-      auto child = std::make_unique<ForkedChild>(images[i], w.out->child_end(),
-                                                 w.err->child_end(), guard.socket());
+      const CpuPlacement* placement = placements[i].cpu_mask.empty() ? nullptr : &placements[i];
+      const ChildSetup setup{.stdout_fd = w.out->child_end(),
+                             .stderr_fd = w.err->child_end(),
+                             .guard_socket = guard.socket(),
+                             .placement = placement};
+      auto child = std::make_unique<ForkedChild>(images[i], setup);
       w.pid = child->pid();
       w.out->close_child_end();
       w.err->close_child_end();

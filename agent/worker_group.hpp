@@ -1,5 +1,5 @@
 #pragma once
-// WorkerGroup: the processes of one attempt on this node. Spawns them with fork/exec (own process
+// WorkerGroup: the processes of one attempt on this node. Spawns them (vfork-style clone + exec, own process
 // group each, parent-death signal), routes their output line by line (console, tee, redirect
 // files), keeps the last lines of every worker's stderr, and learns of exits on the io_context
 // (pidfd or SIGCHLD; never a polling sleep). If the agent dies, even by SIGKILL, every worker and
@@ -29,6 +29,7 @@ struct WorkerExit {
   std::chrono::system_clock::time_point wall_time;  // when the agent learned of the exit
   std::chrono::steady_clock::time_point mono_time;
   bool stopped_by_agent = false;  // the agent sent the signal that ended it (stop())
+  int agent_signal = 0;           // the last signal the agent sent it (0: none)
   bool oom_suspected = false;     // SIGKILL while the cgroup's oom_kill counter rose
   std::vector<std::string> stderr_tail;  // last 20 lines of its stderr, always captured
   std::string error_file;                // spec.error_file (may not exist)

@@ -9,6 +9,9 @@
 #include <filesystem>
 #include <sstream>
 
+#include "agent/stack_hook.hpp"
+#include "common/progress_record.hpp"
+
 namespace ddp::agent {
 namespace {
 
@@ -100,12 +103,29 @@ std::vector<std::string> worker_argv(const LaunchConfig& config, int local_rank)
   } else {
     argv = {config.python, "-u", config.training_script};
   }
+  // python -m torch.distributed.launch without --use_env: the rank goes first, before the
+  // script's own arguments (1.13 spells it --local_rank, the 2.x launcher --local-rank).
+  if (config.legacy_launch && !config.use_env) {
+    argv.push_back(fmt::format("--local{}rank={}", config.local_rank_dash ? '-' : '_', local_rank));
+  }
   argv.insert(argv.end(), config.training_script_args.begin(), config.training_script_args.end());
   // torchrun templates the arguments, not the program it execs.
   for (std::size_t i = 1; i < argv.size(); ++i) {
     argv[i] = substitute_local_rank(argv[i], local_rank);
   }
   return argv;
+}
+
+std::string omp_num_threads_banner() {
+  const std::string stars(41, '*');  // torchrun's width
+  return fmt::format("{}\n{}\n{}\n", stars, kOmpNumThreadsWarning, stars);
+}
+
+void apply_numa_bindings(const std::vector<NumaBinding>& bindings, std::vector<WorkerSpec>& specs) {
+  for (WorkerSpec& spec : specs) {
+    const auto rank = static_cast<std::size_t>(spec.local_rank);
+    if (rank < bindings.size()) spec.numa = bindings[rank];
+  }
 }
 
 bool sets_omp_num_threads(const LaunchConfig& config,
@@ -160,6 +180,10 @@ std::vector<WorkerSpec> make_worker_specs(const LaunchConfig& config,
     set["TORCH_NCCL_ASYNC_ERROR_HANDLING"] =
         value_or(parent_env, "TORCH_NCCL_ASYNC_ERROR_HANDLING", "1");
     if (sets_omp_num_threads(config, parent_env)) set["OMP_NUM_THREADS"] = "1";
+    // Stacks on demand and hang detection (docs/agent.md): the Python hook, the progress file.
+    add_stack_hook_env(set, parent_env, std::filesystem::path(attempt_dir).parent_path().string(),
+                       spec.log_dir);
+    set[kProgressFileEnv] = (dir / "progress").string();
     if (config.virtual_local_rank) {
       set["CUDA_VISIBLE_DEVICES"] = visible_device(parent_env, local_rank);
     }

@@ -1,6 +1,7 @@
 #pragma once
 // Named spdlog loggers (agent, rdzv, store, worker, coll, train) writing to stderr with the pattern
-// "[ddprun] [level] [name] message". Level: set_level() (from --log_level), else SPDLOG_LEVEL.
+// "[ddprun] [level] [name] message". Level: set_level() (from --log_level), else SPDLOG_LEVEL;
+// programs choose their own default (ddprun: warn, quiet as torchrun; the others: info).
 
 #include <spdlog/spdlog.h>
 

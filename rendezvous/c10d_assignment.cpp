@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "ddp/error.hpp"
@@ -20,9 +21,22 @@ using nlohmann::json;
 // 2: the assignment says whether members[0] hosts the store. 3: header and places.
 constexpr int kVersion = 3;
 
+// A well-formed document of another version comes from an agent of another ddprun release (a
+// setup mistake the user can fix: ConfigError); anything else is a bug (InternalError).
 json parse_document(const Bytes& bytes, const std::string& what) {
   json doc = json::parse(bytes.begin(), bytes.end(), nullptr, false);
-  if (doc.is_discarded() || !doc.is_object() || doc.value("version", 0) != kVersion) {
+  if (doc.is_discarded() || !doc.is_object()) {
+    throw InternalError(fmt::format("c10d rendezvous: {} is not a JSON document: '{}'", what,
+                                    to_string(bytes).substr(0, 200)));
+  }
+  const auto version = doc.find("version");
+  if (version != doc.end() && version->is_number_integer() && *version != kVersion) {
+    throw ConfigError(fmt::format(
+        "c10d rendezvous: the {} was written by another ddprun release (document version {}, this "
+        "agent reads version {}): run the same ddprun on every node of the job",
+        what, version->get<long long>(), kVersion));
+  }
+  if (version == doc.end() || *version != kVersion) {
     throw InternalError(fmt::format("c10d rendezvous: {} is not a version-{} document: '{}'",
                                     what, kVersion, to_string(bytes).substr(0, 200)));
   }
@@ -56,6 +70,7 @@ Bytes encode(const C10dNodeDesc& desc) {
     doc["master_addr"] = desc.master_addr;
     doc["master_port"] = desc.master_port;
   }
+  if (desc.rank_hint >= 0) doc["rank_hint"] = desc.rank_hint;
   return dump(doc);
 }
 
@@ -68,6 +83,7 @@ C10dNodeDesc decode_node_desc(const Bytes& bytes, const std::string& what) {
     desc.is_host = doc.at("host").get<bool>();
     desc.master_addr = doc.value("master_addr", std::string{});
     desc.master_port = doc.value("master_port", std::uint16_t{0});
+    desc.rank_hint = doc.value("rank_hint", -1);
     return desc;
   });
 }
@@ -124,9 +140,14 @@ C10dAssignment assign_ranks(int round, int restart_count,
                             const std::vector<std::pair<int, C10dNodeDesc>>& nodes,
                             const std::pair<std::string, std::uint16_t>& fallback_master) {
   std::vector<std::pair<int, C10dNodeDesc>> order = nodes;
-  // Hosts first (there is at most one in a healthy job), then arrival order.
+  // Hosts first (there is at most one in a healthy job), then hinted nodes by hint (an unhinted
+  // node's -1 sorts last), then arrival order.
   std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
     if (a.second.is_host != b.second.is_host) return a.second.is_host;
+    const auto hint = [](const C10dNodeDesc& d) {
+      return d.rank_hint < 0 ? std::numeric_limits<int>::max() : d.rank_hint;
+    };
+    if (hint(a.second) != hint(b.second)) return hint(a.second) < hint(b.second);
     return a.first < b.first;
   });
   C10dAssignment a;

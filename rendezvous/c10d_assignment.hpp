@@ -22,6 +22,7 @@ struct C10dNodeDesc {
   bool is_host = false;
   std::string master_addr;  // hosts only: the worker store of this round ("" otherwise)
   std::uint16_t master_port = 0;
+  int rank_hint = -1;  // >= 0: the node's wished place (--node_rank); not sent when -1
 };
 
 struct C10dMember {
@@ -74,7 +75,8 @@ C10dRoundHeader decode_round_header(const Bytes& bytes, const std::string& what)
 Bytes encode(const C10dPlace& place);
 C10dPlace decode_place(const Bytes& bytes, const std::string& what);
 
-// The deterministic order of a round: the store host first, then by arrival. `nodes` are
+// The deterministic order of a round: the store host first, then nodes with a rank hint by hint
+// (a --hostfile launch's file order), then the others by arrival. `nodes` are
 // (join_index, descriptor) for indices 1..size. The worker store is the host's when a member
 // hosts one, else `fallback_master` (the rendezvous store itself).
 C10dAssignment assign_ranks(int round, int restart_count,

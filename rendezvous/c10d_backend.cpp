@@ -78,6 +78,7 @@ class C10dBackend final : public Rendezvous {
     s.store_host = options_.endpoint_host;
     s.store_port = server_ ? server_->port() : options_.endpoint_port;
     self_.is_host = server_ != nullptr;
+    self_.rank_hint = options_.rank_hint;
     self_.addr = options_.local_addr ? *options_.local_addr
                                      : route_address(options_.endpoint_host, s.store_port);
     self_.name = fmt::format("{}_{}", self_.addr, ::getpid());

@@ -23,6 +23,7 @@ struct C10dOptions {
   std::uint16_t endpoint_port = 29400;      // 0: any free port (hosts only, --standalone)
   std::optional<bool> is_host;              // rdzv_conf is_host; nullopt: address heuristic
   std::optional<std::string> local_addr;    // --local_addr / rdzv_conf local_addr
+  int rank_hint = -1;                       // --node_rank when given (C10dNode::rank_hint)
   std::chrono::milliseconds read_timeout{std::chrono::seconds(60)};  // every store call
 };
 

@@ -152,7 +152,8 @@ asio::awaitable<C10dRendezvous::Joined> C10dRendezvous::join(int round, int loca
                                                             int expected) {
   Joined joined;
   joined.round = round;
-  C10dNodeDesc desc{self_.name, self_.addr, local_world_size, self_.is_host, {}, 0};
+  C10dNodeDesc desc{self_.name, self_.addr, local_world_size, self_.is_host,
+                    {},          0,           self_.rank_hint};
   if (self_.is_host && open_worker_store_) {
     std::tie(desc.master_addr, desc.master_port) = open_worker_store_(round);
   }
@@ -208,8 +209,14 @@ asio::awaitable<C10dRoundHeader> C10dRendezvous::wait_closed(const Joined& joine
                        : arrived < settings_.min_nodes ? settings_.min_nodes
                                                        : settings_.max_nodes;
     const Clock::time_point until = last_call ? std::min(*last_call, deadline) : deadline;
-    logger()->info("{}/{} nodes joined round {} of run {}; waiting up to {:.0f} s", arrived,
-                   target, round, settings_.run_id, seconds(until - Clock::now()));
+    // Progress shows at the default (warning) level. Under a second left, the round closes or
+    // fails at the next wake-up: "waiting up to 0 s" would say nothing.
+    const double left = seconds(until - Clock::now());
+    if (left >= 1) {
+      logger()->warn("{}/{} nodes joined round {} of run {}; waiting up to {:.0f} s{}", arrived,
+                     target, round, settings_.run_id, left,
+                     last_call ? " (then the round closes with the nodes that came)" : "");
+    }
   }
 }
 

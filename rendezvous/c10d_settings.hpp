@@ -28,6 +28,7 @@ struct C10dNode {
   std::string addr;  // advertised address (--local_addr, or the interface routing to the store)
   std::string name;  // unique in the job: "<addr>_<pid>" by default; used in logs and reports
   bool is_host = false;  // this agent hosts the rendezvous store (gets group rank 0)
+  int rank_hint = -1;    // >= 0: members sort by it after the store host (see assign_ranks)
 };
 
 }  // namespace ddp::rdzv

@@ -91,7 +91,7 @@ asio::awaitable<bool> MemoryStore::delete_key(std::string key) {
 }
 
 asio::awaitable<void> MemoryStore::append(std::string key, Bytes value) {
-  state_->table.append(key, value);
+  state_->table.append(key, std::move(value));
   co_return;
 }
 

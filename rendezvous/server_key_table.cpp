@@ -1,5 +1,5 @@
-// KeyTable: a hash map of values plus two indexes (waiters and watchers by key). Callbacks run
-// after the table has changed, so a callback may read or change the table again.
+// KeyTable: a hash map of shared values plus two indexes (waiters and watchers by key). Callbacks
+// run after the table has changed, so a callback may read or change the table again.
 
 #include "rendezvous/server_key_table.hpp"
 
@@ -22,7 +22,12 @@ void remove_one(std::vector<std::uint64_t>& ids, std::uint64_t id) {
 
 const Bytes* KeyTable::find(const std::string& key) const {
   auto it = values_.find(key);
-  return it == values_.end() ? nullptr : &it->second;
+  return it == values_.end() ? nullptr : it->second.get();
+}
+
+SharedValue KeyTable::share(const std::string& key) const {
+  auto it = values_.find(key);
+  return it == values_.end() ? nullptr : SharedValue(it->second);
 }
 
 bool KeyTable::contains_all(const std::vector<std::string>& keys) const {
@@ -31,12 +36,19 @@ bool KeyTable::contains_all(const std::vector<std::string>& keys) const {
 
 void KeyTable::write(const std::string& key, Bytes value) {
   auto [it, created] = values_.try_emplace(key);
-  Bytes old_value = std::exchange(it->second, std::move(value));
+  // The old value is dropped when this returns (a reply that shares it keeps its own reference).
+  const std::shared_ptr<Bytes> old_value =
+      std::exchange(it->second, std::make_shared<Bytes>(std::move(value)));
+  const bool watched = watched_.count(key) != 0;
+  if (!watched) {
+    if (created) wake_waiters_of(key);
+    return;
+  }
   // Copy before any callback runs: a callback may change the table and invalidate `it`.
-  const Bytes new_value = watched_.count(key) != 0 ? it->second : Bytes{};
+  const Bytes new_value = *it->second;
   if (created) wake_waiters_of(key);
   notify_watchers(created ? wire::WatchResponse::kKeyCreated : wire::WatchResponse::kKeyUpdated,
-                  key, old_value, new_value);
+                  key, old_value ? *old_value : Bytes{}, new_value);
 }
 
 void KeyTable::set(const std::string& key, Bytes value) { write(key, std::move(value)); }
@@ -74,17 +86,33 @@ Bytes KeyTable::compare_set(const std::string& key, const Bytes& expected, Bytes
 bool KeyTable::erase(const std::string& key) {
   auto it = values_.find(key);
   if (it == values_.end()) return false;
-  Bytes old_value = std::move(it->second);
+  const std::shared_ptr<Bytes> old_value = std::move(it->second);
   values_.erase(it);
-  notify_watchers(wire::WatchResponse::kKeyDeleted, key, old_value, Bytes{});
+  notify_watchers(wire::WatchResponse::kKeyDeleted, key, *old_value, Bytes{});
   return true;
 }
 
-void KeyTable::append(const std::string& key, const Bytes& value) {
-  const Bytes* current = find(key);
-  Bytes joined = current ? *current : Bytes{};
-  joined.insert(joined.end(), value.begin(), value.end());
-  write(key, std::move(joined));
+void KeyTable::append(const std::string& key, Bytes value) {
+  auto it = values_.find(key);
+  if (it == values_.end()) {
+    write(key, std::move(value));
+    return;
+  }
+  std::shared_ptr<Bytes>& current = it->second;
+  const bool watched = watched_.count(key) != 0;
+  const Bytes old_value = watched ? *current : Bytes{};
+  if (current.use_count() > 1) {
+    // A reply still writes this value out: extend a copy, never the bytes it is sending.
+    auto copy = std::make_shared<Bytes>();
+    copy->reserve(2 * (current->size() + value.size()));
+    copy->insert(copy->end(), current->begin(), current->end());
+    current = std::move(copy);
+  }
+  // vector growth doubles the capacity: n appends cost O(total bytes), not O(n * size).
+  current->insert(current->end(), value.begin(), value.end());
+  if (!watched) return;
+  const Bytes new_value = *current;
+  notify_watchers(wire::WatchResponse::kKeyUpdated, key, old_value, new_value);
 }
 
 std::optional<KeyTable::WaiterId> KeyTable::wait(const std::vector<std::string>& keys,

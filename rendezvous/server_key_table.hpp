@@ -1,7 +1,8 @@
 #pragma once
 // KeyTable: the keys of a store and the parties waiting on them, with TCPStore's semantics and no
 // I/O. MemoryStore and the TCP server share one; waits and 1.13 watches are callbacks parked on
-// the keys they concern, called after the change that completes them (nothing polls).
+// the keys they concern, called after the change that completes them (nothing polls). Values are
+// shared with the replies that carry them, so a large GET copies nothing.
 
 #include "rendezvous/store.hpp"
 #include "rendezvous/wire/protocol.hpp"
@@ -9,12 +10,17 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 namespace ddp::rdzv {
+
+// A value as it was when shared: it never changes while held (APPEND copies a shared value
+// before it extends it), and outlives its key's deletion until the last holder drops it.
+using SharedValue = std::shared_ptr<const Bytes>;
 
 class KeyTable {
  public:
@@ -26,6 +32,8 @@ class KeyTable {
 
   // nullptr when key is missing. Valid until the next change of the table.
   const Bytes* find(const std::string& key) const;
+  // The value at key without copying it; nullptr when key is missing.
+  SharedValue share(const std::string& key) const;
   bool contains(const std::string& key) const { return find(key) != nullptr; }
   bool contains_all(const std::vector<std::string>& keys) const;
   std::size_t size() const { return values_.size(); }
@@ -38,7 +46,9 @@ class KeyTable {
   Bytes compare_set(const std::string& key, const Bytes& expected, Bytes desired);
   // Returns whether key existed.
   bool erase(const std::string& key);
-  void append(const std::string& key, const Bytes& value);
+  // Appends in place (amortised linear in the bytes appended; a value held by a reply is copied
+  // first). Creates a missing key. Size limits are the caller's (ServerSession).
+  void append(const std::string& key, Bytes value);
 
   // Calls wake once every key exists (only still-missing keys are awaited). Returns nullopt,
   // without calling wake, when they all exist already.
@@ -68,7 +78,7 @@ class KeyTable {
   void notify_watchers(wire::WatchResponse type, const std::string& key, const Bytes& old_value,
                        const Bytes& new_value);
 
-  std::unordered_map<std::string, Bytes> values_;
+  std::unordered_map<std::string, std::shared_ptr<Bytes>> values_;
   std::unordered_map<WaiterId, Waiter> waiters_;
   std::unordered_map<std::string, std::vector<WaiterId>> waiting_on_;
   std::unordered_map<WatcherId, Watcher> watchers_;

@@ -3,8 +3,12 @@
 
 #include "rendezvous/server_os.hpp"
 
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -87,6 +91,42 @@ std::string describe_port_owner(std::uint16_t port) {
     // a process went away while we looked: report what is known
   }
   return "";
+}
+
+void set_keepalive(int fd, std::chrono::seconds within) {
+  const int total = static_cast<int>(within.count());
+  if (total <= 0) return;
+  const int on = 1;
+  const int idle = std::max(1, total / 2);
+  const int interval = std::max(1, total / 8);
+  const int count = std::max(1, (total - idle) / interval);
+  const unsigned user_timeout_ms = static_cast<unsigned>(total) * 1000U;
+  // Best effort: a socket that refuses an option is still served.
+  ::setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
+  // Keepalive is not sent while output is unacknowledged; this bounds that case too.
+  ::setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout_ms, sizeof user_timeout_ms);
+}
+
+SpareDescriptor::SpareDescriptor() : fd_(::open("/dev/null", O_RDONLY | O_CLOEXEC)) {}
+
+SpareDescriptor::~SpareDescriptor() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+bool SpareDescriptor::refuse_one(int listen_fd) {
+  if (fd_ < 0) {
+    fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    return false;
+  }
+  ::close(fd_);
+  // The listening socket is non-blocking (Asio made it so): nothing pending answers EAGAIN.
+  const int pending = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+  if (pending >= 0) ::close(pending);
+  fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  return pending >= 0;
 }
 
 }  // namespace ddp::rdzv

@@ -13,8 +13,12 @@ namespace ddp::rdzv {
 
 using wire::Command;
 
-ServerSession::ServerSession(KeyTable& table, Send send, std::size_t max_watches)
-    : table_(&table), send_(std::move(send)), max_watches_(max_watches) {}
+namespace {
+constexpr std::size_t kScratchBytes = 4096;
+}  // namespace
+
+ServerSession::ServerSession(KeyTable& table, Send send, wire::Limits limits)
+    : table_(&table), send_(std::move(send)), limits_(limits) {}
 
 ServerSession::~ServerSession() { close(); }
 
@@ -31,9 +35,13 @@ void ServerSession::drop_pending_wait() {
   pending_wait_.reset();
 }
 
-void ServerSession::handle(wire::Request request, wire::Buffer& reply) {
+void ServerSession::handle(wire::Request request, OutputQueue& out) {
   if (table_ == nullptr) throw Error("request on a closed store session");
   KeyTable& table = *table_;
+  // Fixed-size fields go to `reply` (reused: no allocation per request), queued at the end;
+  // GET and MULTI_GET values go to `out` uncopied.
+  wire::Buffer& reply = scratch_;
+  reply.clear();
   if (request.command != Command::kCancelWait) drop_pending_wait();
   auto& keys = request.keys;
   auto& values = request.values;
@@ -49,12 +57,9 @@ void ServerSession::handle(wire::Request request, wire::Buffer& reply) {
     case Command::kCompareSet:
       wire::append_bytes(reply, table.compare_set(keys[0], values[0], std::move(values[1])));
       break;
-    case Command::kGet: {
-      const Bytes* value = table.find(keys[0]);
-      wire::append_bytes(reply, value ? std::span<const std::uint8_t>(*value)
-                                      : std::span<const std::uint8_t>());
+    case Command::kGet:
+      out.append_value(table.share(keys[0]));
       break;
-    }
     case Command::kAdd:
       wire::append_i64(reply, table.add(keys[0], request.delta));
       break;
@@ -76,14 +81,12 @@ void ServerSession::handle(wire::Request request, wire::Buffer& reply) {
       wire::append_i64(reply, table.erase(keys[0]) ? 1 : 0);
       break;
     case Command::kAppend:
-      table.append(keys[0], values[0]);
+      // Checked again: another connection may have appended while this value arrived.
+      if (auto why = append_refusal(keys[0], values[0].size()); !why.empty()) throw Error(why);
+      table.append(keys[0], std::move(values[0]));
       break;
     case Command::kMultiGet:
-      for (const auto& key : keys) {
-        const Bytes* value = table.find(key);
-        wire::append_bytes(reply, value ? std::span<const std::uint8_t>(*value)
-                                        : std::span<const std::uint8_t>());
-      }
+      handle_multi_get(keys, out);
       break;
     case Command::kMultiSet:
       for (std::size_t i = 0; i < keys.size(); ++i) table.set(keys[i], std::move(values[i]));
@@ -94,6 +97,38 @@ void ServerSession::handle(wire::Request request, wire::Buffer& reply) {
       wire::append_u8(reply, static_cast<std::uint8_t>(wire::WaitResponse::kWaitCanceled));
       break;
   }
+  out.append(reply);
+  if (reply.capacity() > kScratchBytes) reply = {};  // after a large COMPARE_SET reply
+}
+
+std::string ServerSession::append_refusal(const std::string& key, std::uint64_t appended) const {
+  const Bytes* current = table_ ? table_->find(key) : nullptr;
+  const std::uint64_t size = current ? current->size() : 0;
+  if (size + appended <= limits_.max_value_bytes) return "";
+  return fmt::format("APPEND({}): {} + {} bytes exceed the value limit of {} bytes", key, size,
+                     appended, limits_.max_value_bytes);
+}
+
+std::string ServerSession::refuse_value(const wire::Request& partial, std::uint64_t length) const {
+  if (partial.command != Command::kAppend || partial.keys.empty()) return "";
+  return append_refusal(partial.keys[0], length);
+}
+
+void ServerSession::handle_multi_get(const std::vector<std::string>& keys, OutputQueue& out) {
+  // A reply is refused like a value past the limit: 1024 names of one 1 MiB key would otherwise
+  // make the server queue 1 GiB for a client that may never read it.
+  std::vector<SharedValue> values;
+  values.reserve(keys.size());
+  std::size_t total = 0;
+  for (const auto& key : keys) {
+    values.push_back(table_->share(key));
+    total += wire::kLengthBytes + (values.back() ? values.back()->size() : 0);
+  }
+  if (total > limits_.max_value_bytes) {
+    throw Error(fmt::format("MULTI_GET of {} keys: the reply of {} bytes exceeds the value limit "
+                            "of {} bytes", keys.size(), total, limits_.max_value_bytes));
+  }
+  for (const auto& value : values) out.append_value(value);
 }
 
 void ServerSession::handle_wait(const std::vector<std::string>& keys, wire::Buffer& reply) {
@@ -109,9 +144,9 @@ void ServerSession::handle_wait(const std::vector<std::string>& keys, wire::Buff
 }
 
 void ServerSession::handle_watch(const std::string& key, wire::Buffer& reply) {
-  if (watches_.size() >= max_watches_) {
+  if (watches_.size() >= limits_.max_keys_per_query) {
     throw Error(fmt::format("WATCH_KEY({}): more than {} watches on one connection", key,
-                            max_watches_));
+                            limits_.max_keys_per_query));
   }
   watches_.push_back(table_->watch(
       key, [this](wire::WatchResponse type, const std::string& watched, const Bytes& old_value,

@@ -75,7 +75,7 @@ struct StaticRendezvous::State {
     connect_options.connect_timeout = options.timeout;
     connect_options.call_timeout = options.timeout + std::chrono::seconds(30);
     try {
-      client = co_await TcpStoreClient::connect(options.master_addr, port, connect_options);
+      client = co_await connect_with_progress(connect_options);
       watch_client = co_await TcpStoreClient::connect(options.master_addr, port, connect_options);
     } catch (const TimeoutError& e) {
       throw TimeoutError(fmt::format(
@@ -126,7 +126,7 @@ struct StaticRendezvous::State {
   asio::awaitable<std::vector<Bytes>> wait_for_nodes(int round) {
     std::vector<std::string> keys;
     for (int rank = 0; rank < options.nnodes; ++rank) keys.push_back(node_key(round, rank));
-    if (!co_await store->wait_for(keys, options.timeout)) {
+    if (!co_await wait_with_progress(keys, round)) {
       std::string missing;
       for (int rank = 0; rank < options.nnodes; ++rank) {
         if (co_await store->check(key_list(keys[static_cast<std::size_t>(rank)]))) continue;
@@ -139,6 +139,67 @@ struct StaticRendezvous::State {
           missing, options.nnodes, round, seconds_of(options.timeout), address()));
     }
     co_return co_await store->multi_get(keys);
+  }
+
+  // TcpStoreClient::connect in slices of the progress interval, with a warning after each one
+  // that ends without node 0's store, until options.timeout.
+  asio::awaitable<std::unique_ptr<TcpStoreClient>> connect_with_progress(ConnectOptions base) {
+    using std::chrono::milliseconds;
+    const auto deadline = std::chrono::steady_clock::now() + options.timeout;
+    for (;;) {
+      const auto left = std::chrono::duration_cast<milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      ConnectOptions slice = base;
+      slice.connect_timeout = std::max(milliseconds(1), std::min(left, progress_interval()));
+      try {
+        co_return co_await TcpStoreClient::connect(options.master_addr, port, slice);
+      } catch (const TimeoutError&) {
+        if (std::chrono::steady_clock::now() >= deadline) throw;
+      }
+      log::get("rdzv")->warn("waiting for node 0 (the store host at {}) to start: {}s left",
+                             address(), seconds_until(deadline));
+    }
+  }
+
+  // A short rendezvous timeout reports more often: at least four times before it ends.
+  std::chrono::milliseconds progress_interval() const {
+    return std::max(std::chrono::milliseconds(1),
+                    std::min(options.progress_interval, options.timeout / 4));
+  }
+
+  // Whole seconds until `deadline`, rounded up (a wait that goes on never says "0s left").
+  static long long seconds_until(std::chrono::steady_clock::time_point deadline) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    return (left.count() + 999) / 1000;
+  }
+
+  // wait_for(keys, timeout) that says every progress_interval what it waits for: the missing
+  // node ranks on the store host (its wait is the one that names them), a line on the others.
+  asio::awaitable<bool> wait_with_progress(const std::vector<std::string>& keys, int round) {
+    using std::chrono::milliseconds;
+    const auto deadline = std::chrono::steady_clock::now() + options.timeout;
+    const auto time_left = [&] {
+      return std::chrono::duration_cast<milliseconds>(deadline - std::chrono::steady_clock::now());
+    };
+    for (;;) {
+      if (time_left() <= milliseconds(0)) co_return false;
+      if (co_await store->wait_for(keys, std::min(time_left(), progress_interval()))) {
+        co_return true;
+      }
+      const long long seconds_left = seconds_until(deadline);
+      if (seconds_left <= 0) continue;
+      std::string missing;
+      int named = 0;
+      for (std::size_t i = 0; is_host() && i < keys.size() && named < 16; ++i) {
+        if (co_await store->check(key_list(keys[i]))) continue;
+        missing += fmt::format("{}{}", named++ == 0 ? " (missing node_rank " : ", ", i);
+      }
+      if (!missing.empty()) missing += ")";
+      log::get("rdzv")->warn(
+          "waiting for the nodes of --nnodes={} to join round {} at {}{}: {}s left", options.nnodes,
+          round, address(), missing, seconds_left);
+    }
   }
 
   asio::io_context& io;

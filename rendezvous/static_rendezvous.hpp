@@ -36,6 +36,9 @@ struct StaticRendezvousOptions {
   std::chrono::milliseconds timeout{std::chrono::seconds(900)};  // join and exit barrier
   // How long the store host waits, when it leaves, for the other nodes to leave first.
   std::chrono::milliseconds leave_timeout{std::chrono::seconds(60)};
+  // While nodes are missing, a warning every this long (at most timeout/4) names them; torchrun
+  // prints nothing.
+  std::chrono::milliseconds progress_interval{std::chrono::seconds(10)};
   int max_restarts = 0;   // next_round throws RendezvousClosedError once the count exceeds it
   std::string node_name;  // this node's host name (RendezvousInfo::node_names, errors)
 };

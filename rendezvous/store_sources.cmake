@@ -1,9 +1,10 @@
-# Sources of the store half of ddp_rendezvous (issue 2): target_sources(ddp_rendezvous PRIVATE ...).
+# Sources of the store half of ddp_rendezvous: target_sources(ddp_rendezvous PRIVATE ...).
 target_sources(ddp_rendezvous PRIVATE
   prefix_store.cpp
   memory_store.cpp
   server_key_table.cpp
   server_session.cpp
+  server_output_queue.cpp
   server_connection.cpp
   server_os_linux.cpp
   server_stats.cpp

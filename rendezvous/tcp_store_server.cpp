@@ -1,7 +1,8 @@
 // TcpStoreServer: binds, then runs one accept coroutine that spawns a ServerConnection coroutine
 // per socket. The acceptor, the shared read buffer and the registry of live connections live in a
 // shared block that the coroutines hold, so stopping or destroying the server while the
-// io_context still holds their frames is safe.
+// io_context still holds their frames is safe. Connections refused at a limit (descriptors, the
+// connection count) are logged once per burst, never once per connection.
 
 #include "rendezvous/tcp_store_server.hpp"
 
@@ -15,6 +16,7 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/ip/v6_only.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -26,10 +28,13 @@
 namespace ddp::rdzv {
 namespace asio = boost::asio;
 using asio::ip::tcp;
+using namespace asio::experimental::awaitable_operators;
 
 namespace {
 
 constexpr std::size_t kReadBufferBytes = std::size_t{256} << 10;
+// How long the acceptor rests when the process is out of descriptors (or accept keeps failing).
+constexpr std::chrono::milliseconds kDescriptorPause{100};
 
 struct Shared {
   explicit Shared(asio::io_context& io) : acceptor(io) {}
@@ -39,8 +44,38 @@ struct Shared {
   std::unique_ptr<std::uint8_t[]> read_buffer =
       std::make_unique_for_overwrite<std::uint8_t[]>(kReadBufferBytes);
   std::unordered_map<ServerConnection*, std::shared_ptr<ServerConnection>> live;
+  SpareDescriptor spare;
   bool stopped = false;
 };
+
+// Connections refused in a row: one line when refusing starts, one when accepting resumes.
+class RefusalBurst {
+ public:
+  void refused(const std::string& why, std::size_t connections) {
+    if (!refusing_) {
+      refusing_ = true;
+      log::get("store")->warn("store server refuses new connections: {} (logged once until it "
+                              "accepts again)", why);
+    }
+    count_ += connections;
+  }
+  void accepted() {
+    if (!refusing_) return;
+    log::get("store")->warn("store server accepts connections again after refusing {}", count_);
+    refusing_ = false;
+    count_ = 0;
+  }
+
+ private:
+  bool refusing_ = false;
+  std::size_t count_ = 0;
+};
+
+bool is_out_of_descriptors(const boost::system::error_code& ec) {
+  return ec == asio::error::no_descriptors ||
+         ec == boost::system::errc::too_many_files_open_in_system ||
+         ec == asio::error::no_buffer_space || ec == asio::error::no_memory;
+}
 
 std::vector<tcp::endpoint> endpoints_for(asio::io_context& io, const std::string& host,
                                          std::uint16_t port) {
@@ -85,50 +120,80 @@ void listen_on(tcp::acceptor& acceptor, const std::vector<tcp::endpoint>& endpoi
                             host.empty() ? "0.0.0.0" : host, port, ec.message(), owner));
 }
 
+// The place a connection begins: accepted, registered in `live`, and its coroutine started.
+void start_connection(const std::shared_ptr<Shared>& shared, tcp::socket socket, KeyTable& table,
+                      const StoreLimits& limits) {
+  set_keepalive(socket.native_handle(), limits.keepalive);
+  ConnectionLimits connection_limits;
+  connection_limits.wire = {limits.max_key_bytes, limits.max_value_bytes,
+                            limits.max_keys_per_query};
+  connection_limits.max_queued_bytes = limits.max_queued_bytes;
+  connection_limits.partial_request_timeout = limits.partial_request_timeout;
+  auto connection = std::make_shared<ServerConnection>(
+      std::move(socket), table, connection_limits,
+      std::span(shared->read_buffer.get(), kReadBufferBytes));
+  ServerConnection* key = connection.get();
+  shared->live.emplace(key, connection);
+  // Forgotten when closed: at the end of serve(), or after its last write, or by stop().
+  connection->set_on_close([weak = std::weak_ptr<Shared>(shared), key] {
+    if (auto alive = weak.lock()) alive->live.erase(key);
+  });
+  asio::co_spawn(shared->acceptor.get_executor(), connection->serve(),
+                 [connection](std::exception_ptr error) {
+                   if (!error) return;
+                   try {
+                     std::rethrow_exception(error);
+                   } catch (const std::exception& e) {
+                     log::get("store")->warn("closing store connection from {}: {}",
+                                             connection->peer(), e.what());
+                   }
+                   connection->close();
+                 });
+}
+
 asio::awaitable<void> accept_loop(std::shared_ptr<Shared> shared, KeyTable* table,
                                   StoreLimits limits) {
-  auto log = log::get("store");
-  const wire::Limits wire_limits{limits.max_key_bytes, limits.max_value_bytes,
-                                 limits.max_keys_per_query};
   auto executor = co_await asio::this_coro::executor;
+  RefusalBurst burst;
   for (;;) {
     auto [ec, socket] = co_await shared->acceptor.async_accept(asio::as_tuple(asio::use_awaitable));
     if (shared->stopped || ec == asio::error::operation_aborted) co_return;
-    if (ec) {
-      // Out of descriptors: the pending connection stays in the backlog; try again shortly.
-      log->warn("store server accept failed: {}", ec.message());
-      asio::steady_timer pause(executor, std::chrono::milliseconds(50));
-      co_await pause.async_wait(asio::as_tuple(asio::use_awaitable));
+    if (is_out_of_descriptors(ec)) {
+      // Linux's accept fails with EMFILE before it looks at the backlog, so this comes back at
+      // once whether or not anyone is waiting. Take every pending connection off the backlog
+      // (refused: their peers see the connection close at once), then rest until the next
+      // connection arrives or kDescriptorPause passes (descriptors may have been freed), so that
+      // neither this loop nor the log spins while the process is at its limit.
+      std::size_t refused = 0;
+      while (shared->spare.refuse_one(shared->acceptor.native_handle())) ++refused;
+      burst.refused(ec.message(), refused);
+      ServerStats::add(server_stats().connections_refused, refused);
+      asio::steady_timer pause(executor, kDescriptorPause);
+      co_await (shared->acceptor.async_wait(tcp::acceptor::wait_read,
+                                            asio::as_tuple(asio::use_awaitable)) ||
+                pause.async_wait(asio::as_tuple(asio::use_awaitable)));
       if (shared->stopped) co_return;
       continue;
     }
+    if (ec) {
+      // The peer gave up before we took it (ECONNABORTED): nothing to serve. Anything else may
+      // last, so rest a moment rather than spin.
+      log::get("store")->debug("store server accept failed: {}", ec.message());
+      if (ec != asio::error::connection_aborted) {
+        asio::steady_timer pause(executor, kDescriptorPause);
+        co_await pause.async_wait(asio::as_tuple(asio::use_awaitable));
+        if (shared->stopped) co_return;
+      }
+      continue;
+    }
     if (shared->live.size() >= limits.max_connections) {
-      log->warn("store server refuses a connection: {} connections is the limit",
-                limits.max_connections);
+      burst.refused(fmt::format("{} connections is the limit", limits.max_connections), 1);
       ServerStats::add(server_stats().connections_refused);
       continue;  // `socket` closes here
     }
-    auto connection =
-        std::make_shared<ServerConnection>(std::move(socket), *table, wire_limits,
-                                           std::span(shared->read_buffer.get(), kReadBufferBytes));
+    burst.accepted();
     ServerStats::add(server_stats().connections_accepted);
-    ServerConnection* key = connection.get();
-    shared->live.emplace(key, connection);
-    // Forgotten when closed: at the end of serve(), or after its last write, or by stop().
-    connection->set_on_close([weak = std::weak_ptr<Shared>(shared), key] {
-      if (auto alive = weak.lock()) alive->live.erase(key);
-    });
-    asio::co_spawn(executor, connection->serve(),
-                   [connection, log](std::exception_ptr error) {
-                     if (!error) return;
-                     try {
-                       std::rethrow_exception(error);
-                     } catch (const std::exception& e) {
-                       log->warn("closing store connection from {}: {}", connection->peer(),
-                                 e.what());
-                     }
-                     connection->close();
-                   });
+    start_connection(shared, std::move(socket), *table, limits);
   }
 }
 
@@ -181,6 +246,12 @@ void TcpStoreServer::stop() {
 std::uint16_t TcpStoreServer::port() const { return impl_->port; }
 const std::string& TcpStoreServer::host() const { return impl_->host; }
 std::size_t TcpStoreServer::connection_count() const { return impl_->shared->live.size(); }
+std::size_t TcpStoreServer::queued_bytes() const {
+  std::size_t total = 0;
+  for (const auto& [key, connection] : impl_->shared->live) total += connection->queued_bytes();
+  return total;
+}
+
 MemoryStore& TcpStoreServer::store() { return impl_->store; }
 
 }  // namespace ddp::rdzv

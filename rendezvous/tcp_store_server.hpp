@@ -6,6 +6,7 @@
 
 #include <boost/asio/io_context.hpp>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -15,11 +16,19 @@ namespace ddp::rdzv {
 
 class MemoryStore;
 
+// Every limit is described, with what happens at it, in docs/protocol.md ("Limits").
 struct StoreLimits {
   std::size_t max_key_bytes = 4096;
   std::size_t max_value_bytes = std::size_t{1} << 30;  // 1 GiB: PyTorch checkpoints pass through
   std::size_t max_keys_per_query = 65536;
   std::size_t max_connections = 1 << 20;
+  // Output queued for one client past which its requests are no longer read.
+  std::size_t max_queued_bytes = std::size_t{64} << 20;
+  // A peer gone without a FIN is dropped within this (TCP keepalive); 0 turns keepalive off.
+  std::chrono::seconds keepalive{60};
+  // A connection holding part of a request that sends nothing more for this long is closed
+  // (zero: never).
+  std::chrono::milliseconds partial_request_timeout{std::chrono::seconds(60)};
 };
 
 class TcpStoreServer {
@@ -41,6 +50,9 @@ class TcpStoreServer {
   std::uint16_t port() const;
   const std::string& host() const;
   std::size_t connection_count() const;
+  // Output queued for all connections and not yet written (bounded by max_queued_bytes per
+  // connection, plus the reply that crossed it).
+  std::size_t queued_bytes() const;
 
   // The keys the server serves: in-process users (the agent, rendezvous on the store host) read
   // and write the same keys as the remote clients, without a socket.

@@ -16,8 +16,14 @@ packages=(
   # multi-node tests in network namespaces, and SLURM
   iproute2 iptables nftables procps psmisc util-linux jq curl
   slurmctld slurmd slurm-client munge
+  # --hostfile tests: a real sshd per namespace node (started by the test with its own config)
+  openssh-server openssh-client
   # benchmark scripts (perf: rendezvous.sh per_agent)
   bc linux-perf
+  # native worker stacks (SIGQUIT, --hang_timeout reports): eu-stack
+  elfutils
+  # scripts/gpu/pack.sh: the carried binaries find the carried libraries through their RPATH
+  patchelf xz-utils
   # metrics tests: a real Prometheus server and promtool (docs/metrics.md)
   prometheus
 )

@@ -42,20 +42,7 @@ int main(int argc, char** argv) {
 namespace {
 
 int run_client(const std::string& verb, const std::vector<std::string>& args) {
-#ifdef DDP_STORE_CLIENT_VERBS
   if (ddp::store_cli::is_client_verb(verb)) return ddp::store_cli::run_client_verb(verb, args);
-#else
-  (void)args;
-  const std::vector<std::string> planned{"get", "set", "add", "wait", "num-keys", "delete",
-                                         "compare-set"};
-  for (const auto& name : planned) {
-    if (verb == name) {
-      std::fprintf(stderr, "ddp-store: verb %s: not built (apps/ddp-store/client_verbs.cpp)\n",
-                   verb.c_str());
-      return 2;
-    }
-  }
-#endif
   std::fprintf(stderr, "ddp-store: unknown verb '%s'\n%s", verb.c_str(), kUsage);
   return 2;
 }

@@ -28,10 +28,16 @@ int run_serve(const std::vector<std::string>& args) {
   std::string host = "0.0.0.0";
   std::uint16_t port = 29500;
   std::string log_level;
+  int keepalive_s = 60;
   app.add_option("--host", host, "address to listen on (0.0.0.0 any IPv4, :: any IPv6 and IPv4)")
       ->capture_default_str();
   app.add_option("--port", port, "port to listen on; 0 picks a free one")->capture_default_str();
   app.add_option("--log_level,--log-level", log_level, "trace, debug, info, warn, error or off");
+  app.add_option("--keepalive_s,--keepalive-s", keepalive_s,
+                 "drop a peer gone without a FIN within this many seconds (TCP keepalive), and a "
+                 "connection that sends part of a request and then nothing for as long; 0: never")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 86400));
   metrics::HttpServerOptions metrics_options;
   app.add_option("--metrics_port,--metrics-port", metrics_options.port,
                  "serve Prometheus metrics at http://ADDR:PORT/metrics; 0 (default) = off");
@@ -50,7 +56,10 @@ int run_serve(const std::vector<std::string>& args) {
   try {
     if (!log_level.empty()) log::set_level(log_level);
     boost::asio::io_context io;
-    rdzv::TcpStoreServer server(io, host, port);
+    rdzv::StoreLimits limits;
+    limits.keepalive = std::chrono::seconds(keepalive_s);
+    limits.partial_request_timeout = std::chrono::seconds(keepalive_s);
+    rdzv::TcpStoreServer server(io, host, port, limits);
     server.start();
     metrics::Registry registry;
     std::unique_ptr<metrics::MetricsServer> metrics_server;

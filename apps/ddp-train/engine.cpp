@@ -4,8 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "ddp/devices.hpp"
 #include "ddp/error.hpp"
-#include "runtime/src/cuda_probe.hpp"
 
 namespace ddp::train {
 namespace {
@@ -58,13 +58,13 @@ std::unique_ptr<Engine> make_engine(const EngineChoice& choice, Mlp& model, Opti
   bool cuda = false;
   if (choice.device == "auto") {
     cuda = choice.group_backend.empty()
-               ? runtime::built_with_cuda() && runtime::visible_cuda_devices() > 0
+               ? built_with_cuda() && visible_cuda_devices() > 0
                : choice.group_backend == "nccl";
   } else if (choice.device == "cuda") {
-    if (!runtime::built_with_cuda()) {
+    if (!built_with_cuda()) {
       throw ConfigError("--device cuda: this ddp-train was built without CUDA");
     }
-    const int visible = runtime::visible_cuda_devices();
+    const int visible = visible_cuda_devices();
     if (visible <= choice.local_rank) {
       throw ConfigError(fmt::format(
           "--device cuda: local rank {} needs GPU {}, but {} GPU(s) are visible (no driver, or "

@@ -42,6 +42,15 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv) {
   app.add_option("--fail_at_step", o.fail_at_step, "fault injection: exit 3 once at this step");
   app.add_option("--fail_rank", o.fail_rank, "fault injection: the rank that fails")
       ->check(CLI::Range(0, 1 << 30));
+  app.add_option("--hang_at_step", o.hang_at_step,
+                 "fault injection: --hang_rank sleeps forever at this step (first attempt only)");
+  app.add_option("--hang_rank", o.hang_rank, "fault injection: the rank that hangs")
+      ->check(CLI::Range(0, 1 << 30));
+  app.add_option("--slow_step_ms", o.slow_step_ms,
+                 "fault injection: --slow_rank sleeps this many ms before every step")
+      ->check(CLI::Range(0, 1 << 30));
+  app.add_option("--slow_rank", o.slow_rank, "fault injection: the rank that is slow")
+      ->check(CLI::Range(0, 1 << 30));
   app.add_option("--log_every", o.log_every, "steps between progress lines")
       ->check(CLI::Range(1, 1 << 30));
   app.add_option("--backend", o.backend, "gloo or nccl (default: libddp's choice)");

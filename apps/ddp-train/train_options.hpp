@@ -25,6 +25,10 @@ struct TrainOptions {
   std::int64_t checkpoint_every = 0;  // steps; 0 = only at the end
   std::int64_t fail_at_step = -1;
   int fail_rank = 0;
+  std::int64_t hang_at_step = -1;  // fault injection: this rank sleeps forever at this step
+  int hang_rank = 0;               // (first attempt only: TORCHELASTIC_RESTART_COUNT 0 or unset)
+  std::int64_t slow_step_ms = 0;   // fault injection: --slow_rank sleeps this long every step
+  int slow_rank = 0;
   std::int64_t log_every = 100;  // steps between progress lines
   std::string backend;           // "" = libddp's default
   std::string device = "auto";   // auto, cpu or cuda (see EngineChoice)

@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "common/log.hpp"
 #include "ddp/sampler.hpp"
@@ -69,6 +70,12 @@ bool Trainer::is_done() const { return options_.max_steps > 0 && pos_.step >= op
 
 int Trainer::run() {
   auto log = ddp::log::get("train");
+  if (rank_ == 0 && !options_.checkpoint.empty()) {  // partial files of a run killed mid-write
+    if (const int stale = remove_stale_checkpoint_temporaries(options_.checkpoint); stale > 0) {
+      log->info("removed {} stale temporary checkpoint file(s) beside {}", stale,
+                options_.checkpoint);
+    }
+  }
   // Rank 0 reads the checkpoint and broadcasts what it restored (weights, optimizer state,
   // position), so the ranks agree even when only rank 0's node can see the file.
   if (rank_ == 0 && !options_.checkpoint.empty() && std::filesystem::exists(options_.checkpoint)) {
@@ -135,6 +142,7 @@ void Trainer::train_epoch(std::int64_t epoch) {
   std::int64_t window_steps = 0;
   while (pos_.micro_in_epoch < micro_per_epoch_ && !is_done()) {
     maybe_fail();
+    maybe_hang();
     const auto start = Clock::now();
     train_step(indices, window);
     train_seconds_ += std::chrono::duration<double>(Clock::now() - start).count();
@@ -253,6 +261,30 @@ void Trainer::maybe_fail() {
                                 pos_.step, rank_, marker);
   std::fflush(stdout);
   std::_Exit(3);
+}
+
+// A named frame of its own, so that a stack report shows where the rank hangs.
+[[noreturn, gnu::noinline]] void hang_forever() {
+  for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+}
+
+// --slow_step_ms delays every step of one rank (slow, still progressing). The hang happens in
+// the first attempt only, so a job restarted by ddprun's hang detector
+// (--hang_timeout) then runs to its end.
+void Trainer::maybe_hang() {
+  if (options_.slow_step_ms > 0 && rank_ == options_.slow_rank) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(options_.slow_step_ms));
+  }
+  if (options_.hang_at_step < 0 || pos_.step != options_.hang_at_step ||
+      rank_ != options_.hang_rank) {
+    return;
+  }
+  const char* restart = std::getenv("TORCHELASTIC_RESTART_COUNT");
+  if (restart != nullptr && std::string(restart) != "0") return;
+  ddp::log::get("train")->warn("injected hang at step={} rank={} (sleeping forever)", pos_.step,
+                               rank_);
+  std::fflush(stdout);
+  hang_forever();
 }
 
 }  // namespace ddp::train

@@ -43,6 +43,7 @@ class Trainer {
   Tally all_reduce(const Tally& local);
   void save(const TrainPosition& pos);
   void maybe_fail();
+  void maybe_hang();  // also --slow_step_ms
   bool is_done() const;
 
   TrainOptions options_;

@@ -1,4 +1,5 @@
-// ddprun: torchrun's command line -> LaunchConfig -> ElasticAgent::run() -> exit code.
+// ddprun: torchrun's command line -> LaunchConfig -> ElasticAgent::run() -> exit code. Installed
+// a second time as ddprun-launch, the same binary reads python -m torch.distributed.launch's.
 // Exit codes: 0 success; 2 bad usage; 1 when the job could not run (rendezvous, store, spawn);
 // the root-cause worker's exit code (128+N for signal N) when workers failed; 128+S for a
 // handled signal S; 74 when the job succeeded but its --event_log could not be written in full.
@@ -10,13 +11,17 @@
 #include <cstdio>
 #include <exception>
 #include <iostream>
+#include <optional>
 
 #include "agent/agent_metrics.hpp"
 #include "agent/dry_run.hpp"
 #include "agent/elastic_agent.hpp"
 #include "agent/event_log.hpp"
+#include "agent/fanout.hpp"
 #include "agent/launch_config.hpp"
+#include "agent/numa_binding.hpp"
 #include "agent/rendezvous_factory.hpp"
+#include "agent/stdin_signals.hpp"
 #include "agent/worker_group.hpp"
 #include "common/log.hpp"
 #include "ddp/error.hpp"
@@ -45,6 +50,9 @@ int run_agent(const ddp::agent::LaunchConfig& config,
     ddp::agent::TeeEventSink events({event_log.get(), metrics ? &metrics->events() : nullptr});
     const auto rendezvous = ddp::agent::make_rendezvous(config, io);
     ddp::agent::ElasticAgent agent(io, config, env, *rendezvous, events);
+    // After the agent: its signal handlers must exist before a line on stdin raises a signal.
+    std::optional<ddp::agent::StdinSignals> stdin_signals;
+    if (config.stdin_signals) stdin_signals.emplace(io);
     boost::asio::co_spawn(io, agent.run(), [&](std::exception_ptr e, int code) {
       error = e;
       exit_code = code;
@@ -61,6 +69,29 @@ int run_agent(const ddp::agent::LaunchConfig& config,
   return exit_code;
 }
 
+// --hostfile: this ddprun starts the agents of every host over ssh and runs none itself.
+int run_fanout(const ddp::agent::LaunchConfig& config, int argc, char** argv,
+               const std::map<std::string, std::string>& env) {
+  std::vector<ddp::agent::RemoteLaunch> launches;
+  try {
+    launches = ddp::agent::plan_hostfile_launch(config, argc, argv, env);
+    if (config.dry_run) {
+      ddp::agent::print_fanout_dry_run(launches, std::cout);
+      return 0;
+    }
+  } catch (const ddp::ConfigError& e) {
+    return report_error(e.what(), 2);
+  }
+  try {
+    ddp::agent::become_child_subreaper();
+    return ddp::agent::run_hostfile_launch(config, std::move(launches), env);
+  } catch (const ddp::ConfigError& e) {
+    return report_error(e.what(), 2);
+  } catch (const std::exception& e) {
+    return report_error(e.what(), 1);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -69,20 +100,29 @@ int main(int argc, char** argv) {
   try {
     config = ddp::agent::parse_launch_config(argc, argv, env);
     if (config.help) {
-      std::cout << ddp::agent::usage();
+      std::cout << ddp::agent::usage(config.legacy_launch);
       return 0;
     }
+    if (config.version) {
+      std::cout << ddp::agent::version_text(config.legacy_launch, DDP_VERSION);
+      return 0;
+    }
+    // Quiet like torchrun (whose default is WARNING): info lines need --log_level=info.
+    if (!config.log_level.empty()) {
+      ddp::log::set_level(config.log_level);
+    } else if (env.contains("SPDLOG_LEVEL")) {
+      ddp::log::load_env_levels();
+    } else {
+      ddp::log::set_level("warn");
+    }
+    if (config.hostfile) return run_fanout(config, argc, argv, env);
     if (config.dry_run) {
       ddp::agent::print_dry_run(config, env, std::cout);
       return 0;
     }
-    if (config.log_level.empty()) {
-      ddp::log::load_env_levels();
-    } else {
-      ddp::log::set_level(config.log_level);
-    }
     const auto unsupported = config.unsupported_features();
     if (!unsupported.empty()) throw ddp::ConfigError(unsupported.front());
+    ddp::agent::numa_bindings_for(config, env);  // a topology that cannot serve fails here, early
   } catch (const ddp::ConfigError& e) {
     return report_error(e.what(), 2);
   }

@@ -195,6 +195,14 @@ ParseResult RequestParser::feed(std::span<const std::uint8_t> data) {
                            limits_.max_value_bytes));
           return bad();
         }
+        if (admit_value_) {
+          // Refused before its bytes are read (and held): e.g. an APPEND past the value limit.
+          std::string why = admit_value_(request_, remaining_);
+          if (!why.empty()) {
+            fail(std::move(why));
+            return bad();
+          }
+        }
         // Reserve what was announced only up to a bound: the bytes must arrive to be stored.
         request_.values.emplace_back().reserve(
             std::min<std::uint64_t>(remaining_, kMaxInitialReserve));
@@ -205,6 +213,12 @@ ParseResult RequestParser::feed(std::span<const std::uint8_t> data) {
       case Step::kValueBytes: {
         const std::size_t take = std::min<std::uint64_t>(remaining_, data.size() - pos);
         auto& value = request_.values.back();
+        if (value.capacity() - value.size() < take) {
+          // Past its first MiB the value gets its whole announced length at once (address space;
+          // pages are used as bytes arrive): growing by doubling would copy up to half of it
+          // in one go, stalling every other connection.
+          value.reserve(value.size() + remaining_);
+        }
         value.insert(value.end(), data.data() + pos, data.data() + pos + take);
         pos += take;
         remaining_ -= take;

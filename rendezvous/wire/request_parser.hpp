@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -29,6 +30,12 @@ class RequestParser {
   // kNeedMore: every byte was consumed and more are needed. kBad: error() says why; the
   // connection must be closed (the parser stays bad).
   ParseResult feed(std::span<const std::uint8_t> data);
+
+  // Called with the request so far (its command and keys) and a value's announced length, after
+  // the length passed the limits and before any of its bytes are read: a non-empty answer is why
+  // the value cannot be accepted, and makes the input bad (kBad, error() says it).
+  using AdmitValue = std::function<std::string(const Request& partial, std::uint64_t length)>;
+  void set_admit_value(AdmitValue admit) { admit_value_ = std::move(admit); }
 
   // The request completed by the last kOk; resets the parser for the next one.
   Request take_request();
@@ -70,6 +77,7 @@ class RequestParser {
   std::uint64_t count_ = 0;      // keys announced by CHECK/WAIT/MULTI_GET/MULTI_SET
   std::uint64_t remaining_ = 0;  // bytes still to copy into the current key or value
   std::string error_;
+  AdmitValue admit_value_;
 };
 
 }  // namespace ddp::rdzv::wire

@@ -1,5 +1,5 @@
 // Backend choice. A CUDA build on a machine without a usable driver (cudaGetDeviceCount fails with
-// cudaErrorInsufficientDriver there, rather than returning 0) falls back to gloo: see cuda_probe.
+// cudaErrorInsufficientDriver there, rather than returning 0) falls back to gloo: see cuda_devices.cpp.
 #include "runtime/src/backend_choice.hpp"
 
 #include <fmt/format.h>
@@ -7,7 +7,7 @@
 #include <cstdlib>
 
 #include "ddp/error.hpp"
-#include "runtime/src/cuda_probe.hpp"
+#include "ddp/devices.hpp"
 
 namespace ddp::runtime {
 

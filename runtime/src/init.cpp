@@ -12,10 +12,11 @@
 #include "common/check.hpp"
 #include "common/log.hpp"
 #include "ddp/error.hpp"
+#include "ddp/launch_env.hpp"
 #include "runtime/src/backend_choice.hpp"
 #include "runtime/src/hosted_store.hpp"
-#include "runtime/src/launcher_env.hpp"
 #include "runtime/src/local_address.hpp"
+#include "runtime/src/progress_group.hpp"
 #include "runtime/src/store_dialect.hpp"
 #ifdef DDP_WITH_CUDA
 #include "collectives/nccl/nccl_process_group.hpp"
@@ -24,31 +25,21 @@
 namespace ddp {
 namespace {
 
-constexpr int kMaxRanks = 1 << 20;
-
 std::string env_or(const char* name, const std::string& fallback) {
   const char* value = std::getenv(name);
   return value != nullptr && *value != '\0' ? value : fallback;
 }
 
 Context read_context() {
+  const LaunchEnv e = read_launch_env();
   Context c;
-  c.world_size = runtime::required_env_int("WORLD_SIZE", 1, kMaxRanks);
-  c.rank = runtime::required_env_int("RANK", 0, kMaxRanks - 1);
-  if (c.rank >= c.world_size) {
-    throw ConfigError(fmt::format("environment variable RANK={} is not below WORLD_SIZE={}",
-                                  c.rank, c.world_size));
-  }
-  c.local_world_size = runtime::required_env_int("LOCAL_WORLD_SIZE", 1, kMaxRanks);
-  c.local_rank = runtime::required_env_int("LOCAL_RANK", 0, kMaxRanks - 1);
-  if (c.local_rank >= c.local_world_size) {
-    throw ConfigError(
-        fmt::format("environment variable LOCAL_RANK={} is not below LOCAL_WORLD_SIZE={}",
-                    c.local_rank, c.local_world_size));
-  }
-  c.master_addr = runtime::required_env("MASTER_ADDR");
-  c.master_port = runtime::required_env_int("MASTER_PORT", 1, 65535);
-  c.restart_count = runtime::env_int_or("TORCHELASTIC_RESTART_COUNT", 0, 0, 1 << 30);
+  c.rank = e.rank;
+  c.world_size = e.world_size;
+  c.local_rank = e.local_rank;
+  c.local_world_size = e.local_world_size;
+  c.restart_count = e.restart_count;
+  c.master_addr = e.master_addr;
+  c.master_port = e.master_port;
   return c;
 }
 
@@ -95,6 +86,11 @@ Context init(const InitOptions& options) {
     c.group = make_gloo_group(c, options, std::move(world));
   }
   DDP_CHECK(c.group != nullptr, "backend {} made no group", backend);
+  // ddprun's hang detector reads this rank's collective progress from the file it names.
+  if (const std::string progress = env_or(kProgressFileEnv, ""); !progress.empty()) {
+    c.group = runtime::with_progress(std::move(c.group),
+                                     std::make_shared<ProgressWriter>(progress));
+  }
   log::get("worker")->debug("ddp init rank={} world_size={} backend={} store={}:{} attempt={}",
                             c.rank, c.world_size, backend, c.master_addr, c.master_port,
                             c.restart_count);

@@ -1,4 +1,4 @@
-#include "launcher_env.hpp"
+#include "runtime/src/launcher_env.hpp"
 
 #include <fmt/format.h>
 
@@ -6,9 +6,13 @@
 #include <cstdlib>
 
 #include "ddp/error.hpp"
+#include "ddp/launch_env.hpp"
 
-namespace ddp::runtime {
+namespace ddp {
+namespace runtime {
 namespace {
+
+constexpr int kMaxRanks = 1 << 20;
 
 int parse_int_in_range(const char* name, const std::string& text, int min, int max) {
   int value = 0;
@@ -46,4 +50,28 @@ int env_int_or(const char* name, int fallback, int min, int max) {
   return parse_int_in_range(name, value, min, max);
 }
 
-}  // namespace ddp::runtime
+}  // namespace runtime
+
+LaunchEnv read_launch_env() {
+  using runtime::kMaxRanks;
+  LaunchEnv e;
+  e.world_size = runtime::required_env_int("WORLD_SIZE", 1, kMaxRanks);
+  e.rank = runtime::required_env_int("RANK", 0, kMaxRanks - 1);
+  if (e.rank >= e.world_size) {
+    throw ConfigError(fmt::format("environment variable RANK={} is not below WORLD_SIZE={}",
+                                  e.rank, e.world_size));
+  }
+  e.local_world_size = runtime::required_env_int("LOCAL_WORLD_SIZE", 1, kMaxRanks);
+  e.local_rank = runtime::required_env_int("LOCAL_RANK", 0, kMaxRanks - 1);
+  if (e.local_rank >= e.local_world_size) {
+    throw ConfigError(
+        fmt::format("environment variable LOCAL_RANK={} is not below LOCAL_WORLD_SIZE={}",
+                    e.local_rank, e.local_world_size));
+  }
+  e.master_addr = runtime::required_env("MASTER_ADDR");
+  e.master_port = runtime::required_env_int("MASTER_PORT", 1, 65535);
+  e.restart_count = runtime::env_int_or("TORCHELASTIC_RESTART_COUNT", 0, 0, 1 << 30);
+  return e;
+}
+
+}  // namespace ddp

@@ -16,9 +16,9 @@
 #                                  survivors run restarted workers
 # Env: BUILD (default build), PORT (default 29611),
 #   WORKER=stamp (default: build/bin/ddp-bench-stamp, one static exec) or sh (`/bin/sh -c 'date
-#     ...; sleep'`, three execs a worker: the worker of the figures before 2026-11-25),
+#     ...; sleep'`, three execs a worker: the worker of the oldest figures in docs/BENCHMARKS.md),
 #   LAUNCHER=spawn (default: one python3 process starts every agent with posix_spawn) or bash
-#     (`agent &` in a bash loop: a fork of bash per agent, as before 2026-11-25).
+#     (`agent &` in a bash loop: a fork of bash per agent, the oldest figures' harness).
 # Each worker writes its start time to a file named after its RANK and WORLD_SIZE; figures come
 # from those files, not from logs. On one 2-core machine the agents, their workers and the
 # launcher share the cores: the harness's own process creation counts in every figure.
@@ -128,7 +128,7 @@ node_loss() {
   for i in 0 1 2; do
     "$DDPRUN" --nnodes=2:3 --nproc_per_node=1 --rdzv_backend=c10d \
       --rdzv_endpoint=127.0.0.1:"$PORT" --rdzv_id=loss \
-      --rdzv_conf=keep_alive_interval=1,keep_alive_max_attempt=2 \
+      --rdzv_conf=keep_alive_interval=1,keep_alive_max_attempt=2 --log_level=info \
       --no_python /bin/sh -c 'date +%s.%N > "$0/world${WORLD_SIZE}_rank${RANK}"; [ "$WORLD_SIZE" = 3 ] && exec sleep 60; exit 0' \
       "$out" >/dev/null 2>"$out.agent$i.log" &
     pids+=($!)

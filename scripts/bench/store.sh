@@ -3,11 +3,22 @@
 # `ddp-bench store` at 64 clients, then again with 10,000 extra idle connections held open.
 # Both servers get the same client and the same bytes (the 1.13 dialect, which torch's server
 # requires). Prints a table of ops/s, p50 and p99 per server, and ddp-store's ops/s over torch's.
+# `abuse` instead runs issue 15's misbehaving clients (tests/integration/store/store_abuse.py)
+# against each server while a probe does GETNUMKEYS every 10 ms, and prints the probe's worst
+# wait and p99 and the server's RSS (before, peak, after) per case.
 #
-#   scripts/bench/store.sh [BUILD_DIR=build]
-# Env: SECONDS_PER_RUN (5), CLIENTS (64), IDLE (10000), OPS ("add get mixed").
+# `compare OTHER` runs BUILD_DIR's ddp-store against another ddp-store binary (say, a build of an
+# earlier commit) instead of torch, alternating runs ROUNDS (3) times, and adds the server's CPU
+# time per request, which a loaded machine changes much less than ops/s.
+#
+#   scripts/bench/store.sh [abuse | compare OTHER_DDP_STORE] [BUILD_DIR=build]
+# Env: SECONDS_PER_RUN (5), CLIENTS (64), IDLE (10000), OPS ("add get mixed"); for abuse CASES
+# (every case of store_abuse.py) and CASE_TIMEOUT (120 s: a server that stops answering).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
+mode=throughput
+if [ "${1:-}" = abuse ]; then mode=abuse; shift; fi
+if [ "${1:-}" = compare ]; then mode=compare; other="$(realpath "$2")"; shift 2; fi
 build="$(cd "${1:-$here/../../build}" && pwd)"
 seconds="${SECONDS_PER_RUN:-5}"
 clients="${CLIENTS:-64}"
@@ -39,6 +50,34 @@ start_server() {
 }
 addr_of() { awk '/^listening on /{print $3; exit}' "$work/$1.out"; }
 
+if [ "$mode" = compare ]; then
+  start_server other "$other" serve --host 127.0.0.1 --port 0
+  start_server ddp-store "$build/bin/ddp-store" serve --host 127.0.0.1 --port 0
+  ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+  # One run against one server: "ops/s server-CPU-us-per-request".
+  one() {
+    local before after json
+    before=$(ticks "$1")
+    json=$("$bench" store --addr "$2" --clients "$clients" --seconds "$seconds" --op "$3" \
+           --dialect 113 --json)
+    after=$(ticks "$1")
+    jq -r --argjson t $((after - before)) --argjson hz "$(getconf CLK_TCK)" --argjson s "$seconds" \
+      '"\(.ops_per_s | floor) \($t / $hz * 1e6 / (.ops_per_s * $s) * 100 | floor / 100)"' <<<"$json"
+  }
+  echo "compare: $other against $build/bin/ddp-store, $clients clients, ${seconds}s, $(nproc) cores"
+  printf '%-6s %5s | %11s %9s | %11s %9s | %6s\n' op round "other ops/s" "cpu us/op" \
+    "this ops/s" "cpu us/op" ratio
+  for op in $ops; do
+    for round in $(seq 1 "${ROUNDS:-3}"); do
+      read -r o_ops o_cpu <<<"$(one "${pids[0]}" "$(addr_of other)" "$op")"
+      read -r t_ops t_cpu <<<"$(one "${pids[1]}" "$(addr_of ddp-store)" "$op")"
+      printf '%-6s %5d | %11d %9.2f | %11d %9.2f | %6.2f\n' "$op" "$round" "$o_ops" "$o_cpu" \
+        "$t_ops" "$t_cpu" "$(jq -n "$t_ops / $o_ops")"
+    done
+  done
+  exit 0
+fi
+
 start_server torch /usr/bin/python3 -c '
 import resource, signal, torch.distributed as dist
 soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -49,6 +88,43 @@ signal.pause()'
 start_server ddp-store "$build/bin/ddp-store" serve --host 127.0.0.1 --port 0
 torch_addr=$(addr_of torch)
 ddp_addr=$(addr_of ddp-store)
+
+if [ "$mode" = abuse ]; then
+  abuse="$here/../../tests/integration/store/store_abuse.py"
+  cases="${CASES:-big_set flood append multi_get readers append_limit watcher}"
+  echo "store abuse: a probe does GETNUMKEYS every 10 ms while one case misbehaves; $(nproc) cores"
+  echo "worst/p99: the probe's waits during the whole case (ms); rss: server MB before/peak/after"
+  printf '%-13s | %9s %7s %15s | %9s %7s %15s | %s\n' case "torch worst" p99 "rss" \
+    "ddp worst" p99 "rss" "ddp-store outcome"
+  # One case against one server, in its own process with a deadline; prints its JSON line.
+  run_case() {
+    timeout "${CASE_TIMEOUT:-120}" /usr/bin/python3 -u "$abuse" run "${2%:*}" "${2##*:}" "$1" "$3" \
+      2>/dev/null | tail -1 || true
+  }
+  cell() {
+    if [ -z "$1" ]; then printf '%9s %7s %15s' "stuck" "-" "-"; return; fi
+    if jq -e '.error | test("timed out")' >/dev/null 2>&1 <<<"$1"; then
+      printf '%9s %7s %15s' "stuck" "-" "-"; return  # the server stopped answering
+    fi
+    if jq -e .error >/dev/null <<<"$1"; then printf '%9s %7s %15s' "failed" "-" "-"; return; fi
+    printf '%9.1f %7.1f %15s' "$(jq .worst_ms <<<"$1")" "$(jq .p99_ms <<<"$1")" \
+      "$(jq -r '"\(.rss_before_mb|floor)/\(.rss_peak_mb|floor)/\(.rss_after_mb|floor)"' <<<"$1")"
+  }
+  for case_name in $cases; do
+    case "$case_name" in
+      append|multi_get|append_limit) t="" ; tcell=$(printf '%9s %7s %15s' "n/a" "-" "-") ;;
+      *) t=$(run_case "${pids[0]}" "$torch_addr" "$case_name"); tcell=$(cell "$t") ;;
+    esac
+    d=$(run_case "${pids[1]}" "$ddp_addr" "$case_name")
+    outcome=$(jq -c 'del(.case, .worst_ms, .p99_ms, .probes, .rss_before_mb, .rss_peak_mb,
+                        .rss_after_mb) | with_entries(.value |= (if type == "number" then
+                        (. * 100 | round / 100) else . end))' <<<"${d:-null}" 2>/dev/null || true)
+    printf '%-13s | %s | %s | %s\n' "$case_name" "$tcell" "$(cell "$d")" "$outcome"
+  done
+  echo "n/a: PyTorch 1.13's server closes the connection on APPEND and MULTI_GET (2.0 commands)"
+  echo "stuck: the server answered nothing for 30 s (the case gave up)"
+  exit 0
+fi
 
 # CPU time (user+system, clock ticks) the server process has used so far.
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }

@@ -77,10 +77,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   ddp::rdzv::KeyTable table;
   std::size_t later_bytes = 0;
   ddp::rdzv::ServerSession session(
-      table, [&](ddp::rdzv::wire::Buffer bytes) { later_bytes += bytes.size(); }, 8);
-  ddp::rdzv::ServerSession writer(table, [](ddp::rdzv::wire::Buffer) {}, 8);
+      table, [&](ddp::rdzv::wire::Buffer bytes) { later_bytes += bytes.size(); }, kLimits);
+  ddp::rdzv::ServerSession writer(table, [](ddp::rdzv::wire::Buffer) {}, kLimits);
   for (auto& request : whole.requests) {
-    ddp::rdzv::wire::Buffer reply;
+    ddp::rdzv::OutputQueue reply;
     try {
       // Alternate sessions so that waits and watches of one are completed by the other.
       (request.keys.size() % 2 == 0 ? session : writer).handle(std::move(request), reply);

@@ -6,7 +6,9 @@
 // of each in turn with the order flipping every iteration, so that both meet the same load. Rank 0
 // prints one line (or one JSON object) per size and mode: mean and median time of an operation.
 // --check verifies every iteration's result (outside the timed region) and exits 1 on a wrong
-// one. Iteration counts depend only on the size, so every rank runs the same number.
+// one. Iteration counts depend only on the size, so every rank runs the same number. --mode nccl
+// reduces a buffer on GPU LOCAL_RANK through libddp's NCCL backend (timed to the operation's
+// completion on the device; --check copies in and out outside the timed region).
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -21,9 +23,10 @@
 
 #include "ddp/error.hpp"
 #include "ddp/init.hpp"
+#include "ddp/launch_env.hpp"
+#include "device_buffer.hpp"
 #include "gloo_direct.hpp"
-#include "runtime/src/launcher_env.hpp"
-#include "runtime/src/local_address.hpp"
+#include "rendezvous/net_address.hpp"
 #include "size_list.hpp"
 
 namespace {
@@ -50,6 +53,9 @@ struct Runner {
   std::string mode;  // "ddp" or "gloo": the name printed
   std::function<void(float*, std::size_t)> all_reduce;
   std::function<void()> barrier;
+  // Device runners only: copy host data to the buffer all_reduce works on, and back (untimed).
+  std::function<void(float*, std::size_t)> upload;
+  std::function<void(float*, std::size_t)> download;
   int rank = 0;
   int size = 1;
 };
@@ -128,9 +134,11 @@ bool run_size(const std::vector<Runner>& runners, const Options& o, std::size_t 
       const std::size_t k = i % 2 == 0 ? turn : n - 1 - turn;
       auto& v = data[k];
       if (o.check) std::fill(v.begin(), v.end(), static_cast<float>(rank + 1));
+      if (o.check && runners[k].upload) runners[k].upload(v.data(), count);
       const auto start = Clock::now();
       runners[k].all_reduce(v.data(), count);
       seconds[k].push_back(std::chrono::duration<double>(Clock::now() - start).count());
+      if (o.check && runners[k].download) runners[k].download(v.data(), count);
       if (o.check && std::any_of(v.begin(), v.end(), [&](float x) { return x != expected; })) {
         correct[k] = false;
       }
@@ -168,16 +176,43 @@ Runner ddp_runner(const Options& o, std::optional<ddp::Context>& ctx) {
   return runner;
 }
 
+// libddp's NCCL backend on one device buffer of the largest size, reused for every size (the
+// host pointer all_reduce gets is ignored: upload/download move data for --check).
+Runner nccl_runner(std::optional<ddp::Context>& ctx, std::size_t max_count,
+                   std::shared_ptr<ddp::bench::DeviceBuffer>& buffer) {
+  ddp::InitOptions init;
+  init.backend = "nccl";
+  ctx = ddp::init(init);
+  auto group = ctx->group;
+  const int device = ctx->local_rank;
+  buffer = std::make_shared<ddp::bench::DeviceBuffer>(max_count, device);
+  auto* buf = buffer.get();
+  Runner runner;
+  runner.mode = "nccl";
+  runner.rank = ctx->rank;
+  runner.size = ctx->world_size;
+  runner.all_reduce = [group, buf, device](float*, std::size_t count) {
+    group->all_reduce({buf->data(), count, ddp::DType::kFloat32, ddp::DeviceKind::kCuda, device},
+                      ddp::ReduceOp::kSum)
+        ->wait();
+  };
+  runner.barrier = [group] { group->barrier()->wait(); };
+  runner.upload = [buf](float* host, std::size_t count) { buf->upload(host, count); };
+  runner.download = [buf](float* host, std::size_t count) { buf->download(host, count); };
+  return runner;
+}
+
 Runner gloo_runner(const Options& o, std::unique_ptr<ddp::bench::GlooDirect>& direct) {
-  namespace rt = ddp::runtime;
-  const std::string host = rt::required_env("MASTER_ADDR");
-  const int port = rt::required_env_int("MASTER_PORT", 1, 65535);
+  const ddp::LaunchEnv env = ddp::read_launch_env();
+  const auto port = static_cast<std::uint16_t>(env.master_port);
   Runner runner;
   runner.mode = "gloo";
-  runner.rank = rt::required_env_int("RANK", 0, 1 << 20);
-  runner.size = rt::required_env_int("WORLD_SIZE", 1, 1 << 20);
-  direct = std::make_unique<ddp::bench::GlooDirect>(
-      host, port, runner.rank, runner.size, rt::local_address_toward(host, port), o.algorithm);
+  runner.rank = env.rank;
+  runner.size = env.world_size;
+  direct = std::make_unique<ddp::bench::GlooDirect>(env.master_addr, port, runner.rank,
+                                                    runner.size,
+                                                    ddp::rdzv::route_address(env.master_addr, port),
+                                                    o.algorithm);
   auto* gloo = direct.get();
   runner.all_reduce = [gloo](float* data, std::size_t count) { gloo->all_reduce_sum(data, count); };
   runner.barrier = [gloo] {  // a one-element all_reduce is a barrier
@@ -192,6 +227,11 @@ int run(const Options& o) {
   std::optional<ddp::Context> ctx;
   std::unique_ptr<ddp::bench::GlooDirect> direct;
   std::vector<Runner> runners;
+  std::shared_ptr<ddp::bench::DeviceBuffer> buffer;
+  if (o.mode == "nccl") {
+    const std::size_t largest = sizes.empty() ? 0 : *std::max_element(sizes.begin(), sizes.end());
+    runners.push_back(nccl_runner(ctx, largest / sizeof(float), buffer));
+  }
   if (o.mode == "ddp" || o.mode == "paired") runners.push_back(ddp_runner(o, ctx));
   if (o.mode == "gloo" || o.mode == "paired") runners.push_back(gloo_runner(o, direct));
   bool all_correct = true;
@@ -212,9 +252,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--factor", o.factor, "step of an A..B range")->capture_default_str();
   app.add_option("--mode", o.mode,
-                 "ddp (libddp), gloo (Gloo called directly, the baseline), or paired (both in one "
-                 "process, one operation of each in turn)")
-      ->check(CLI::IsMember({"ddp", "gloo", "paired"}))
+                 "ddp (libddp), gloo (Gloo called directly, the baseline), paired (both in one "
+                 "process, one operation of each in turn), or nccl (libddp's NCCL backend on a "
+                 "buffer on GPU LOCAL_RANK)")
+      ->check(CLI::IsMember({"ddp", "gloo", "paired", "nccl"}))
       ->capture_default_str();
   app.add_option("--algorithm", o.algorithm, "ring, bcube, or (--mode ddp) shm or auto")
       ->check(CLI::IsMember({"ring", "bcube", "shm", "auto"}))

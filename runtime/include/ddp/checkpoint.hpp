@@ -35,6 +35,11 @@ struct Checkpoint {
 // of the directory. A reader sees the old file or the new one, never a mix. Throws IoError.
 void save_checkpoint(const std::string& path, const Checkpoint& ckpt);
 
+// Removes the temporary files "<path>.tmp.<pid>" that a save_checkpoint killed mid-write left
+// beside `path`, unless process <pid> still lives on this host (it may be writing now). Returns
+// how many were removed; files it cannot remove are left alone.
+int remove_stale_checkpoint_temporaries(const std::string& path);
+
 // Reads a checkpoint written by save_checkpoint (or any safetensors file of F32 tensors). Throws
 // ConfigError naming the file and what is wrong (missing, truncated, bad header, unsupported
 // dtype, offsets out of range).

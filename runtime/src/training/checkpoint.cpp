@@ -119,6 +119,25 @@ void save_checkpoint(const std::string& path, const Checkpoint& ckpt) {
   fsync_dir(path);
 }
 
+int remove_stale_checkpoint_temporaries(const std::string& path) {
+  namespace fs = std::filesystem;
+  const fs::path target(path);
+  const fs::path dir = target.parent_path().empty() ? fs::path(".") : target.parent_path();
+  const std::string prefix = target.filename().string() + ".tmp.";
+  int removed = 0;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!name.starts_with(prefix)) continue;
+    const std::string pid = name.substr(prefix.size());
+    if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    // A live writer (this host's pid namespace) keeps its file: it renames or removes it itself.
+    if (fs::exists(fs::path("/proc") / pid, ec)) continue;
+    if (fs::remove(entry.path(), ec)) ++removed;
+  }
+  return removed;
+}
+
 Checkpoint load_checkpoint(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {

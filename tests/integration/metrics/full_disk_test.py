@@ -39,15 +39,19 @@ def inside(tmp):
                   f"{failed.returncode} (expected the worker's 3)\n{failed.stderr}")
     ddptest.check(failed.stderr.count(LOST_EVENTS) == 1, f"warnings:\n{failed.stderr}")
 
-    # Two ranks x two streams redirected into the full disk: one warning, and the job's own result.
+    # Two ranks x two streams redirected into a disk that the workers fill up once the agent has
+    # set up the log directory: one warning, and the job's own result.
+    os.remove(os.path.join(full, "filler"))
+    fill = f"dd if=/dev/zero of={full}/filler_$RANK bs=4k 2>/dev/null; echo out; echo err >&2"
     logs = ddprun(tmp, "--log_dir", os.path.join(full, "logs"), "--redirects", "3",
-                  "--no_python", "sh", "-c", "echo out; echo err >&2")
+                  "--no_python", "sh", "-c", fill)
     ddptest.check(logs.returncode == 0, f"full log dir: exit {logs.returncode}\n{logs.stderr}")
     ddptest.check(logs.stderr.count(LOST_LOGS) == 1, f"expected one '{LOST_LOGS}' line:\n"
                   f"{logs.stderr}")
 
     # The same runs with room on the disk stay silent and exit 0.
-    os.remove(os.path.join(full, "filler"))
+    for rank in (0, 1):
+        os.remove(os.path.join(full, f"filler_{rank}"))
     fine = ddprun(tmp, "--event_log", events, "--no_python", "true")
     ddptest.check(fine.returncode == 0 and LOST_EVENTS not in fine.stderr,
                   f"event log with room: exit {fine.returncode}\n{fine.stderr}")

@@ -20,7 +20,7 @@ def launch(backend, port, out_dir, tag):
     procs = []
     for node in range(NODES):
         cmd = [ddptest.bin_path("ddprun"), f"--nnodes={NODES}", f"--nproc_per_node={NPROC}",
-               "--python", sys.executable]
+               "--python", sys.executable, "--log_level=info"]  # the checks read info lines
         if backend == "static":
             cmd += [f"--node_rank={node}", "--master_addr=127.0.0.1", f"--master_port={port}"]
         else:

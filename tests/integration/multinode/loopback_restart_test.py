@@ -18,6 +18,7 @@ try:
     for node in range(2):
         cmd = [ddptest.bin_path("ddprun"), "--nnodes=2", "--nproc_per_node=1", "--max_restarts=1",
                "--rdzv_backend=c10d", f"--rdzv_endpoint=127.0.0.1:{port}", "--rdzv_id=restart",
+               "--log_level=info",  # the check reads the "reported failure" info line
                "--python", sys.executable, WORKER, out_dir, "--rank", "1", "--code", "3"]
         procs.append(ddptest.spawn(cmd, env={"DDP_TEST_HEALTHY_SECONDS": "1"},
                                    stdout=ddptest.subprocess.PIPE, stderr=ddptest.subprocess.PIPE,

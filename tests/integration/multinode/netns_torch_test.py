@@ -44,7 +44,7 @@ def c10d_three_nodes():
     out_dir = ddptest.temp_dir()
     try:
         with Cluster(3) as c:
-            args = netns_rig.c10d_args("3", "torch3")
+            args = netns_rig.c10d_args("3", "torch3") + ["--log_level=info"]  # address lines
             args[args.index("--python") + 1] = ddptest.TORCH_PYTHON
             agents = [c.start(n, args + [TRAIN, out_dir], env=ENV) for n in (3, 2, 1)]
             for p in agents:

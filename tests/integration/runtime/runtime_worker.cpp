@@ -22,7 +22,7 @@
 #include "ddp/init.hpp"
 #include "op_checks.hpp"
 #include "rendezvous/blocking_store.hpp"
-#include "runtime/src/cuda_probe.hpp"
+#include "ddp/devices.hpp"
 
 namespace {
 
@@ -163,7 +163,7 @@ int main(int argc, char** argv) {
     if (args[0] == "ops") return run_ops(args, false);
     if (args[0] == "ops-cuda") return run_ops(args, true);
     if (args[0] == "cuda-devices") {
-      std::printf("cuda_devices=%d\n", ddp::runtime::visible_cuda_devices());
+      std::printf("cuda_devices=%d\n", ddp::visible_cuda_devices());
       return 0;
     }
     if (args[0] == "ops-big") return run_ops_big(args);

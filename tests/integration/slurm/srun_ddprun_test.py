@@ -23,7 +23,8 @@ def srun_ddprun(name, tag, out_dir, worker_args, timeout, extra_env=None):
     # processes_with_env() finds only ddprun and its workers.
     return slurmtest.slurm(["srun", "-N2", "--ntasks-per-node=1", "-J", name, f"--export={exports}",
                             ddptest.bin_path("ddprun"), f"--nproc_per_node={NPROC}",
-                            "--python", sys.executable, f"--log_dir={out_dir}/logs"] + worker_args,
+                            "--python", sys.executable, f"--log_dir={out_dir}/logs",
+                            "--log_level=info"] + worker_args,  # the SLURM summary is an info line
                            timeout=timeout)
 
 

@@ -23,6 +23,10 @@ def main():
         tc.ddprun_train(2, [*ARGS, "--checkpoint", straight])
 
         resumed = os.path.join(tmp, "resumed.safetensors")
+        with open("/proc/sys/kernel/pid_max") as f:  # a writer killed mid-save left this behind
+            stale = f"{resumed}.tmp.{int(f.read()) + 1}"
+        with open(stale, "w") as f:
+            f.write("partial")
         result = tc.ddprun_train(2, [*ARGS, "--checkpoint", resumed, "--fail_at_step", "7",
                                      "--fail_rank", "1"], ddprun_args=["--max_restarts=1"])
         output = result.stdout + result.stderr
@@ -31,6 +35,7 @@ def main():
         ddptest.check("resumed from" in output and "step=4" in output,
                       f"the restarted workers did not resume from step 4:\n{output}")
         ddptest.check(os.path.exists(resumed + ".failed_once"), "no marker beside the checkpoint")
+        ddptest.check(not os.path.exists(stale), f"stale temporary {stale} left in place")
         with open(straight, "rb") as a, open(resumed, "rb") as b:
             ddptest.check(a.read() == b.read(),
                           "the resumed run's checkpoint differs from the uninterrupted run's")

@@ -40,6 +40,7 @@ TEST_CASE("the exit code is the worker's code, or 128+N for signal N", "[report]
 TEST_CASE("reportable failures leave out successes and workers the agent stopped", "[report]") {
   auto stopped = exit_of(0, 0, SIGTERM, 5);
   stopped.stopped_by_agent = true;
+  stopped.agent_signal = SIGTERM;
   const auto late = exit_of(1, 2, 0, 9);
   const auto first = exit_of(2, 3, 0, 1);
   const auto ok = exit_of(3, 0, 0, 0);
@@ -47,6 +48,50 @@ TEST_CASE("reportable failures leave out successes and workers the agent stopped
   REQUIRE(failures.size() == 2);
   CHECK(failures[0].rank == 2);  // ordered by time
   CHECK(failures[1].rank == 1);
+}
+
+TEST_CASE("issue 21: a worker that crashed on its own after the agent signalled it is listed",
+          "[report]") {
+  const auto root = exit_of(0, 1, 0, 1);
+  auto crashed = exit_of(1, 1, 0, 2);  // exited 1 while being stopped: its own failure
+  crashed.stopped_by_agent = true;
+  crashed.agent_signal = SIGTERM;
+  auto segfault = exit_of(2, 0, SIGSEGV, 3);  // another signal than the agent's
+  segfault.stopped_by_agent = true;
+  segfault.agent_signal = SIGTERM;
+  auto killed = exit_of(3, 0, SIGKILL, 4);  // the agent's SIGKILL after the grace period
+  killed.stopped_by_agent = true;
+  killed.agent_signal = SIGKILL;
+  const auto failures = reportable_failures({root, crashed, segfault, killed});
+  REQUIRE(failures.size() == 3);
+  CHECK(failures[1].rank == 1);
+  CHECK(failures[2].rank == 2);
+  const std::string report = format_failure_report("train.py", "h", failures);
+  CHECK(report.find("<NO_OTHER_FAILURES>") == std::string::npos);
+  CHECK(report.find("rank 1 (local_rank: 1) exitcode 1") != std::string::npos);
+}
+
+TEST_CASE("issue 21: the report names the interpreter, and how to pick another when an import "
+          "failed",
+          "[report]") {
+  auto root = exit_of(0, 1, 0, 1);
+  root.stderr_tail = {"Traceback (most recent call last):", "  File \"train.py\", line 1",
+                      "ModuleNotFoundError: No module named 'torch'"};
+  ReportContext context{"/opt/py/bin/python3", "python3 on PATH", "/tmp/ddprun_x/none_y"};
+  const std::string report = format_failure_report("train.py", "h", {root}, context);
+  CHECK(report.find("python    : /opt/py/bin/python3 (python3 on PATH)") != std::string::npos);
+  CHECK(report.find("/opt/py/bin/python3 cannot import 'torch'") != std::string::npos);
+  CHECK(report.find("--python=") != std::string::npos);
+  CHECK(report.find("PYTHON_EXEC=") != std::string::npos);
+  CHECK(report.find("logs kept in /tmp/ddprun_x/none_y") != std::string::npos);
+  SECTION("no note without an import error") {
+    root.stderr_tail = {"ValueError: boom"};
+    const std::string plain = format_failure_report("train.py", "h", {root}, context);
+    CHECK(plain.find("python    : /opt/py/bin/python3") != std::string::npos);
+    CHECK(plain.find("cannot import") == std::string::npos);
+  }
+  CHECK(missing_python_module({"ImportError: cannot import name 'x'"}) == std::string());
+  CHECK_FALSE(missing_python_module({"RuntimeError: no"}).has_value());
 }
 
 TEST_CASE("the report names the root cause, its stderr tail and the exit code", "[report]") {

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 
@@ -97,6 +98,10 @@ TEST_CASE("one-node environment has torchrun's variables over the parent's", "[c
       {"TORCHELASTIC_RUN_ID", "job"},
       {"TORCHELASTIC_USE_AGENT_STORE", "True"},
       {"TORCHELASTIC_SIGNALS_TO_HANDLE", "SIGTERM,SIGINT,SIGHUP,SIGQUIT"},
+      {"DDPRUN_PROGRESS_FILE", "/logs/attempt_1/1/progress"},
+      {"DDPRUN_STACK_DIR", "/logs/attempt_1/1"},
+      {"DDPRUN_STACK_SIGNAL", std::to_string(SIGRTMIN + 6)},
+      {"PYTHONPATH", "/logs/python"},
   };
   CHECK(env == expected);
   CHECK(std::is_sorted(specs[1].env.begin(), specs[1].env.end()));

@@ -105,9 +105,17 @@ TEST_CASE("descriptors, round headers and places survive encoding", "[c10d]") {
 TEST_CASE("a document that is not ours is an error naming the key", "[c10d]") {
   CHECK_THROWS_WITH(decode_node_desc(to_bytes("garbage"), "r0/node/1"),
                     Catch::Contains("r0/node/1"));
-  CHECK_THROWS_AS(decode_round_header(to_bytes("{\"version\":7}"), "a"), ddp::InternalError);
+  CHECK_THROWS_AS(decode_round_header(to_bytes("{\"size\":2}"), "a"), ddp::InternalError);
   CHECK_THROWS_WITH(decode_place(encode(C10dRoundHeader{}), "r0/place/1"),
                     Catch::Contains("r0/place/1"));
+}
+
+TEST_CASE("a document of another ddprun release is a setup error that says so", "[c10d]") {
+  CHECK_THROWS_AS(decode_round_header(to_bytes("{\"version\":7}"), "r0/header"),
+                  ddp::ConfigError);
+  CHECK_THROWS_WITH(decode_round_header(to_bytes("{\"version\":7}"), "r0/header"),
+                    Catch::Contains("another ddprun release (document version 7") &&
+                        Catch::Contains("run the same ddprun on every node"));
 }
 
 TEST_CASE("the change log yields the event to act on and the next round's size", "[c10d]") {
@@ -138,4 +146,23 @@ TEST_CASE("the change log yields the event to act on and the next round's size",
 
   append(to_bytes("closed half a li"));  // being appended: not read yet
   CHECK_FALSE(parse_changes(log).closed.has_value());
+}
+
+TEST_CASE("rank hints order the members after the store host, then arrival", "[c10d]") {
+  std::vector<std::pair<int, C10dNodeDesc>> nodes = {
+      {1, {"n3", "10.0.0.3", 1, false, "", 0, 3}},
+      {2, {"late", "10.0.0.9", 1, false, "", 0, -1}},
+      {3, {"n2", "10.0.0.2", 2, false, "", 0, 2}},
+      {4, {"host", "10.0.0.1", 3, true, "10.0.0.1", 4711, 0}},
+      {5, {"n1", "10.0.0.4", 1, false, "", 0, 1}},
+  };
+  const C10dAssignment a = assign_ranks(0, 0, nodes, {"store", 29400});
+  std::vector<std::string> names;
+  for (const C10dMember& m : a.members) names.push_back(m.name);
+  CHECK(names == std::vector<std::string>{"host", "n1", "n2", "n3", "late"});
+  CHECK(places_of(a)[3].rank_base == 6);  // 3 + 1 + 2 workers before n3
+
+  const C10dNodeDesc back = decode_node_desc(encode(nodes[2].second), "desc");
+  CHECK(back.rank_hint == 2);
+  CHECK(decode_node_desc(encode(nodes[1].second), "desc").rank_hint == -1);
 }

@@ -6,9 +6,12 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <catch2/catch.hpp>
 #include <set>
+#include <spdlog/sinks/ostream_sink.h>
+#include <sstream>
 
 #include "c10d_test_util.hpp"
 #include "rendezvous/c10d_keys.hpp"
+#include "common/log.hpp"
 #include "ddp/error.hpp"
 
 using namespace ddp::rdzv;
@@ -99,6 +102,26 @@ TEST_CASE("too few nodes time out with a message naming who joined", "[c10d]") {
                                     Catch::Contains("1 more needed") && Catch::Contains("n0") &&
                                     Catch::Contains("n1"));
   }
+}
+
+TEST_CASE("issue 21: waiting progress shows at warning level and never says 'up to 0 s'",
+          "[c10d]") {
+  C10dSettings s = fast_settings(2, 2);
+  s.join_timeout = 1300ms;  // the last wake-ups have under a second left
+  s.progress_interval = 100ms;
+  Cluster c(s);
+  c.add_node();
+  std::ostringstream captured;
+  const auto logger = ddp::log::get("rdzv");
+  const auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(captured);
+  sink->set_level(spdlog::level::warn);  // what a default (quiet) run shows
+  logger->sinks().push_back(sink);
+  const auto out = c.next_round({0});
+  logger->sinks().pop_back();
+  REQUIRE(all_done(out));
+  CHECK_THROWS_AS(out[0]->get(), ddp::TimeoutError);
+  CHECK_THAT(captured.str(), Catch::Contains("1/2 nodes joined round 0 of run test; waiting up to"));
+  CHECK_THAT(captured.str(), !Catch::Contains("waiting up to 0 s"));
 }
 
 TEST_CASE("a late node makes running nodes restart into a bigger round", "[c10d]") {

@@ -20,11 +20,11 @@ struct Peer {
   explicit Peer(KeyTable& table)
       : session(table, [this](wire::Buffer bytes) {
           later.insert(later.end(), bytes.begin(), bytes.end());
-        }, 16) {}
+        }, wire::Limits{.max_keys_per_query = 16}) {}
 
   // Feeds bytes; returns the replies to the requests they complete.
   ByteVec send(const ByteVec& bytes) {
-    wire::Buffer reply;
+    OutputQueue reply;
     std::span<const std::uint8_t> rest(bytes);
     while (!rest.empty()) {
       const auto result = parser.feed(rest);
@@ -33,7 +33,7 @@ struct Peer {
       REQUIRE(result.status == wire::ParseStatus::kOk);
       session.handle(parser.take_request(), reply);
     }
-    return reply;
+    return reply.take_all();
   }
   ByteVec take_later() { return std::exchange(later, {}); }
 

@@ -191,11 +191,11 @@ TEST_CASE("a client that reads its replies late is paused, then served in full")
   RawClient client(server.port());
   const ByteVec value(1 << 20, 0xAB);
   client.send(cat({byte(0), str("/mb"), u64le(value.size()), value}));
-  // 40 GETs: 40 MiB of replies, past the 16 MiB the server queues before it stops reading.
+  // 80 GETs: 80 MiB of replies, past the 64 MiB the server queues before it stops reading.
   ByteVec requests;
-  for (int i = 0; i < 40; ++i) requests = cat({requests, byte(2), str("/mb")});
+  for (int i = 0; i < 80; ++i) requests = cat({requests, byte(2), str("/mb")});
   client.send(requests);
-  for (int i = 0; i < 40; ++i) {
+  for (int i = 0; i < 80; ++i) {
     INFO("reply " << i);
     REQUIRE(client.recv(8 + value.size()) == cat({u64le(value.size()), value}));
   }

@@ -88,6 +88,24 @@ TEST_CASE("saving replaces the file atomically and leaves no temporary", "[check
   CHECK(files == 1);
 }
 
+TEST_CASE("issue 21: stale temporaries of a killed writer are removed, a live writer's kept",
+          "[checkpoint]") {
+  TempDir d;
+  const std::string path = (d.path / "model.safetensors").string();
+  long pid_max = 4194304;
+  std::ifstream("/proc/sys/kernel/pid_max") >> pid_max;
+  const std::string dead = path + ".tmp." + std::to_string(pid_max + 1);  // no process has it
+  const std::string live = path + ".tmp." + std::to_string(::getpid());
+  const std::string other = (d.path / "other.safetensors.tmp.1").string();
+  for (const auto& file : {dead, live, other, path + ".tmp.x"}) std::ofstream(file) << "partial";
+  CHECK(ddp::remove_stale_checkpoint_temporaries(path) == 1);
+  CHECK_FALSE(fs::exists(dead));
+  CHECK(fs::exists(live));
+  CHECK(fs::exists(other));
+  CHECK(fs::exists(path + ".tmp.x"));
+  CHECK(ddp::remove_stale_checkpoint_temporaries(path) == 0);
+}
+
 TEST_CASE("loading a missing, truncated or garbled file names it", "[checkpoint]") {
   TempDir d;
   const std::string path = (d.path / "c.safetensors").string();

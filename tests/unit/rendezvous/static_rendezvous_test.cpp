@@ -13,6 +13,13 @@
 #include <optional>
 #include <stdexcept>
 
+#include <spdlog/sinks/ostream_sink.h>
+
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "common/log.hpp"
 #include "ddp/error.hpp"
 #include "rendezvous/static_rendezvous.hpp"
 
@@ -177,6 +184,70 @@ TEST_CASE("a node that never comes is named", "[static]") {
     }
     CHECK(timed_out);
   });
+}
+
+// Copies what the "rdzv" logger writes at warning level or above (what a quiet run shows).
+struct CapturedWarnings {
+  std::ostringstream text;
+  std::shared_ptr<spdlog::logger> logger = log::get("rdzv");
+  CapturedWarnings() {
+    auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(text);
+    sink->set_level(spdlog::level::warn);
+    logger->sinks().push_back(sink);
+  }
+  ~CapturedWarnings() { logger->sinks().pop_back(); }
+};
+
+TEST_CASE("issue 21: while nodes are missing, the store host says which, at warning level",
+          "[static]") {
+  boost::asio::io_context io;
+  auto options = node_options(3, 0, 0);
+  options.timeout = milliseconds(400);
+  options.progress_interval = milliseconds(50);
+  StaticRendezvous host(io, options);
+  StaticRendezvous node1(io, node_options(3, 1, host.store_port()));
+  CapturedWarnings captured;
+  run(io, [&]() -> asio::awaitable<void> {
+    using namespace boost::asio::experimental::awaitable_operators;
+    bool timed_out = false;
+    try {
+      co_await (host.next_round(1) && node1.next_round(1));
+    } catch (const std::exception&) {  // both time out: Asio's multiple_exceptions
+      timed_out = true;
+    }
+    CHECK(timed_out);
+  });
+  const std::string text = captured.text.str();
+  CHECK_THAT(text, Catch::Contains("waiting for the nodes of --nnodes=3 to join round 0"));
+  CHECK_THAT(text, Catch::Contains("(missing node_rank 2)"));
+  CHECK_THAT(text, Catch::Contains("1s left"));
+}
+
+TEST_CASE("issue 21: a node waiting for node 0's store says so", "[static]") {
+  boost::asio::io_context io;
+  std::uint16_t closed_port = 0;
+  {
+    boost::asio::ip::tcp::acceptor probe(io, {boost::asio::ip::tcp::v4(), 0});
+    closed_port = probe.local_endpoint().port();
+  }
+  auto options = node_options(2, 1, closed_port);
+  options.timeout = milliseconds(400);
+  options.progress_interval = milliseconds(50);
+  StaticRendezvous node1(io, options);
+  CapturedWarnings captured;
+  run(io, [&]() -> asio::awaitable<void> {
+    bool timed_out = false;
+    try {
+      co_await node1.next_round(1);
+    } catch (const TimeoutError&) {
+      timed_out = true;
+    }
+    CHECK(timed_out);
+  });
+  CHECK_THAT(captured.text.str(),
+             Catch::Contains(fmt::format("waiting for node 0 (the store host at 127.0.0.1:{}) to "
+                                         "start",
+                                         closed_port)));
 }
 
 }  // namespace

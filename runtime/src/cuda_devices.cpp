@@ -1,10 +1,10 @@
 // CUDA build: the runtime API answers. Errors mean "no GPU" (cudaErrorInsufficientDriver on a
 // machine without a driver, cudaErrorNoDevice without a device).
-#include "runtime/src/cuda_probe.hpp"
+#include "ddp/devices.hpp"
 
 #include <cuda_runtime_api.h>
 
-namespace ddp::runtime {
+namespace ddp {
 
 bool built_with_cuda() { return true; }
 
@@ -17,4 +17,4 @@ int visible_cuda_devices() {
   return count;
 }
 
-}  // namespace ddp::runtime
+}  // namespace ddp

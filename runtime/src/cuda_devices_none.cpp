@@ -1,9 +1,9 @@
 // Build without CUDA: there are never GPUs to use.
-#include "runtime/src/cuda_probe.hpp"
+#include "ddp/devices.hpp"
 
-namespace ddp::runtime {
+namespace ddp {
 
 bool built_with_cuda() { return false; }
 int visible_cuda_devices() { return 0; }
 
-}  // namespace ddp::runtime
+}  // namespace ddp
