@@ -33,7 +33,7 @@ constexpr OptionDef kOptions[] = {
     {"nnodes", 0, true, true, "Number of nodes, N or MIN:MAX (default 1:1)."},
     {"nproc_per_node", 0, true, true,
      "Workers per node: an integer, gpu, cpu or auto (default 1)."},
-    {"rdzv_backend", 0, true, true, "Rendezvous backend: static (default) or c10d."},
+    {"rdzv_backend", 0, true, true, "Rendezvous backend: static (default), c10d or etcd."},
     {"rdzv_endpoint", 0, true, true, "Rendezvous endpoint host[:port] or [v6addr][:port]."},
     {"rdzv_id", 0, true, true, "Run id shared by all nodes (TORCHELASTIC_RUN_ID)."},
     {"rdzv_conf", 0, true, true, "Rendezvous settings k1=v1,k2=v2 (join_timeout, ...)."},

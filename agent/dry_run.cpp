@@ -39,7 +39,11 @@ void print_config(const LaunchConfig& config, std::ostream& out) {
   dest_line("nproc_per_node",
             fmt::format("{} (from '{}')", config.nproc_per_node, config.nproc_per_node_raw));
   dest_line("rdzv_backend", config.rdzv_backend);
-  dest_line("rdzv_endpoint", to_string(config.rdzv_endpoint));
+  // etcd takes a list of members; the parsed endpoint is only the first of them.
+  dest_line("rdzv_endpoint",
+            config.rdzv_backend.starts_with("etcd") && !config.rdzv_endpoint_raw.empty()
+                ? config.rdzv_endpoint_raw
+                : to_string(config.rdzv_endpoint));
   dest_line("rdzv_id", config.rdzv_id);
   line("rdzv_conf", config.rdzv_conf.to_string());
   dest_line("standalone", config.standalone ? "yes" : "no");

@@ -29,7 +29,7 @@ constexpr int kC10dDefaultPort = 29400;
 constexpr int kEtcdDefaultPort = 2379;
 constexpr int kMaxPort = 65535;
 constexpr double kDefaultShutdownSeconds = 30.0;
-constexpr std::array kBackends = {"static", "c10d", "etcd", "etcd-v2"};
+constexpr std::array kBackends = {"static", "c10d", "etcd", "etcd-v2", "etcd-v3"};
 constexpr std::array kStartMethods = {"spawn", "fork", "forkserver"};
 constexpr std::array kNumaBindings = {"node", "socket", "exclusive", "core-complex",
                                      "core_complex"};
@@ -251,7 +251,11 @@ void resolve_rendezvous(LaunchConfig& config) {
     config.rdzv_conf.set("rank", std::to_string(config.node_rank));
   } else {
     const int default_port = config.rdzv_backend == "c10d" ? kC10dDefaultPort : kEtcdDefaultPort;
-    config.rdzv_endpoint = parse_endpoint(config.rdzv_endpoint_raw, default_port, origin);
+    // etcd takes a list of members (h1:2379,h2:2379): the first one stands for the endpoint here,
+    // and the backend reads them all from rdzv_endpoint_raw.
+    const std::string_view first_member = std::string_view(config.rdzv_endpoint_raw)
+                                              .substr(0, config.rdzv_endpoint_raw.find(','));
+    config.rdzv_endpoint = parse_endpoint(first_member, default_port, origin);
     // A fresh id per single-node job, so two jobs on one machine never join one rendezvous.
     // Several nodes must agree on the id: derive_job_run_id() gives them one from the command.
     if (config.source_of("rdzv_id") == ValueSource::kDefault && config.is_single_node()) {
@@ -261,11 +265,11 @@ void resolve_rendezvous(LaunchConfig& config) {
   }
 }
 
-// Multi-node c10d without --rdzv_id: every node runs the same command, so an id hashed from it
+// Multi-node c10d or etcd without --rdzv_id: every node runs the same command, so an id hashed from it
 // (FNV-1a 64) is shared by the nodes of one job and differs between two jobs that meet at one
 // endpoint. --nproc_per_node is left out: nodes may resolve "auto" or "gpu" differently.
 void derive_job_run_id(LaunchConfig& config) {
-  if (config.rdzv_backend != "c10d" || config.is_single_node() ||
+  if (config.rdzv_backend == "static" || config.is_single_node() ||
       config.source_of("rdzv_id") != ValueSource::kDefault) {
     return;
   }
@@ -479,9 +483,6 @@ ValueSource LaunchConfig::source_of(const std::string& dest) const {
 
 std::vector<std::string> LaunchConfig::unsupported_features() const {
   std::vector<std::string> messages;
-  if (rdzv_backend == "etcd" || rdzv_backend == "etcd-v2") {
-    messages.push_back(fmt::format("--rdzv_backend={} is not supported yet", rdzv_backend));
-  }
   if (log_dir == "/dev/null") {
     messages.push_back("--log_dir=/dev/null (no log files, torchrun 2.x) is not supported yet");
   }
@@ -567,7 +568,7 @@ void log_launch_config(const LaunchConfig& config) {
       entrypoint_name(config), config.nnodes_min, config.nnodes_max, config.nproc_per_node,
       config.rdzv_backend, to_string(config.rdzv_endpoint), config.rdzv_id, config.max_restarts,
       config.no_python ? "" : fmt::format(" python={}", config.python));
-  if (config.rdzv_backend == "c10d" && !config.is_single_node() &&
+  if (config.rdzv_backend != "static" && !config.is_single_node() &&
       config.source_of("rdzv_id") == ValueSource::kDerived) {
     logger->info(
         "run id {} is derived from the command line, the same on every node that runs "

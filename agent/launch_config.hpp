@@ -41,7 +41,7 @@ struct LaunchConfig {
   int nproc_per_node = 1;                // resolved, > 0
 
   // --- rendezvous
-  std::string rdzv_backend = "static";  // static | c10d (etcd, etcd-v2: parsed, not supported)
+  std::string rdzv_backend = "static";  // static | c10d | etcd (etcd-v2, etcd-v3: the same)
   std::string rdzv_endpoint_raw;        // --rdzv_endpoint as given (or "localhost:0" standalone)
   // Where the rendezvous store listens. c10d: default port 29400 (":0" with --standalone = any
   // free port). static: as torchrun, --rdzv_endpoint if given (port required), else
@@ -125,7 +125,7 @@ struct LaunchConfig {
   ValueSource source_of(const std::string& dest) const;
 
   // Features parsed and validated but not implemented: one "… is not supported yet" message per
-  // requested feature (e.g. an etcd backend). The agent fails with them at run
+  // requested feature (e.g. --log_dir=/dev/null). The agent fails with them at run
   // time.
   std::vector<std::string> unsupported_features() const;
 };

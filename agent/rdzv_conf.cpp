@@ -30,6 +30,7 @@ constexpr IntKey kIntKeys[] = {
     {"keep_alive_interval", 5, 1},
     {"keep_alive_max_attempt", 3, 1},
     {"read_timeout", 60, 1},
+    {"lease_ttl", 10, 1},
 };
 
 using detail::parse_number;
@@ -88,8 +89,12 @@ RdzvConf RdzvConf::parse(std::string_view text, std::string_view flag) {
     throw ConfigError(fmt::format(
         "{}: is_host must be a boolean (1,true,t,yes,y / 0,false,f,no,n), got '{}'", flag, *host));
   }
+  if (const auto protocol = conf.get("protocol"); protocol && *protocol != "http" &&
+                                                  *protocol != "https") {
+    throw ConfigError(fmt::format("{}: protocol must be http or https, got '{}'", flag, *protocol));
+  }
   // torchrun always passes timeout=900 to its backends when the user did not.
-  conf.values_.emplace("timeout", "900");
+  if (conf.values_.emplace("timeout", "900").second) conf.injected_ = "timeout";
   return conf;
 }
 
@@ -132,6 +137,10 @@ int RdzvConf::keep_alive_max_attempt() const {
 }
 std::chrono::seconds RdzvConf::read_timeout() const {
   return std::chrono::seconds(int_value(values_, "read_timeout"));
+}
+
+std::chrono::seconds RdzvConf::lease_ttl() const {
+  return std::chrono::seconds(int_value(values_, "lease_ttl"));
 }
 
 std::optional<bool> RdzvConf::is_host() const {

@@ -16,7 +16,8 @@ class RdzvConf {
 
   // Parses the flag's text. Keys and values are stripped of whitespace. Throws ConfigError
   // naming `flag` for a key without "=value", an empty value, or a known key whose value has the
-  // wrong type (timeouts: integers > 0 or >= 0 as torchrun; is_host: a boolean word).
+  // wrong type (timeouts: integers > 0 or >= 0 as torchrun; is_host: a boolean word; protocol:
+  // http or https).
   static RdzvConf parse(std::string_view text, std::string_view flag);
 
   // Raw access; every key the user gave, known or not, plus "timeout" (injected 900 as torchrun)
@@ -34,12 +35,16 @@ class RdzvConf {
   int keep_alive_max_attempt() const;                // missed beats before dead, default 3
   std::chrono::seconds read_timeout() const;         // store client timeout, default 60
   std::optional<bool> is_host() const;               // nullopt: decide by address heuristic
+  std::chrono::seconds lease_ttl() const;            // etcd: node lost after, default 10
+  // True when the user gave `key` (not a value parse() injected, such as timeout=900).
+  bool is_given(const std::string& key) const { return values_.count(key) && key != injected_; }
 
   // Renders "k=v,k=v" sorted by key, for --dry_run.
   std::string to_string() const;
 
  private:
   std::map<std::string, std::string> values_;
+  std::string injected_;  // the key parse() added with torchrun's default, if any
 };
 
 // torchrun's boolean words: 1,true,t,yes,y / 0,false,f,no,n (case-insensitive); nullopt otherwise.

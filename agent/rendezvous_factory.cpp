@@ -7,6 +7,7 @@
 
 #include "ddp/error.hpp"
 #include "rendezvous/c10d_backend.hpp"
+#include "rendezvous/etcd/etcd_backend.hpp"
 #include "rendezvous/static_rendezvous.hpp"
 
 namespace ddp::agent {
@@ -62,12 +63,54 @@ std::unique_ptr<rdzv::Rendezvous> make_c10d(const LaunchConfig& config,
   return rdzv::make_c10d_rendezvous(options, io);
 }
 
+// etcd (also etcd-v2, etcd-v3): --rdzv_endpoint lists the members; torchrun's etcd keys.
+std::unique_ptr<rdzv::Rendezvous> make_etcd(const LaunchConfig& config,
+                                            boost::asio::io_context& io) {
+  const RdzvConf& conf = config.rdzv_conf;
+  for (const char* key : {"protocol", "cacert", "cert", "key"}) {
+    const auto value = conf.get(key);
+    if (!value || (std::string_view(key) == "protocol" && *value == "http")) continue;
+    throw ConfigError(fmt::format("--rdzv_conf {}={}: TLS connections to etcd (protocol=https) are "
+                                  "not supported yet; use protocol=http",
+                                  key, *value));
+  }
+  rdzv::etcd::EtcdOptions options;
+  rdzv::etcd::EtcdSettings& s = options.settings;
+  s.run_id = config.rdzv_id;
+  s.min_nodes = config.nnodes_min;
+  s.max_nodes = config.nnodes_max;
+  // torchrun's etcd backend calls the whole-round timeout `timeout`; c10d calls it join_timeout.
+  s.join_timeout = conf.is_given("join_timeout") || !conf.is_given("timeout")
+                       ? conf.join_timeout()
+                       : conf.timeout();
+  s.last_call_timeout = conf.last_call_timeout();
+  s.lease_ttl = conf.lease_ttl();
+  options.failover_window = std::min<std::chrono::milliseconds>(conf.read_timeout(),
+                                                                s.join_timeout);
+  options.attempt_timeout =
+      std::min<std::chrono::milliseconds>(std::chrono::seconds(5), options.failover_window);
+  const std::string& raw =
+      config.rdzv_endpoint_raw.empty() ? std::string("localhost") : config.rdzv_endpoint_raw;
+  for (std::size_t start = 0; start <= raw.size();) {
+    const std::size_t comma = std::min(raw.find(',', start), raw.size());
+    const std::string_view item = std::string_view(raw).substr(start, comma - start);
+    start = comma + 1;
+    if (item.find_first_not_of(" \t") == std::string_view::npos) continue;
+    const Endpoint member = parse_endpoint(item, 2379, "--rdzv_endpoint");
+    options.members.push_back(
+        {member.host, static_cast<std::uint16_t>(member.port.value_or(2379))});
+  }
+  options.local_addr = config.local_addr ? config.local_addr : conf.get("local_addr");
+  return rdzv::etcd::make_etcd_rendezvous(options, io);
+}
+
 }  // namespace
 
 std::unique_ptr<rdzv::Rendezvous> make_rendezvous(const LaunchConfig& config,
                                                   boost::asio::io_context& io) {
   if (config.rdzv_backend == "static") return make_static(config, io);
   if (config.rdzv_backend == "c10d") return make_c10d(config, io);
+  if (config.rdzv_backend.starts_with("etcd")) return make_etcd(config, io);
   throw ConfigError(fmt::format("--rdzv_backend={}: not supported yet", config.rdzv_backend));
 }
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# rendezvous.sh — c10d rendezvous figures on loopback (docs/BENCHMARKS.md).
+# rendezvous.sh — c10d and etcd rendezvous figures on loopback (docs/BENCHMARKS.md).
 #
 #   rendezvous.sh scale K [K...]   K ddprun agents (--nnodes=K, one trivial worker each): seconds
 #                                  from the first agent's start to every agent's worker running
@@ -11,10 +11,16 @@
 #   rendezvous.sh per_agent K [K...]  as scale, with each agent under `perf stat --no-inherit`:
 #                                  the median over the K agents of one agent's own CPU time, page
 #                                  faults and context switches (its guard and worker not counted)
-#   rendezvous.sh node_loss        3 agents (--nnodes=2:3, keep_alive_interval=1,
-#                                  keep_alive_max_attempt=2); SIGKILL one: seconds until both
-#                                  survivors run restarted workers
+#   rendezvous.sh node_loss        3 agents (--nnodes=2:3; c10d: keep_alive_interval=1,
+#                                  keep_alive_max_attempt=2; etcd: lease_ttl=2); SIGKILL one
+#                                  that does not host a store: seconds until both survivors run
+#                                  restarted workers
+#   rendezvous.sh node_loss_host   the same, killing the agent at group rank 0 (etcd: the host of
+#                                  the workers' store; c10d cannot lose it)
 # Env: BUILD (default build), PORT (default 29611),
+#   BACKENDS="c10d" (default), "etcd", or "c10d etcd" for both in one run: etcd runs on a
+#     3-member etcd 3.4 cluster on loopback that the script starts (scripts/etcd-cluster.sh up
+#     ETCD_BASE, default 23990) and stops,
 #   WORKER=stamp (default: build/bin/ddp-bench-stamp, one static exec) or sh (`/bin/sh -c 'date
 #     ...; sleep'`, three execs a worker: the worker of the oldest figures in docs/BENCHMARKS.md),
 #   LAUNCHER=spawn (default: one python3 process starts every agent with posix_spawn) or bash
@@ -24,10 +30,30 @@
 # launcher share the cores: the harness's own process creation counts in every figure.
 set -euo pipefail
 BUILD=${BUILD:-build}
+BACKENDS=${BACKENDS:-c10d}
+ETCD_BASE=${ETCD_BASE:-23990}
+ETCD_SCRIPT=$(cd "$(dirname "$0")/.." && pwd)/etcd-cluster.sh
 DDPRUN=$(cd "$BUILD/bin" && pwd)/ddprun
 PORT=${PORT:-29611}
 WORK=$(mktemp -d /tmp/ddp-bench-rdzv.XXXXXX)
-trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$WORK"' EXIT
+ETCD_ENDPOINTS=""
+cleanup() {
+  kill $(jobs -p) 2>/dev/null || true
+  if [ -z "${KEEP_WORK:-}" ]; then rm -rf "$WORK"; else echo "kept $WORK" >&2; fi
+  if [ -n "$ETCD_ENDPOINTS" ]; then "$ETCD_SCRIPT" down "$ETCD_BASE"; fi
+}
+trap cleanup EXIT
+if [ "${1:-}" = node_loss_host ]; then BACKENDS=etcd; fi
+if [[ " $BACKENDS " == *" etcd "* ]]; then ETCD_ENDPOINTS=$("$ETCD_SCRIPT" up "$ETCD_BASE"); fi
+BACKEND=c10d  # the backend of the run in progress
+
+# The rendezvous flags of BACKEND for a job called $1 (a fresh id per run: etcd keeps state).
+rdzv_args() {
+  case "$BACKEND" in
+    c10d) echo "--rdzv_backend=c10d --rdzv_endpoint=127.0.0.1:$PORT --rdzv_id=$1" ;;
+    etcd) echo "--rdzv_backend=etcd --rdzv_endpoint=$ETCD_ENDPOINTS --rdzv_id=$1-$$-$RANDOM" ;;
+  esac
+}
 ulimit -n "$(ulimit -Hn)"
 
 now() { date +%s.%N; }
@@ -71,8 +97,9 @@ run_agents() {  # run_agents LAUNCHER K OUT [extra ddprun args...]; waits for ev
   local launcher=$1 k=$2 out=$3
   shift 3
   local command failed rank_env=0
-  local agent_args=(--nnodes="$k" --nproc_per_node=1 --rdzv_backend=c10d
-                    --rdzv_endpoint=127.0.0.1:"$PORT" --rdzv_id="bench$k" "$@"
+  local rdzv
+  read -r -a rdzv <<<"$(rdzv_args "bench$k")"
+  local agent_args=(--nnodes="$k" --nproc_per_node=1 "${rdzv[@]}" "$@"
                     --no_python "${WORKER[@]}" "$out")
   case "$launcher" in
     ddprun) command=("$DDPRUN" "${agent_args[@]}") ;;
@@ -107,7 +134,7 @@ run_agents() {  # run_agents LAUNCHER K OUT [extra ddprun args...]; waits for ev
 latest_start() { cat "$1"/world"$2"_rank* | sort -n | tail -1; }
 
 scale() {  # scale LAUNCHER K
-  local launcher=$1 k=$2 out="$WORK/$1-$2"
+  local launcher=$1 k=$2 out="$WORK/$1-$BACKEND-$2"
   mkdir -p "$out"
   run_agents "$launcher" "$k" "$out"
   local t0=$FIRST worker=$WORKER_NAME
@@ -116,27 +143,37 @@ scale() {  # scale LAUNCHER K
   started=$(ls "$out" | grep -c "^world${k}_rank" || true)
   local last
   last=$(latest_start "$out" "$k")
+  local label=$launcher
+  [ "$launcher" = ddprun ] && label="ddprun $BACKEND"
   printf '%-8s K=%-5d [%s worker, %s launcher] workers started %d/%d  first agent start -> last worker start: %.2f s (last agent launched at %.2f s)\n' \
-    "$launcher" "$k" "$worker" "$LAUNCHER" "$started" "$k" "$(echo "$last - $t0" | bc -l)" "$(echo "$LAUNCHED - $t0" | bc -l)"
+    "$label" "$k" "$worker" "$LAUNCHER" "$started" "$k" "$(echo "$last - $t0" | bc -l)" "$(echo "$LAUNCHED - $t0" | bc -l)"
   PORT=$((PORT + 1))
 }
 
-node_loss() {
-  local out="$WORK/loss"
+node_loss() {  # node_loss member|host
+  local which=$1 out="$WORK/loss-$BACKEND-$1"
   mkdir -p "$out"
-  local pids=()
+  local pids=() rdzv conf=keep_alive_interval=1,keep_alive_max_attempt=2
+  read -r -a rdzv <<<"$(rdzv_args loss)"
+  [ "$BACKEND" = etcd ] && conf=lease_ttl=2
   for i in 0 1 2; do
-    "$DDPRUN" --nnodes=2:3 --nproc_per_node=1 --rdzv_backend=c10d \
-      --rdzv_endpoint=127.0.0.1:"$PORT" --rdzv_id=loss \
-      --rdzv_conf=keep_alive_interval=1,keep_alive_max_attempt=2 --log_level=info \
+    "$DDPRUN" --nnodes=2:3 --nproc_per_node=1 "${rdzv[@]}" --rdzv_conf="$conf" --log_level=info \
       --no_python /bin/sh -c 'date +%s.%N > "$0/world${WORLD_SIZE}_rank${RANK}"; [ "$WORLD_SIZE" = 3 ] && exec sleep 60; exit 0' \
       "$out" >/dev/null 2>"$out.agent$i.log" &
     pids+=($!)
   done
   until [ "$(ls "$out" | grep -c '^world3_' || true)" = 3 ]; do sleep 0.05; done
-  # Kill an agent that does not host the store (group rank 0 hosts it).
-  local victim
-  victim=$(grep -L "hosts the store" "$out".agent*.log | head -1 | sed 's/.*agent\([0-9]*\)\.log/\1/')
+  # member: an agent that does not host the store (c10d: the rendezvous store's host; etcd:
+  # group rank 0, which hosts the workers' store); host: etcd's group rank 0.
+  local victim hosts
+  if [ "$BACKEND" = c10d ]; then hosts=$(grep -l "hosts the store" "$out".agent*.log || true)
+  else hosts=$(grep -l "group_rank=0 " "$out".agent*.log || true); fi
+  if [ "$which" = host ]; then
+    victim=$(echo "$hosts" | head -1)
+  else
+    victim=$(ls "$out".agent*.log | grep -vxF "$hosts" | head -1)
+  fi
+  victim=$(echo "$victim" | sed 's/.*agent\([0-9]*\)\.log/\1/')
   local t0
   t0=$(now)
   kill -9 "${pids[$victim]}"
@@ -144,16 +181,17 @@ node_loss() {
   wait "${pids[@]}" || true
   local last
   last=$(latest_start "$out" 2)
-  printf 'node loss (interval 1 s, 2 attempts): SIGKILL -> both survivors restarted: %.2f s\n' \
-    "$(echo "$last - $t0" | bc -l)"
+  printf 'node loss %s (%s, %s): SIGKILL -> both survivors restarted: %.2f s\n' \
+    "$BACKEND" "$which" "$conf" "$(echo "$last - $t0" | bc -l)"
+  PORT=$((PORT + 1))
 }
 
 # per_agent K: the K agents' own costs, each counted by perf stat; prints the medians.
 per_agent() {
   local k=$1
-  mkdir -p "$WORK/per_agent-$k.perf"
+  mkdir -p "$WORK/per_agent-$BACKEND-$k.perf"
   scale per_agent "$k"
-  python3 - "$WORK/per_agent-$k.perf" "$k" <<'PY'
+  python3 - "$WORK/per_agent-$BACKEND-$k.perf" "$k" <<'PY'
 import os, statistics, sys
 folder, k = sys.argv[1], int(sys.argv[2])
 counts = {}
@@ -172,12 +210,13 @@ PY
 
 case "${1:-}" in
   per_agent) shift; for k in "$@"; do per_agent "$k"; done ;;
-  scale) shift; for k in "$@"; do scale ddprun "$k"; done ;;
+  scale) shift; for k in "$@"; do for BACKEND in $BACKENDS; do scale ddprun "$k"; done; done ;;
   torchrun) shift; for k in "$@"; do scale torchrun "$k"; done ;;
   floor) shift; for k in "$@"; do scale floor "$k"; done ;;
-  node_loss) node_loss ;;
+  node_loss) for BACKEND in $BACKENDS; do node_loss member; done ;;
+  node_loss_host) BACKEND=etcd; node_loss host ;;
   *)
-    echo "usage: rendezvous.sh scale K... | torchrun K... | floor K... | per_agent K... | node_loss" >&2
+    echo "usage: rendezvous.sh scale K... | torchrun K... | floor K... | per_agent K... | node_loss | node_loss_host" >&2
     exit 2
     ;;
 esac

@@ -33,6 +33,14 @@ TEST_CASE("dry run shows each worker's command line and environment", "[cli][dry
   CHECK_THAT(text, Catch::Contains("  stdout: console\n"));
 }
 
+TEST_CASE("dry run shows every etcd member", "[cli][dry_run]") {
+  const auto config = parse({"--nnodes=2", "--rdzv_backend=etcd", "--rdzv_endpoint=e1,e2:2381",
+                             "--no_python", "echo"});
+  std::ostringstream out;
+  print_dry_run(config, {}, out);
+  CHECK_THAT(out.str(), Catch::Contains("rdzv_endpoint             e1,e2:2381 (command line)"));
+}
+
 TEST_CASE("dry run shows a configured port and file routing", "[cli][dry_run]") {
   const auto config =
       parse({"--master_port=1234", "--tee=2", "--log_dir=/l", "--no_python", "echo"});

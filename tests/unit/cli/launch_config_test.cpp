@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "agent/rendezvous_factory.hpp"
 #include "ddp/error.hpp"
 #include "tests/unit/cli/cli_test_util.hpp"
 
@@ -77,6 +78,28 @@ TEST_CASE("standalone is c10d on a free local port with a fresh run id", "[cli]"
   CHECK(a.rdzv_id[14] == '4');  // uuid4
   CHECK(a.rdzv_id != b.rdzv_id);
   CHECK(a.source_of("rdzv_id") == ValueSource::kDerived);
+}
+
+TEST_CASE("etcd: a list of members, port 2379 by default, and a run id shared by the nodes",
+          "[cli]") {
+  for (const char* backend : {"--rdzv_backend=etcd", "--rdzv_backend=etcd-v2",
+                              "--rdzv_backend=etcd-v3"}) {
+    const auto config =
+        parse({backend, "--nnodes=2:4", "--rdzv_endpoint=e1,e2:2381,e3:2383", "s"});
+    CHECK(config.unsupported_features().empty());
+    CHECK(config.rdzv_endpoint == Endpoint{"e1", 2379});  // the first member stands for the list
+    CHECK(config.rdzv_endpoint_raw == "e1,e2:2381,e3:2383");
+    CHECK_THAT(config.rdzv_id, Catch::StartsWith("job-"));
+  }
+}
+
+TEST_CASE("etcd over https is refused with the key that asked for it", "[cli]") {
+  boost::asio::io_context io;
+  for (const char* conf : {"--rdzv_conf=protocol=https", "--rdzv_conf=cacert=/ca.pem"}) {
+    const auto config = parse({"--rdzv_backend=etcd", conf, "s"});
+    CHECK_THROWS_WITH(make_rendezvous(config, io),
+                      Catch::Contains("not supported yet; use protocol=http"));
+  }
 }
 
 TEST_CASE("c10d run ids: unique on one node, derived from the command across nodes", "[cli]") {
@@ -188,10 +211,8 @@ TEST_CASE("bad values get one line naming the flag", "[cli]") {
 }
 
 TEST_CASE("features parsed but not implemented are reported for run time", "[cli]") {
-  const auto config = parse({"--numa_binding=node", "--rdzv_backend=etcd", "s"});
-  const auto messages = config.unsupported_features();
-  REQUIRE(messages.size() == 1);  // --numa_binding is supported
-  CHECK_THAT(messages[0], Catch::Contains("--rdzv_backend=etcd is not supported yet"));
+  // --numa_binding and --rdzv_backend=etcd are supported.
+  CHECK(parse({"--numa_binding=node", "--rdzv_backend=etcd", "s"}).unsupported_features().empty());
   CHECK(parse({"--log_dir=/dev/null", "s"}).unsupported_features().size() == 1);
   CHECK(parse({"--duplicate_stdout_filters=x", "s"}).unsupported_features().size() == 1);
   CHECK(parse({"--event_log_handler=console", "s"}).unsupported_features().size() == 1);

@@ -75,7 +75,22 @@ TEST_CASE("rdzv_conf keys, defaults and typed values", "[cli][rdzv_conf]") {
                       Catch::Contains("join_timeout must be an integer"));
     CHECK_THROWS_WITH(RdzvConf::parse("is_host=maybe", "--rdzv_conf"),
                       Catch::Contains("is_host must be a boolean"));
+    CHECK_THROWS_WITH(RdzvConf::parse("protocol=grpc", "--rdzv_conf"),
+                      Catch::Contains("protocol must be http or https, got 'grpc'"));
+    CHECK_THROWS_WITH(RdzvConf::parse("lease_ttl=0", "--rdzv_conf"),
+                      Catch::Contains("lease_ttl must be an integer >= 1"));
   }
+}
+
+TEST_CASE("rdzv_conf for etcd: lease_ttl, and whether the user gave timeout", "[cli][rdzv_conf]") {
+  const RdzvConf defaults = RdzvConf::parse("", "f");
+  CHECK(defaults.lease_ttl() == std::chrono::seconds(10));
+  CHECK(defaults.get("timeout") == "900");    // injected as torchrun does...
+  CHECK_FALSE(defaults.is_given("timeout"));  // ...so the etcd backend does not take it as asked
+  const RdzvConf conf = RdzvConf::parse("timeout=20,lease_ttl=3,protocol=http", "f");
+  CHECK(conf.is_given("timeout"));
+  CHECK(conf.lease_ttl() == std::chrono::seconds(3));
+  CHECK_FALSE(conf.is_given("join_timeout"));
 }
 
 TEST_CASE("redirects and tee accept N or per-rank lists", "[cli][std_streams]") {

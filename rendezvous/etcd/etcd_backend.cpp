@@ -1,0 +1,127 @@
+// Ownership for the etcd rendezvous: the client, the per-round worker store, the lease's revoke
+// on the way out. Every node opens a worker store when it joins a round (a listening socket on
+// port 0): the node that ends up at group rank 0 is only known once the round closes, and the
+// header names its store.
+
+#include "rendezvous/etcd/etcd_backend.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <unistd.h>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/ip/address.hpp>
+
+#include "common/log.hpp"
+#include "ddp/error.hpp"
+#include "rendezvous/etcd/etcd_rendezvous.hpp"
+#include "rendezvous/net_address.hpp"
+#include "rendezvous/tcp_store_server.hpp"
+
+namespace ddp::rdzv::etcd {
+
+namespace {
+
+std::shared_ptr<spdlog::logger> logger() { return log::get("rdzv"); }
+
+bool is_v6(const std::string& addr) {
+  boost::system::error_code ec;
+  const auto a = asio::ip::make_address(addr, ec);
+  return !ec && a.is_v6();
+}
+
+class EtcdBackend final : public Rendezvous {
+ public:
+  EtcdBackend(boost::asio::io_context& io, const EtcdOptions& options)
+      : io_(io), options_(options) {
+    ClientOptions client_options;
+    client_options.members = options_.members;
+    client_options.failover_window = options_.failover_window;
+    client_options.attempt_timeout = options_.attempt_timeout;
+    // Each agent starts at a member of its own (by pid), so a thousand agents spread their
+    // watches and keep-alives over the members' gateways instead of all loading the first.
+    client_options.first_member = static_cast<std::size_t>(::getpid());
+    client_ = std::make_shared<EtcdClient>(io_.get_executor(), client_options);
+    const Member& first = options_.members.front();
+    self_.addr = options_.local_addr ? *options_.local_addr : route_address(first.host, first.port);
+    self_.name = fmt::format("{}_{}", self_.addr, ::getpid());
+    bind_host_ = is_v6(self_.addr) ? "::" : "0.0.0.0";
+    std::vector<std::string> members;
+    for (const Member& m : options_.members) members.push_back(m.to_string());
+    logger()->info("etcd rendezvous run={}: this node advertises {} ({}); etcd members {}",
+                   options_.settings.run_id, self_.addr,
+                   options_.local_addr ? "--local_addr" : "the interface routing to etcd",
+                   fmt::join(members, ","));
+    core_ = std::make_unique<EtcdRendezvous>(
+        io_.get_executor(), client_, options_.settings, self_, [this](int round) {
+          worker_store_.reset();  // the previous round's workers are gone
+          worker_store_ = std::make_unique<TcpStoreServer>(io_, bind_host_, 0);
+          worker_store_->start();
+          logger()->debug("worker store for round {} at {}:{}", round, self_.addr,
+                          worker_store_->port());
+          return std::make_pair(self_.addr, worker_store_->port());
+        });
+  }
+
+  ~EtcdBackend() override {
+    const std::int64_t lease = core_->lease_id();
+    core_.reset();
+    if (lease != 0) revoke_now(lease);
+  }
+
+  asio::awaitable<RendezvousInfo> next_round(int local_world_size) override {
+    co_return co_await core_->next_round(local_world_size);
+  }
+  asio::awaitable<RoundEvent> watch_round() override { return core_->watch_round(); }
+  asio::awaitable<int> report_failure(std::string what) override {
+    return core_->report_failure(std::move(what));
+  }
+  asio::awaitable<void> finish(bool success) override {
+    try {
+      co_await core_->finish(success);
+    } catch (const IoError& e) {
+      // Leaving: an etcd that is gone has nothing left to tell us.
+      logger()->warn("etcd: exit barrier skipped: {}", e.what());
+    }
+  }
+
+ private:
+  // The agent's loop has stopped by now: revoke on a private io_context, bounded to one second
+  // (the lease would expire on its own a TTL later anyway).
+  void revoke_now(std::int64_t lease) {
+    boost::asio::io_context private_io;
+    ClientOptions o;
+    o.members = options_.members;
+    o.attempt_timeout = std::chrono::milliseconds(500);
+    o.failover_window = std::chrono::milliseconds(1000);
+    auto client = std::make_shared<EtcdClient>(private_io.get_executor(), o);
+    boost::asio::co_spawn(private_io, client->lease_revoke(lease, o.failover_window),
+                          [lease](std::exception_ptr error) {
+                            if (!error) return;
+                            try {
+                              std::rethrow_exception(error);
+                            } catch (const std::exception& e) {
+                              logger()->debug("etcd: lease {:x} not revoked: {}", lease, e.what());
+                            }
+                          });
+    private_io.run_for(std::chrono::milliseconds(1500));
+  }
+
+  boost::asio::io_context& io_;
+  EtcdOptions options_;
+  EtcdNode self_;
+  std::string bind_host_;
+  std::shared_ptr<EtcdClient> client_;
+  std::unique_ptr<TcpStoreServer> worker_store_;
+  std::unique_ptr<EtcdRendezvous> core_;  // declared last: destroyed before the stores
+};
+
+}  // namespace
+
+std::unique_ptr<Rendezvous> make_etcd_rendezvous(const EtcdOptions& options,
+                                                 boost::asio::io_context& io) {
+  if (options.members.empty()) throw ConfigError("etcd rendezvous: no etcd member given");
+  return std::make_unique<EtcdBackend>(io, options);
+}
+
+}  // namespace ddp::rdzv::etcd

@@ -1,0 +1,220 @@
+// Unary calls of the etcd client, with member failover. A call tries the current member; on a
+// connection error, a timeout or a retryable etcd error (no leader, leader changed) it moves to
+// the next member, and after a full turn over the members it backs off (50 ms doubling to 1 s)
+// until the window ends. Kept-alive connections are reused only on the current member.
+
+#include "rendezvous/etcd/etcd_client.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/buffer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include "common/log.hpp"
+#include "ddp/error.hpp"
+#include "rendezvous/etcd/etcd_connect.hpp"
+#include "rendezvous/etcd/etcd_http.hpp"
+
+namespace ddp::rdzv::etcd {
+
+namespace {
+
+using std::chrono::milliseconds;
+
+std::shared_ptr<spdlog::logger> logger() { return log::get("rdzv"); }
+
+std::string key_text(const std::string& key) {  // keys are our own text: printable
+  return key;
+}
+
+}  // namespace
+
+std::string Member::to_string() const {
+  return host.find(':') != std::string::npos ? fmt::format("[{}]:{}", host, port)
+                                             : fmt::format("{}:{}", host, port);
+}
+
+// The outcome of one call on one member: a response (any status) or why there was none.
+struct EtcdClient::Attempt {
+  bool answered = false;
+  int status = 0;
+  std::string body;
+  std::string error;
+};
+
+EtcdClient::EtcdClient(asio::any_io_executor executor, ClientOptions options)
+    : executor_(std::move(executor)), options_(std::move(options)) {
+  if (options_.members.empty()) throw InternalError("etcd client without members");
+  current_ = options_.first_member % options_.members.size();
+}
+
+EtcdClient::~EtcdClient() = default;
+
+asio::awaitable<EtcdClient::Attempt> EtcdClient::attempt(std::size_t member,
+                                                         const std::string& path,
+                                                         const std::string& body,
+                                                         milliseconds timeout) {
+  Attempt result;
+  const Member& target = options_.members[member];
+  for (int fresh = 0; fresh < 2; ++fresh) {
+    std::unique_ptr<Stream> stream;
+    const bool reused = fresh == 0 && member == current_ && !idle_.empty();
+    if (reused) {
+      stream = std::move(idle_.back());
+      idle_.pop_back();
+    }
+    try {
+      if (!stream) {
+        fresh = 1;  // a failure of a fresh connection is the member's
+        stream = co_await detail::connect_member(executor_, target, timeout);
+      }
+      stream->expires_after(timeout);
+      co_await detail::send_all(*stream, encode_post(target.to_string(), path, body));
+      ResponseReader reader;
+      std::array<char, 16384> buffer;
+      while (!reader.is_done()) {
+        auto [err, n] = co_await stream->async_read_some(asio::buffer(buffer),
+                                                         asio::as_tuple(asio::use_awaitable));
+        if (err == asio::error::eof) {
+          reader.feed_eof();
+          break;
+        }
+        if (err) {
+          throw IoError(err == boost::beast::error::timeout
+                            ? fmt::format("no answer within {} ms", timeout.count())
+                            : fmt::format("receive: {}", err.message()));
+        }
+        reader.feed(std::string_view(buffer.data(), n));
+      }
+      if (!reader.is_done()) throw IoError("the connection closed before the response");
+      result.answered = true;
+      result.status = reader.status();
+      result.body = reader.take_body();
+      if (reader.keep_alive() && member == current_) {
+        stream->expires_never();
+        idle_.push_back(std::move(stream));
+      }
+      co_return result;
+    } catch (const IoError& e) {
+      result.error = e.what();
+      // A kept-alive connection the member closed while idle: try once on a fresh one.
+    }
+  }
+  co_return result;
+}
+
+void EtcdClient::fail_over(std::size_t member) {
+  if (member != current_) return;
+  current_ = (current_ + 1) % options_.members.size();
+  idle_.clear();
+  for (const auto& weak : watches_) {
+    if (const auto watch = weak.lock()) watch->reconnect_if_on(member);
+  }
+  std::erase_if(watches_, [](const auto& weak) { return weak.expired(); });
+}
+
+asio::awaitable<std::string> EtcdClient::call(std::string path, std::string body, std::string op,
+                                              milliseconds window) {
+  const auto self = shared_from_this();  // detached callers may drop theirs mid-call
+  const Clock::time_point deadline = Clock::now() + window;
+  const std::size_t n = options_.members.size();
+  std::vector<std::string> errors(n);
+  milliseconds backoff(50);
+  asio::steady_timer timer(executor_);
+  for (;;) {
+    for (std::size_t tried = 0; tried < n; ++tried) {
+      const std::size_t member = current_;
+      // One member gets at most attempt_timeout, and never more than the window has left (a
+      // keep-alive must reach another member before its lease expires).
+      const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
+      const milliseconds timeout = std::clamp(
+          left, milliseconds(100), std::max(options_.attempt_timeout, milliseconds(100)));
+      Attempt a = co_await attempt(member, path, body, timeout);
+      if (a.answered && a.status == 200) co_return std::move(a.body);
+      const std::string& name = options_.members[member].to_string();
+      if (a.answered) {
+        const auto error = decode_error(a.body);
+        const std::string message =
+            error ? error->message : fmt::format("HTTP {}: {}", a.status, a.body.substr(0, 200));
+        if (!error || !is_retryable(*error)) {
+          throw IoError(fmt::format("etcd member {}: {} failed: {}", name, op, message));
+        }
+        a.error = message;
+      }
+      errors[member] = a.error;
+      logger()->debug("etcd member {}: {} failed ({}); trying the next member", name, op, a.error);
+      fail_over(member);
+      if (Clock::now() >= deadline) break;
+    }
+    if (Clock::now() >= deadline) break;
+    timer.expires_after(
+        std::min(backoff, std::chrono::duration_cast<milliseconds>(deadline - Clock::now())));
+    co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+    backoff = std::min(backoff * 2, milliseconds(1000));
+  }
+  std::string report;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (errors[i].empty()) continue;
+    if (!report.empty()) report += "; ";
+    report += options_.members[i].to_string() + ": " + errors[i];
+  }
+  throw IoError(fmt::format("etcd {}: no etcd member answered within {:.1f} s ({})", op,
+                            std::chrono::duration<double>(window).count(), report));
+}
+
+asio::awaitable<RangeResponse> EtcdClient::range(RangeRequest request) {
+  const std::string op = fmt::format("range({})", key_text(request.key));
+  co_return decode_range(
+      co_await call("/v3/kv/range", range_body(request), op, options_.failover_window), op);
+}
+
+asio::awaitable<std::int64_t> EtcdClient::put(PutRequest request) {
+  const std::string op = fmt::format("put({})", key_text(request.key));
+  co_return decode_put(co_await call("/v3/kv/put", put_body(request), op, options_.failover_window),
+                       op);
+}
+
+asio::awaitable<TxnResponse> EtcdClient::txn(TxnRequest request, std::string what) {
+  const std::string op = fmt::format("txn({})", what);
+  co_return decode_txn(co_await call("/v3/kv/txn", txn_body(request), op, options_.failover_window),
+                       op);
+}
+
+asio::awaitable<LeaseGrant> EtcdClient::lease_grant(std::int64_t ttl_seconds) {
+  const std::string op = fmt::format("lease grant(ttl={}s)", ttl_seconds);
+  co_return decode_lease_grant(
+      co_await call("/v3/lease/grant", lease_grant_body(ttl_seconds), op, options_.failover_window),
+      op);
+}
+
+asio::awaitable<std::int64_t> EtcdClient::lease_keepalive(std::int64_t id, milliseconds window) {
+  const std::string op = fmt::format("lease keepalive({:x})", id);
+  co_return decode_lease_keepalive(
+      co_await call("/v3/lease/keepalive", lease_id_body(id), op, window), op);
+}
+
+asio::awaitable<void> EtcdClient::lease_revoke(std::int64_t id, milliseconds window) {
+  const std::string op = fmt::format("lease revoke({:x})", id);
+  try {
+    co_await call("/v3/lease/revoke", lease_id_body(id), op, window);
+  } catch (const IoError& e) {
+    // Gone already: a revoke that one member applied but answered too late (under load), which
+    // the next member then cannot find, or a lease that expired. Either way it is revoked.
+    if (std::string_view(e.what()).find("lease not found") == std::string_view::npos) throw;
+    logger()->debug("{}: the lease was already gone", op);
+  }
+}
+
+std::shared_ptr<EtcdWatch> EtcdClient::watch(std::string key, std::string range_end,
+                                             std::int64_t start_revision, bool prev_kv) {
+  auto w = std::make_shared<EtcdWatch>(shared_from_this(), std::move(key), std::move(range_end),
+                                       start_revision, prev_kv);
+  watches_.push_back(w);
+  w->start();
+  return w;
+}
+
+}  // namespace ddp::rdzv::etcd

@@ -1,0 +1,123 @@
+#pragma once
+// EtcdClient: etcd's v3 API through its JSON gateway (HTTP/1.1 over Boost.Beast) on the agent's
+// io_context: KV range/put/txn, leases (grant, keep-alive, revoke) and streamed watches. The
+// client knows every member of the cluster and fails over between them: an operation that a
+// member cannot serve (refused, reset, timed out, no leader) moves to the next member, and fails
+// only when every member has failed for the whole failover window. Errors name the member(s)
+// and the operation. Single-threaded; share it with shared_ptr (watches keep it alive).
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "rendezvous/etcd/etcd_json.hpp"
+
+namespace ddp::rdzv::etcd {
+
+namespace asio = boost::asio;
+using Clock = std::chrono::steady_clock;
+
+struct Member {
+  std::string host;
+  std::uint16_t port = 2379;
+  std::string to_string() const;  // "host:port" ("[v6]:port")
+};
+
+struct ClientOptions {
+  std::vector<Member> members;                                          // at least one
+  std::chrono::milliseconds attempt_timeout{std::chrono::seconds(5)};   // one member, one call
+  std::chrono::milliseconds failover_window{std::chrono::seconds(60)};  // every member failing
+  std::size_t first_member = 0;  // where calls start (modulo the members): spreads many agents
+};
+
+class EtcdWatch;
+
+class EtcdClient : public std::enable_shared_from_this<EtcdClient> {
+ public:
+  // REQUIRES: options.members is not empty.
+  EtcdClient(asio::any_io_executor executor, ClientOptions options);
+  ~EtcdClient();
+
+  // Each operation throws IoError naming the operation and every member's last error when no
+  // member answered within the failover window (or `window` where given), and IoError naming
+  // the member when one answered with a non-retryable error.
+  asio::awaitable<RangeResponse> range(RangeRequest request);
+  asio::awaitable<std::int64_t> put(PutRequest request);  // returns the put's revision
+  asio::awaitable<TxnResponse> txn(TxnRequest request, std::string what);
+  asio::awaitable<LeaseGrant> lease_grant(std::int64_t ttl_seconds);
+  // The remaining TTL; 0 when the lease is gone (expired or revoked).
+  asio::awaitable<std::int64_t> lease_keepalive(std::int64_t id, std::chrono::milliseconds window);
+  // A lease that is already gone counts as revoked.
+  asio::awaitable<void> lease_revoke(std::int64_t id, std::chrono::milliseconds window);
+
+  // Starts watching [key, range_end) from start_revision (0: from now). The watch reconnects to
+  // another member on its own, resuming after the last revision it delivered.
+  std::shared_ptr<EtcdWatch> watch(std::string key, std::string range_end,
+                                   std::int64_t start_revision, bool prev_kv);
+
+  const Member& current_member() const { return options_.members[current_]; }
+  const ClientOptions& options() const { return options_; }
+
+ private:
+  friend class EtcdWatch;
+  using Stream = boost::beast::tcp_stream;
+  struct Attempt;
+
+  asio::awaitable<std::string> call(std::string path, std::string body, std::string op,
+                                    std::chrono::milliseconds window);
+  asio::awaitable<Attempt> attempt(std::size_t member, const std::string& path,
+                                   const std::string& body, std::chrono::milliseconds timeout);
+  // Moves on from `member` (when it is still the current one) and tells the watches on it.
+  void fail_over(std::size_t member);
+
+  asio::any_io_executor executor_;
+  ClientOptions options_;
+  std::size_t current_ = 0;
+  std::vector<std::unique_ptr<Stream>> idle_;  // kept-alive connections to the current member
+  std::vector<std::weak_ptr<EtcdWatch>> watches_;
+};
+
+// One watch stream. Responses queue up until next() takes them.
+class EtcdWatch : public std::enable_shared_from_this<EtcdWatch> {
+ public:
+  EtcdWatch(std::shared_ptr<EtcdClient> client, std::string key, std::string range_end,
+            std::int64_t start_revision, bool prev_kv);
+  ~EtcdWatch();
+
+  // The next response with events, or nullopt once `deadline` passes or the watch is cancelled.
+  // Throws IoError when the watch failed for good (every member unreachable for the failover
+  // window, or history compacted). One waiter at a time.
+  asio::awaitable<std::optional<WatchResponse>> next(Clock::time_point deadline);
+  // Stops the stream; a waiting next() returns nullopt. Idempotent.
+  void cancel();
+
+ private:
+  friend class EtcdClient;
+  void start();
+  asio::awaitable<void> run();
+  asio::awaitable<void> stream_once(std::size_t member, bool& created);
+  void reconnect_if_on(std::size_t member);
+
+  std::shared_ptr<EtcdClient> client_;
+  std::string key_;
+  std::string range_end_;
+  std::int64_t next_revision_;
+  bool prev_kv_;
+  bool stopped_ = false;
+  std::optional<std::size_t> member_;  // the member the stream is on
+  std::unique_ptr<EtcdClient::Stream> stream_;
+  std::deque<WatchResponse> queue_;
+  std::exception_ptr error_;
+  asio::steady_timer signal_;  // cancelled to wake next()
+};
+
+}  // namespace ddp::rdzv::etcd

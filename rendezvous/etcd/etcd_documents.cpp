@@ -1,0 +1,175 @@
+// JSON forms of the etcd rendezvous documents. Every document carries "version".
+
+#include "rendezvous/etcd/etcd_documents.hpp"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <nlohmann/json.hpp>
+
+#include "ddp/error.hpp"
+
+namespace ddp::rdzv::etcd {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr int kVersion = 1;
+
+template <class Read>
+auto read_document(std::string_view text, const std::string& what, Read read) {
+  const json doc = json::parse(text.begin(), text.end(), nullptr, false);
+  if (doc.is_discarded() || !doc.is_object() || doc.value("version", 0) != kVersion) {
+    throw IoError(fmt::format("etcd rendezvous: {} is not a version-{} document: '{}'", what,
+                              kVersion, text.substr(0, 200)));
+  }
+  try {
+    return read(doc);
+  } catch (const json::exception& e) {
+    throw IoError(fmt::format("etcd rendezvous: bad {}: {}", what, e.what()));
+  }
+}
+
+}  // namespace
+
+std::string encode(const NodeDesc& desc) {
+  return json{{"version", kVersion},
+              {"name", desc.name},
+              {"addr", desc.addr},
+              {"lws", desc.local_world_size},
+              {"master_addr", desc.master_addr},
+              {"master_port", desc.master_port}}
+      .dump();
+}
+
+NodeDesc decode_node_desc(std::string_view text, const std::string& what) {
+  return read_document(text, what, [](const json& doc) {
+    NodeDesc d;
+    d.name = doc.at("name").get<std::string>();
+    d.addr = doc.at("addr").get<std::string>();
+    d.local_world_size = doc.at("lws").get<int>();
+    d.master_addr = doc.at("master_addr").get<std::string>();
+    d.master_port = doc.at("master_port").get<std::uint16_t>();
+    return d;
+  });
+}
+
+std::string encode(const RoundHeader& h) {
+  json runs = json::array();
+  for (const MemberRun& run : h.runs) runs.push_back({run.first, run.count, run.lws});
+  return json{{"version", kVersion},
+              {"round", h.round},
+              {"size", h.size},
+              {"revision", h.revision},
+              {"restart_count", h.restart_count},
+              {"master_addr", h.master_addr},
+              {"master_port", h.master_port},
+              {"members", std::move(runs)},
+              {"closer", h.closer}}
+      .dump();
+}
+
+RoundHeader decode_round_header(std::string_view text, const std::string& what) {
+  return read_document(text, what, [](const json& doc) {
+    RoundHeader h;
+    h.round = doc.at("round").get<int>();
+    h.size = doc.at("size").get<int>();
+    h.revision = doc.at("revision").get<std::int64_t>();
+    h.restart_count = doc.at("restart_count").get<int>();
+    h.master_addr = doc.at("master_addr").get<std::string>();
+    h.master_port = doc.at("master_port").get<std::uint16_t>();
+    for (const json& run : doc.at("members")) {
+      h.runs.push_back({run.at(0).get<std::int64_t>(), run.at(1).get<int>(), run.at(2).get<int>()});
+    }
+    h.closer = doc.value("closer", std::string{});
+    return h;
+  });
+}
+
+RoundHeader header_for(int round, int restart_count, std::int64_t revision,
+                       const std::vector<KeyValue>& members, std::string closer) {
+  RoundHeader h;
+  h.round = round;
+  h.size = static_cast<int>(members.size());
+  h.revision = revision;
+  h.restart_count = restart_count;
+  h.closer = std::move(closer);
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    const NodeDesc desc = decode_node_desc(members[i].value, members[i].key);
+    if (i == 0) {
+      h.master_addr = desc.master_addr;
+      h.master_port = desc.master_port;
+    }
+    const std::int64_t revision = members[i].create_revision;
+    if (!h.runs.empty() && h.runs.back().lws == desc.local_world_size &&
+        h.runs.back().first + h.runs.back().count == revision) {
+      ++h.runs.back().count;
+    } else {
+      h.runs.push_back({revision, 1, desc.local_world_size});
+    }
+  }
+  return h;
+}
+
+std::int64_t RoundHeader::cutoff() const {
+  return runs.empty() ? 0 : runs.back().first + runs.back().count - 1;
+}
+
+std::optional<int> group_rank_of(const RoundHeader& header, std::int64_t create_revision) {
+  int before = 0;
+  for (const MemberRun& run : header.runs) {
+    if (create_revision >= run.first && create_revision < run.first + run.count) {
+      return before + static_cast<int>(create_revision - run.first);
+    }
+    before += run.count;
+  }
+  return std::nullopt;
+}
+
+int world_size(const RoundHeader& header) { return rank_base(header, header.size); }
+
+int rank_base(const RoundHeader& header, int group_rank) {
+  int base = 0;
+  int left = group_rank;
+  for (const MemberRun& run : header.runs) {
+    const int n = std::min(run.count, left);
+    base += n * run.lws;
+    left -= n;
+    if (left == 0) break;
+  }
+  return base;
+}
+
+RendezvousInfo info_for(const RoundHeader& header, int group_rank, const std::string& run_id) {
+  RendezvousInfo info;
+  info.run_id = run_id;
+  info.round = header.round;
+  info.group_rank = group_rank;
+  info.group_world_size = header.size;
+  info.rank_base = rank_base(header, group_rank);
+  info.world_size = world_size(header);
+  info.restart_count = header.restart_count;
+  info.master_addr = header.master_addr;
+  info.master_port = header.master_port;
+  return info;
+}
+
+std::string failed_value(int restart_count, const std::string& node, const std::string& what) {
+  std::string flat = what;
+  std::replace(flat.begin(), flat.end(), '\n', ' ');
+  return fmt::format("{} {} {}", restart_count, node, flat);
+}
+
+int failed_restart_count(const std::string& value) {
+  int n = 0;
+  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+  return ec == std::errc{} ? n : 0;
+}
+
+std::string failed_detail(const std::string& value) {
+  const std::size_t space = value.find(' ');
+  return space == std::string::npos ? value : value.substr(space + 1);
+}
+
+}  // namespace ddp::rdzv::etcd

@@ -1,0 +1,74 @@
+#pragma once
+// The documents of an etcd round: each node's descriptor (its join key's value) and the round's
+// header, written once by the transaction that closes the round. Members are named by the create
+// revisions of their join keys, in runs of consecutive revisions with one local world size: joins
+// are nearly the only writes while a round fills, so a round of any size is a run or a few, and
+// the header stays small. A member finds its own group rank (its place in revision order) and
+// rank base in the runs without another read. Pure functions; no etcd, no Asio.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "rendezvous/etcd/etcd_json.hpp"
+#include "rendezvous/rendezvous.hpp"
+
+namespace ddp::rdzv::etcd {
+
+struct NodeDesc {
+  std::string name;
+  std::string addr;
+  int local_world_size = 1;
+  std::string master_addr;  // the worker store this node opened for the round
+  std::uint16_t master_port = 0;
+};
+
+// Members whose join keys have the create revisions first, first+1, ..., first+count-1, each with
+// `lws` workers.
+struct MemberRun {
+  std::int64_t first = 0;
+  int count = 0;
+  int lws = 0;
+  bool operator==(const MemberRun&) const = default;
+};
+
+struct RoundHeader {
+  int round = 0;
+  int size = 0;               // members (group world size)
+  std::int64_t revision = 0;  // the store's revision when the closer read the members
+  int restart_count = 0;      // job-wide restarts spent when the round closed
+  std::string master_addr;    // group rank 0's worker store
+  std::uint16_t master_port = 0;
+  std::vector<MemberRun> runs;  // in group-rank (create revision) order
+  std::string closer;           // the node whose transaction closed the round (logs)
+
+  std::int64_t cutoff() const;  // the last member's create revision
+};
+
+std::string encode(const NodeDesc& desc);
+// Each decode throws IoError naming `what` when the text is not that document.
+NodeDesc decode_node_desc(std::string_view text, const std::string& what);
+std::string encode(const RoundHeader& header);
+RoundHeader decode_round_header(std::string_view text, const std::string& what);
+
+// The header of a round whose members are `members` (join keys read at `revision`, in ascending
+// create revision). REQUIRES: members is not empty.
+RoundHeader header_for(int round, int restart_count, std::int64_t revision,
+                       const std::vector<KeyValue>& members, std::string closer);
+
+// The group rank of the member whose join key has `create_revision`; nullopt when it is none.
+std::optional<int> group_rank_of(const RoundHeader& header, std::int64_t create_revision);
+int world_size(const RoundHeader& header);
+// The global rank of local rank 0 on the member at `group_rank`.
+int rank_base(const RoundHeader& header, int group_rank);
+RendezvousInfo info_for(const RoundHeader& header, int group_rank, const std::string& run_id);
+
+// r<N>/ev/failed holds "<restart count> <node> <what>".
+std::string failed_value(int restart_count, const std::string& node, const std::string& what);
+int failed_restart_count(const std::string& value);   // 0 when the value has no count
+std::string failed_detail(const std::string& value);  // "<node> <what>"
+
+}  // namespace ddp::rdzv::etcd

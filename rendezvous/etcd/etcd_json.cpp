@@ -1,0 +1,333 @@
+// JSON forms of the etcd v3 gateway's messages (grpc-gateway's mapping of etcdserverpb): int64
+// fields travel as strings and are read from either form; a field at its zero value is absent, so
+// every read has a default.
+
+#include "rendezvous/etcd/etcd_json.hpp"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <nlohmann/json.hpp>
+
+#include "ddp/error.hpp"
+
+namespace ddp::rdzv::etcd {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr std::string_view kAlphabet =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+std::int64_t int_field(const json& doc, const char* name) {
+  const auto it = doc.find(name);
+  if (it == doc.end() || it->is_null()) return 0;
+  if (it->is_number_integer()) return it->get<std::int64_t>();
+  if (it->is_string()) return std::stoll(it->get<std::string>());
+  throw json::type_error::create(302, fmt::format("{} is not an integer", name), &doc);
+}
+
+bool bool_field(const json& doc, const char* name) {
+  const auto it = doc.find(name);
+  return it != doc.end() && it->is_boolean() && it->get<bool>();
+}
+
+std::string bytes_field(const json& doc, const char* name) {
+  const auto it = doc.find(name);
+  if (it == doc.end() || it->is_null()) return {};
+  return base64_decode(it->get<std::string>());
+}
+
+KeyValue read_kv(const json& doc) {
+  KeyValue kv;
+  kv.key = bytes_field(doc, "key");
+  kv.value = bytes_field(doc, "value");
+  kv.create_revision = int_field(doc, "create_revision");
+  kv.mod_revision = int_field(doc, "mod_revision");
+  kv.lease = int_field(doc, "lease");
+  return kv;
+}
+
+std::int64_t header_revision(const json& doc) {
+  const auto it = doc.find("header");
+  return it == doc.end() ? 0 : int_field(*it, "revision");
+}
+
+RangeResponse read_range(const json& doc) {
+  RangeResponse r;
+  r.revision = header_revision(doc);
+  r.count = int_field(doc, "count");
+  if (const auto it = doc.find("kvs"); it != doc.end()) {
+    for (const json& kv : *it) r.kvs.push_back(read_kv(kv));
+  }
+  return r;
+}
+
+json range_json(const RangeRequest& q) {
+  json doc = json::object();
+  doc["key"] = base64_encode(q.key);
+  if (!q.range_end.empty()) doc["range_end"] = base64_encode(q.range_end);
+  if (q.limit != 0) doc["limit"] = std::to_string(q.limit);
+  if (q.revision != 0) doc["revision"] = std::to_string(q.revision);
+  if (q.max_create_revision != 0)
+    doc["max_create_revision"] = std::to_string(q.max_create_revision);
+  if (q.count_only) doc["count_only"] = true;
+  if (q.sort_by_create) {
+    doc["sort_order"] = "ASCEND";
+    doc["sort_target"] = "CREATE";
+  }
+  return doc;
+}
+
+json put_json(const PutRequest& p) {
+  json doc = json::object();
+  doc["key"] = base64_encode(p.key);
+  doc["value"] = base64_encode(p.value);
+  if (p.lease != 0) doc["lease"] = std::to_string(p.lease);
+  return doc;
+}
+
+// Parses a response and reads it with `read`; any malformed part is an IoError naming `op` (a
+// member that answers nonsense is as good as gone).
+template <class Read>
+auto read_response(std::string_view text, std::string_view op, Read read) {
+  const json doc = json::parse(text.begin(), text.end(), nullptr, false);
+  if (doc.is_discarded() || !doc.is_object()) {
+    throw IoError(fmt::format("etcd {}: the response is not JSON: '{}'", op, text.substr(0, 200)));
+  }
+  try {
+    return read(doc);
+  } catch (const std::exception& e) {
+    throw IoError(
+        fmt::format("etcd {}: bad response ({}): '{}'", op, e.what(), text.substr(0, 200)));
+  }
+}
+
+}  // namespace
+
+std::string base64_encode(std::string_view bytes) {
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  std::size_t i = 0;
+  for (; i + 2 < bytes.size(); i += 3) {
+    const auto n = static_cast<std::uint32_t>(static_cast<unsigned char>(bytes[i]) << 16 |
+                                              static_cast<unsigned char>(bytes[i + 1]) << 8 |
+                                              static_cast<unsigned char>(bytes[i + 2]));
+    for (int shift : {18, 12, 6, 0}) out += kAlphabet[(n >> shift) & 63];
+  }
+  const std::size_t rest = bytes.size() - i;
+  if (rest > 0) {
+    std::uint32_t n = static_cast<std::uint32_t>(static_cast<unsigned char>(bytes[i]) << 16);
+    if (rest == 2) n |= static_cast<std::uint32_t>(static_cast<unsigned char>(bytes[i + 1]) << 8);
+    out += kAlphabet[(n >> 18) & 63];
+    out += kAlphabet[(n >> 12) & 63];
+    out += rest == 2 ? kAlphabet[(n >> 6) & 63] : '=';
+    out += '=';
+  }
+  return out;
+}
+
+std::string base64_decode(std::string_view text) {
+  std::array<int, 256> value{};
+  value.fill(-1);
+  for (std::size_t i = 0; i < kAlphabet.size(); ++i) {
+    value[static_cast<unsigned char>(kAlphabet[i])] = static_cast<int>(i);
+  }
+  std::string out;
+  std::uint32_t acc = 0;
+  int bits = 0;
+  for (const char c : text) {
+    if (c == '=') break;
+    const int v = value[static_cast<unsigned char>(c)];
+    if (v < 0) throw IoError(fmt::format("etcd: '{}' is not base64", text.substr(0, 80)));
+    acc = (acc << 6) | static_cast<std::uint32_t>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out += static_cast<char>((acc >> bits) & 0xff);
+    }
+  }
+  return out;
+}
+
+std::string prefix_end(std::string prefix) {
+  // Our prefixes end in '/', never in 0xff: the last byte + 1 is the whole range's end.
+  prefix.back() = static_cast<char>(prefix.back() + 1);
+  return prefix;
+}
+
+std::string range_body(const RangeRequest& request) { return range_json(request).dump(); }
+std::string put_body(const PutRequest& request) { return put_json(request).dump(); }
+
+std::string txn_body(const TxnRequest& request) {
+  json doc = json::object();
+  json compare = json::array();
+  for (const Compare& c : request.compare) {
+    json item = json::object();
+    item["key"] = base64_encode(c.key);
+    item["result"] = "EQUAL";
+    switch (c.target) {
+      case Compare::Target::kCreate:
+        item["target"] = "CREATE";
+        item["create_revision"] = std::to_string(c.revision);
+        break;
+      case Compare::Target::kMod:
+        item["target"] = "MOD";
+        item["mod_revision"] = std::to_string(c.revision);
+        break;
+      case Compare::Target::kValue:
+        item["target"] = "VALUE";
+        item["value"] = base64_encode(c.value);
+        break;
+    }
+    compare.push_back(std::move(item));
+  }
+  json success = json::array();
+  for (const PutRequest& p : request.success) success.push_back({{"request_put", put_json(p)}});
+  json failure = json::array();
+  for (const RangeRequest& r : request.failure) {
+    failure.push_back({{"request_range", range_json(r)}});
+  }
+  doc["compare"] = std::move(compare);
+  doc["success"] = std::move(success);
+  doc["failure"] = std::move(failure);
+  return doc.dump();
+}
+
+std::string lease_grant_body(std::int64_t ttl_seconds) {
+  return json{{"TTL", std::to_string(ttl_seconds)}}.dump();
+}
+
+std::string lease_id_body(std::int64_t id) { return json{{"ID", std::to_string(id)}}.dump(); }
+
+std::string watch_create_body(const std::string& key, const std::string& range_end,
+                              std::int64_t start_revision, bool prev_kv) {
+  json create = json::object();
+  create["key"] = base64_encode(key);
+  if (!range_end.empty()) create["range_end"] = base64_encode(range_end);
+  if (start_revision != 0) create["start_revision"] = std::to_string(start_revision);
+  if (prev_kv) create["prev_kv"] = true;
+  return json{{"create_request", std::move(create)}}.dump();
+}
+
+RangeResponse decode_range(std::string_view text, std::string_view op) {
+  return read_response(text, op, [](const json& doc) { return read_range(doc); });
+}
+
+std::int64_t decode_put(std::string_view text, std::string_view op) {
+  return read_response(text, op, [](const json& doc) { return header_revision(doc); });
+}
+
+TxnResponse decode_txn(std::string_view text, std::string_view op) {
+  return read_response(text, op, [](const json& doc) {
+    TxnResponse t;
+    t.succeeded = bool_field(doc, "succeeded");
+    t.revision = header_revision(doc);
+    if (const auto it = doc.find("responses"); it != doc.end()) {
+      for (const json& r : *it) {
+        if (const auto range = r.find("response_range"); range != r.end()) {
+          t.ranges.push_back(read_range(*range));
+        }
+      }
+    }
+    return t;
+  });
+}
+
+LeaseGrant decode_lease_grant(std::string_view text, std::string_view op) {
+  return read_response(text, op, [](const json& doc) {
+    if (const auto error = doc.find("error");
+        error != doc.end() && error->is_string() && !error->get<std::string>().empty()) {
+      throw std::runtime_error(error->get<std::string>());
+    }
+    LeaseGrant g{int_field(doc, "ID"), int_field(doc, "TTL")};
+    if (g.id == 0) throw std::runtime_error("no lease ID");
+    return g;
+  });
+}
+
+std::int64_t decode_lease_keepalive(std::string_view text, std::string_view op) {
+  // A stream of one message: {"result": {"ID": ..., "TTL": ...}}.
+  return read_response(text, op, [](const json& doc) {
+    const auto result = doc.find("result");
+    if (result == doc.end()) throw std::runtime_error("no result");
+    return int_field(*result, "TTL");
+  });
+}
+
+WatchResponse decode_watch(std::string_view text, std::string_view op) {
+  return read_response(text, op, [](const json& doc) {
+    const auto result = doc.find("result");
+    if (result == doc.end()) {
+      const auto error = doc.find("error");
+      throw std::runtime_error(error != doc.end() ? error->dump() : "no result");
+    }
+    const json& r = *result;
+    WatchResponse w;
+    w.revision = header_revision(r);
+    w.created = bool_field(r, "created");
+    w.canceled = bool_field(r, "canceled");
+    w.compact_revision = int_field(r, "compact_revision");
+    w.cancel_reason = r.value("cancel_reason", std::string{});
+    if (const auto it = r.find("events"); it != r.end()) {
+      for (const json& e : *it) {
+        WatchEvent event;
+        event.is_delete = e.value("type", std::string{}) == "DELETE";
+        event.kv = read_kv(e.at("kv"));
+        if (const auto prev = e.find("prev_kv"); prev != e.end()) event.prev_kv = read_kv(*prev);
+        w.events.push_back(std::move(event));
+      }
+    }
+    return w;
+  });
+}
+
+std::optional<GatewayError> decode_error(std::string_view text) {
+  const json doc = json::parse(text.begin(), text.end(), nullptr, false);
+  if (doc.is_discarded() || !doc.is_object()) return std::nullopt;
+  // Unary errors: {"error": "...", "code": N, "message": "..."}. Errors inside a stream (a
+  // keep-alive, a watch): {"error": {"grpc_code": N, "http_code": N, "message": "..."}}.
+  const json* body = &doc;
+  if (const auto nested = doc.find("error"); nested != doc.end() && nested->is_object()) {
+    body = &*nested;
+  } else if (!doc.contains("message") && !doc.contains("error")) {
+    return std::nullopt;
+  }
+  GatewayError e;
+  for (const char* code : {"code", "grpc_code"}) {
+    if (const auto it = body->find(code); it != body->end() && it->is_number_integer()) {
+      e.code = it->get<int>();
+    }
+  }
+  if (const auto it = body->find("message"); it != body->end() && it->is_string()) {
+    e.message = it->get<std::string>();
+  }
+  if (const auto it = body->find("error");
+      e.message.empty() && it != body->end() && it->is_string()) {
+    e.message = it->get<std::string>();
+  }
+  if (e.message.empty()) e.message = std::string(text.substr(0, 200));
+  return e;
+}
+
+bool is_retryable(const GatewayError& error) {
+  // gRPC codes that another member (or a later try) cannot change: the request itself is wrong,
+  // or it names something that does not exist. Everything else (unavailable, deadline exceeded,
+  // no leader, leader changed, too many requests, unknown) is worth the next member.
+  switch (error.code) {
+    case 3:   // invalid argument
+    case 5:   // not found (a lease that expired)
+    case 6:   // already exists
+    case 7:   // permission denied
+    case 9:   // failed precondition
+    case 11:  // out of range (a compacted revision)
+    case 12:  // unimplemented
+    case 16:  // unauthenticated
+      return false;
+    default:
+      return true;
+  }
+}
+
+}  // namespace ddp::rdzv::etcd

@@ -1,0 +1,71 @@
+// Keep-alives for an etcd rendezvous lease. Each is one POST to the gateway (which answers and
+// ends the stream), so a keep-alive is an ordinary unary call with failover; its window is what
+// is left of the TTL since the last success, as a later success could not save the lease anyway.
+
+#include "rendezvous/etcd/etcd_lease.hpp"
+
+#include <fmt/format.h>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include "common/log.hpp"
+#include "ddp/error.hpp"
+
+namespace ddp::rdzv::etcd {
+
+using std::chrono::milliseconds;
+
+EtcdRendezvous::Lease::Lease(asio::any_io_executor executor, std::shared_ptr<EtcdClient> c,
+                             LeaseGrant grant, std::string n)
+    : client(std::move(c)),
+      id(grant.id),
+      ttl(std::max<std::int64_t>(grant.ttl, 1)),
+      node(std::move(n)),
+      tick(std::move(executor)) {}
+
+void EtcdRendezvous::Lease::start() {
+  auto self = shared_from_this();
+  asio::co_spawn(
+      tick.get_executor(),
+      [self]() -> asio::awaitable<void> {
+        const milliseconds period = std::chrono::duration_cast<milliseconds>(self->ttl) / 3;
+        Clock::time_point alive_until = Clock::now() + self->ttl;
+        while (!self->stopped) {
+          self->tick.expires_after(period);
+          co_await self->tick.async_wait(asio::as_tuple(asio::use_awaitable));
+          if (self->stopped) break;
+          const auto window =
+              std::max(milliseconds(1),
+                       std::chrono::duration_cast<milliseconds>(alive_until - Clock::now()));
+          const Clock::time_point sent = Clock::now();
+          const std::int64_t left = co_await self->client->lease_keepalive(self->id, window);
+          if (self->stopped) break;
+          if (left <= 0) {
+            throw IoError(fmt::format(
+                "etcd lease {:x} of node {} expired (etcd answered keep-alives too late): the "
+                "other nodes count this node as lost",
+                self->id, self->node));
+          }
+          alive_until = sent + std::chrono::seconds(left);
+        }
+      },
+      [self](std::exception_ptr error) {
+        if (!error || self->stopped) return;
+        try {
+          std::rethrow_exception(error);
+        } catch (const std::exception& e) {
+          log::get("rdzv")->error("etcd keep-alive failed: {}", e.what());
+        }
+        self->error = error;
+        if (self->on_lost) self->on_lost();
+      });
+}
+
+void EtcdRendezvous::Lease::stop() {
+  stopped = true;
+  tick.cancel();
+}
+
+}  // namespace ddp::rdzv::etcd

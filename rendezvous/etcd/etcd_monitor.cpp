@@ -1,0 +1,281 @@
+// The running etcd round: one watch on the round's prefix (a detached coroutine per round),
+// watch_round(), failures, the exit barrier and the end of the job.
+//
+// Events: a DELETE of a member's join key is a lost node (its lease expired or was revoked);
+// ev/failed, ev/closed and ev/waiting/<node> are a peer's failure, the job's end and a late node.
+// They fill the same C10dChanges the c10d backend reads from its change log, so both backends
+// answer the agent alike.
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include "common/log.hpp"
+#include "ddp/error.hpp"
+#include "rendezvous/c10d_change_log.hpp"
+#include "rendezvous/etcd/etcd_keys.hpp"
+#include "rendezvous/etcd/etcd_lease.hpp"
+#include "rendezvous/etcd/etcd_rendezvous.hpp"
+
+namespace ddp::rdzv::etcd {
+
+struct EtcdRendezvous::Monitor {
+  explicit Monitor(asio::any_io_executor ex) : signal(std::move(ex)) {
+    signal.expires_at(Clock::time_point::max());
+  }
+  void wake() { signal.cancel(); }
+  std::optional<RoundEvent> event() const { return changes.first_event(finishing); }
+
+  std::shared_ptr<EtcdWatch> watch;
+  asio::steady_timer signal;  // never expires; cancelled to wake watch_round / the barrier
+  bool stopped = false;
+  bool finishing = false;     // this node is in the exit barrier
+  bool all_finished = false;  // ev/all_finished exists
+  C10dChanges changes;
+  std::exception_ptr error;
+  int round = 0;
+};
+
+namespace {
+
+std::shared_ptr<spdlog::logger> logger() { return log::get("rdzv"); }
+
+bool starts_with(const std::string& text, const std::string& prefix) {
+  return text.compare(0, prefix.size(), prefix) == 0;
+}
+
+void add_distinct(std::vector<std::string>& names, const std::string& name) {
+  if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+}
+
+// Waits on a timer that is cancelled to signal; false when this coroutine itself was cancelled.
+asio::awaitable<bool> wait_signal(asio::steady_timer& timer) {
+  co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+  const auto state = co_await asio::this_coro::cancellation_state;
+  co_return state.cancelled() == asio::cancellation_type::none;
+}
+
+// What a cancelled watch_round returns: only a caller that lost a race cancels it, and it
+// discards the value.
+RoundEvent abandoned_watch() { return {RoundChange::kPeerFailed, "watch abandoned"}; }
+
+}  // namespace
+
+void EtcdRendezvous::start_monitor(const Member& member) {
+  auto m = std::make_shared<Monitor>(executor_);
+  m->round = member.header.round;
+  const std::string prefix = keys::round(job_, m->round);
+  m->watch = client_->watch(prefix, prefix_end(prefix), member.header.revision + 1, true);
+  monitor_ = m;
+  if (lease_) {
+    lease_->on_lost = [weak = std::weak_ptr<Monitor>(m)] {
+      if (const auto monitor = weak.lock()) monitor->wake();
+    };
+  }
+  const std::string joins = keys::joins(job_, m->round);
+  const std::string waiting = keys::waiting(job_, m->round, "");
+  const std::string failed = keys::failed(job_, m->round);
+  const std::string closed = keys::closed_event(job_, m->round);
+  const std::string all_finished = keys::all_finished(job_, m->round);
+  const RoundHeader header = member.header;
+  const std::string self = self_.name;
+  asio::co_spawn(
+      executor_,
+      [=]() -> asio::awaitable<void> {
+        std::optional<RoundChange> logged;
+        while (!m->stopped) {
+          const auto response = co_await m->watch->next(Clock::time_point::max());
+          if (!response) break;
+          for (const WatchEvent& e : response->events) {
+            const std::string& key = e.kv.key;
+            if (starts_with(key, joins)) {
+              const std::string name = key.substr(joins.size());
+              // A member's key deleted: its lease ended.
+              if (e.is_delete && e.prev_kv && name != self &&
+                  group_rank_of(header, e.prev_kv->create_revision)) {
+                add_distinct(m->changes.lost, name);
+              }
+            } else if (e.is_delete) {
+              continue;
+            } else if (starts_with(key, waiting)) {
+              add_distinct(m->changes.waiting, key.substr(waiting.size()));
+            } else if (key == failed) {
+              m->changes.failed.push_back(failed_detail(e.kv.value));
+            } else if (key == closed && !m->changes.closed) {
+              m->changes.closed = e.kv.value;
+            } else if (key == all_finished) {
+              m->all_finished = true;
+            }
+          }
+          // One line per kind of change the agent acts on (not one per event: at 1,024 nodes the
+          // exit's departures alone would log a growing list a thousand times).
+          if (const auto event = m->event(); event && event->change != logged) {
+            logged = event->change;
+            logger()->info("round {} changes: {}", m->round, event->detail);
+          }
+          m->wake();
+        }
+      },
+      [m](std::exception_ptr error) {
+        if (error && !m->stopped) {
+          try {
+            std::rethrow_exception(error);
+          } catch (const std::exception& e) {
+            logger()->error("etcd round {} watch failed: {}", m->round, e.what());
+          }
+          m->error = error;
+        }
+        m->wake();
+      });
+}
+
+void EtcdRendezvous::stop_monitor() {
+  if (!monitor_) return;
+  monitor_->stopped = true;
+  monitor_->watch->cancel();
+  monitor_->wake();
+  monitor_.reset();
+}
+
+asio::awaitable<RoundEvent> EtcdRendezvous::watch_round() {
+  const std::shared_ptr<Monitor> m = monitor_;
+  const std::shared_ptr<Lease> lease = lease_;
+  while (m && !m->stopped) {
+    if (m->error) std::rethrow_exception(m->error);
+    if (lease && lease->error) std::rethrow_exception(lease->error);
+    if (const auto event = m->event()) co_return *event;
+    if (!co_await wait_signal(m->signal)) co_return abandoned_watch();
+  }
+  // Not in a running round: nothing can change it any more. Wait until cancelled.
+  asio::steady_timer forever(co_await asio::this_coro::executor, Clock::time_point::max());
+  if (co_await wait_signal(forever)) throw InternalError("etcd watch_round woke without a round");
+  co_return abandoned_watch();
+}
+
+asio::awaitable<int> EtcdRendezvous::report_failure(std::string what) {
+  failure_ = what;
+  const std::string restarts_key = keys::restarts(job_);
+  for (;;) {
+    RangeRequest read;
+    read.key = restarts_key;
+    const RangeResponse restarts = co_await client_->range(std::move(read));
+    const std::int64_t mod = restarts.kvs.empty() ? 0 : restarts.kvs[0].mod_revision;
+    const int count = restarts.kvs.empty() ? 1 : failed_restart_count(restarts.kvs[0].value) + 1;
+    TxnRequest txn;
+    txn.compare.push_back({restarts_key, Compare::Target::kMod, mod, {}});
+    txn.success.push_back({restarts_key, std::to_string(count), 0});
+    if (current_) {
+      // At most one restart per round: the first failure of the round spends it.
+      const std::string failed_key = keys::failed(job_, current_->header.round);
+      txn.compare.push_back({failed_key, Compare::Target::kCreate, 0, {}});
+      txn.success.push_back({failed_key, failed_value(count, self_.name, what), 0});
+      RangeRequest failed_read;
+      failed_read.key = failed_key;
+      txn.failure.push_back(std::move(failed_read));
+    }
+    const TxnResponse result = co_await client_->txn(std::move(txn), "report failure");
+    if (result.succeeded) {
+      logger()->info("reported failure round={} restart_count={}: {}",
+                     current_ ? current_->header.round : -1, count, what);
+      co_return count;
+    }
+    if (!result.ranges.empty() && !result.ranges[0].kvs.empty()) {
+      co_return failed_restart_count(result.ranges[0].kvs[0].value);  // another node spent it
+    }
+  }
+}
+
+asio::awaitable<void> EtcdRendezvous::close_job(const std::string& why) {
+  TxnRequest txn;
+  txn.compare.push_back({keys::closed(job_), Compare::Target::kCreate, 0, {}});
+  txn.success.push_back({keys::closed(job_), why, 0});
+  co_await client_->txn(std::move(txn), "close job");
+  if (!current_) co_return;
+  const int round = current_->header.round;
+  // (Named requests: a braced list inside a co_await expression is miscompiled by GCC 12.)
+  PutRequest event{keys::closed_event(job_, round), why, 0};
+  co_await client_->put(std::move(event));
+  // Nodes already waiting for the next round wake up and see the job closed.
+  TxnRequest next;
+  next.compare.push_back({keys::assignment(job_, round + 1), Compare::Target::kCreate, 0, {}});
+  next.success.push_back({keys::assignment(job_, round + 1), keys::kClosedRound, 0});
+  co_await client_->txn(std::move(next), "close the next round");
+}
+
+asio::awaitable<void> EtcdRendezvous::exit_barrier() {
+  const int round = current_->header.round;
+  const std::int64_t size = current_->header.size;
+  const std::shared_ptr<Monitor> m = monitor_;
+  m->finishing = true;
+  PutRequest done_put{keys::done(job_, round, self_.name), "1", lease_->id};
+  co_await client_->put(std::move(done_put));
+  for (;;) {
+    if (m->stopped || m->all_finished) co_return;
+    if (m->error || lease_->error) {
+      logger()->warn("exit barrier abandoned: the round's watch or lease failed");
+      co_return;
+    }
+    if (m->changes.closed && !m->changes.finished()) {
+      logger()->warn("exit barrier short-circuited: job closed: {}", *m->changes.closed);
+      co_return;
+    }
+    // A lost node never finishes: the barrier waits only for the live ones. The last node to
+    // arrive (or the first to see the last loss) says so for all.
+    const std::int64_t done = co_await count(keys::dones(job_, round));
+    const auto lost = static_cast<std::int64_t>(m->changes.lost.size());
+    if (done + lost >= size) {
+      if (lost > 0) {
+        logger()->warn("exit barrier passed without lost node(s): {}",
+                       fmt::format("{}", fmt::join(m->changes.lost, ", ")));
+      }
+      PutRequest passed{keys::all_finished(job_, round), "1", 0};
+      co_await client_->put(std::move(passed));
+      co_return;
+    }
+    const std::size_t lost_before = m->changes.lost.size();
+    while (!m->stopped && !m->all_finished && !m->error && !lease_->error && !m->changes.closed &&
+           m->changes.lost.size() == lost_before) {
+      co_await wait_signal(m->signal);
+    }
+  }
+}
+
+asio::awaitable<void> EtcdRendezvous::finish(bool success) {
+  if (!success) {
+    stop_monitor();
+    const std::string why = fmt::format("workers failed on node {}{}", self_.name,
+                                        failure_ ? ": " + *failure_ : std::string{});
+    co_await close_job(why);
+    co_await leave();
+    co_return;
+  }
+  if (current_ && monitor_) {
+    const std::shared_ptr<Monitor> m = monitor_;
+    co_await exit_barrier();
+    // The agent gave up on this barrier (another node failed) and has moved on: leave it be.
+    if (m->stopped) co_return;
+  }
+  stop_monitor();
+  // Nodes still waiting for a next round learn that the job is over; group rank 0 says it once.
+  if (current_ && current_->group_rank == 0) co_await close_job(kJobFinished);
+  co_await leave();
+}
+
+asio::awaitable<void> EtcdRendezvous::leave() {
+  const std::shared_ptr<Lease> lease = lease_;
+  if (!lease) co_return;
+  lease_.reset();
+  lease->stop();
+  try {
+    co_await client_->lease_revoke(lease->id, std::chrono::seconds(2));
+  } catch (const IoError& e) {
+    logger()->warn("etcd: could not revoke lease {:x} (it expires in {} s): {}", lease->id,
+                   lease->ttl.count(), e.what());
+  }
+}
+
+}  // namespace ddp::rdzv::etcd

@@ -1,0 +1,281 @@
+// Joining and closing etcd rounds. A node's join is one put (its descriptor, bound to its lease)
+// and one count (its arrival index); it then watches the round's assignment key. The node whose
+// index reaches max_nodes or the expected size, or whose last-call timer fires, reads the first
+// `size` join keys in create order and writes the header in one transaction that succeeds only
+// if no header exists yet. Each member then counts its own place at the header's revision: O(1)
+// requests and bytes per node, and one O(size) read by the closer.
+
+#include "rendezvous/etcd/etcd_rendezvous.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <charconv>
+
+#include "common/log.hpp"
+#include "ddp/error.hpp"
+#include "rendezvous/etcd/etcd_keys.hpp"
+#include "rendezvous/etcd/etcd_lease.hpp"
+
+namespace ddp::rdzv::etcd {
+
+using std::chrono::milliseconds;
+
+namespace {
+
+std::shared_ptr<spdlog::logger> logger() { return log::get("rdzv"); }
+
+double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+std::int64_t leading_int(const std::string& text) {
+  std::int64_t n = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  return ec == std::errc{} ? n : 0;
+}
+
+RangeRequest one_key(std::string key) {
+  RangeRequest r;
+  r.key = std::move(key);
+  return r;
+}
+
+RangeRequest prefix_count(const std::string& prefix) {
+  RangeRequest r;
+  r.key = prefix;
+  r.range_end = prefix_end(prefix);
+  r.count_only = true;
+  return r;
+}
+
+}  // namespace
+
+EtcdRendezvous::EtcdRendezvous(asio::any_io_executor executor, std::shared_ptr<EtcdClient> client,
+                               EtcdSettings settings, EtcdNode self,
+                               WorkerStoreOpener open_worker_store)
+    : executor_(std::move(executor)),
+      client_(std::move(client)),
+      settings_(std::move(settings)),
+      self_(std::move(self)),
+      open_worker_store_(std::move(open_worker_store)),
+      job_(keys::job(settings_.run_id)) {}
+
+EtcdRendezvous::~EtcdRendezvous() {
+  stop_monitor();
+  if (lease_) lease_->stop();
+}
+
+std::int64_t EtcdRendezvous::lease_id() const { return lease_ ? lease_->id : 0; }
+
+asio::awaitable<void> EtcdRendezvous::ensure_lease() {
+  if (lease_) co_return;
+  const LeaseGrant grant = co_await client_->lease_grant(settings_.lease_ttl.count());
+  lease_ = std::make_shared<Lease>(executor_, client_, grant, self_.name);
+  lease_->start();
+  logger()->info("etcd rendezvous run={}: node {} holds lease {:x} (ttl {} s) via etcd member {}",
+                 settings_.run_id, self_.name, grant.id, grant.ttl,
+                 client_->current_member().to_string());
+}
+
+asio::awaitable<std::int64_t> EtcdRendezvous::count(const std::string& prefix,
+                                                    std::int64_t revision) {
+  RangeRequest r = prefix_count(prefix);
+  r.revision = revision;
+  co_return (co_await client_->range(std::move(r))).count;
+}
+
+asio::awaitable<RendezvousInfo> EtcdRendezvous::next_round(int local_world_size) {
+  stop_monitor();
+  co_await ensure_lease();
+  co_await throw_if_closed();
+  const Clock::time_point deadline = Clock::now() + settings_.join_timeout;
+  int round = 0;
+  int expected = 0;
+  if (current_) {
+    round = current_->header.round + 1;
+    expected = co_await expected_members(current_->header.round);
+  } else {
+    round = co_await first_round();
+  }
+  current_.reset();
+  for (;;) {
+    const Joined joined = co_await join(round, local_world_size);
+    const RoundHeader header = co_await wait_closed(joined, expected, deadline);
+    if (const auto group_rank = group_rank_of(header, joined.revision)) {
+      current_ = Member{header, *group_rank};
+      break;
+    }
+    // Late: the round closed without us. Running members restart for us when there is room;
+    // a full round only learns, from our join key, that the next round should expect us.
+    if (header.size < settings_.max_nodes) {
+      PutRequest waiting{keys::waiting(job_, round, self_.name), "1", lease_->id};
+      co_await client_->put(std::move(waiting));
+      logger()->info(
+          "round {} of run {} closed with {} node(s) before this node joined; waiting "
+          "for the next round (the running nodes restart to admit it)",
+          round, settings_.run_id, header.size);
+    } else {
+      logger()->info("round {} of run {} is full ({} nodes); standing by for a free slot", round,
+                     settings_.run_id, header.size);
+    }
+    expected = co_await expected_members(round);
+    ++round;
+  }
+  RendezvousInfo info = info_for(current_->header, current_->group_rank, settings_.run_id);
+  logger()->info(
+      "round closed run={} round={} group_rank={} group_world_size={} world_size={} "
+      "restart_count={} master={}:{}",
+      settings_.run_id, round, info.group_rank, info.group_world_size, info.world_size,
+      info.restart_count, info.master_addr, info.master_port);
+  start_monitor(*current_);
+  co_return info;
+}
+
+asio::awaitable<int> EtcdRendezvous::first_round() {
+  // A node that arrives while the job runs starts at the last closed round: it is late there,
+  // says so, and joins the next one.
+  const RangeResponse latest = co_await client_->range(one_key(keys::latest(job_)));
+  co_return latest.kvs.empty() ? 0 : static_cast<int>(leading_int(latest.kvs[0].value));
+}
+
+asio::awaitable<int> EtcdRendezvous::expected_members(int round) {
+  // The live join keys of the round just left: its members still alive (a lost node's key went
+  // with its lease) plus the nodes that arrived late.
+  const std::int64_t live = co_await count(keys::joins(job_, round));
+  const int expected = static_cast<int>(std::min<std::int64_t>(live, settings_.max_nodes));
+  if (expected < settings_.min_nodes) {
+    const std::string why =
+        fmt::format("only {} node(s) remain after round {} (--nnodes min is {})", expected, round,
+                    settings_.min_nodes);
+    co_await close_job(why);
+    throw RendezvousClosedError(
+        fmt::format("etcd rendezvous run={} is closed: {}", settings_.run_id, why));
+  }
+  co_return expected;
+}
+
+asio::awaitable<EtcdRendezvous::Joined> EtcdRendezvous::join(int round, int local_world_size) {
+  NodeDesc desc{self_.name, self_.addr, local_world_size, {}, 0};
+  if (open_worker_store_) std::tie(desc.master_addr, desc.master_port) = open_worker_store_(round);
+  Joined joined;
+  joined.round = round;
+  PutRequest put{keys::join(job_, round, self_.name), encode(desc), lease_->id};
+  joined.revision = co_await client_->put(std::move(put));
+  // The keys alive at our put's revision: the arrivals up to us.
+  joined.index = static_cast<int>(co_await count(keys::joins(job_, round), joined.revision));
+  logger()->debug("joined round={} arrival={} revision={} node={} addr={}", round, joined.index,
+                  joined.revision, self_.name, self_.addr);
+  co_return joined;
+}
+
+asio::awaitable<RoundHeader> EtcdRendezvous::wait_closed(const Joined& joined, int expected,
+                                                         Clock::time_point deadline) {
+  const int round = joined.round;
+  const std::string assignment_key = keys::assignment(job_, round);
+  // Watch first, from just after our join: a header written at any later revision reaches us.
+  const auto watch = client_->watch(assignment_key, "", joined.revision + 1, false);
+  struct Cancel {
+    std::shared_ptr<EtcdWatch> watch;
+    ~Cancel() { watch->cancel(); }
+  } cancel{watch};
+  if (joined.index == settings_.max_nodes ||
+      (expected >= settings_.min_nodes && joined.index == expected)) {
+    co_await close_round(round, joined.index);
+  }
+  std::optional<Clock::time_point> last_call;
+  if (joined.index >= settings_.min_nodes) last_call = Clock::now() + settings_.last_call_timeout;
+  // A header written before our join (we are late) is not in the watch: read it once.
+  std::optional<std::string> value;
+  if (auto existing = co_await client_->range(one_key(assignment_key)); !existing.kvs.empty()) {
+    value = existing.kvs[0].value;
+  }
+  while (!value) {
+    Clock::time_point wake = std::min(deadline, Clock::now() + settings_.progress_interval);
+    if (last_call) wake = std::min(wake, *last_call);
+    if (auto response = co_await watch->next(wake)) {
+      for (const WatchEvent& event : response->events) {
+        if (!event.is_delete) value = event.kv.value;
+      }
+      continue;
+    }
+    const std::int64_t arrived = co_await count(keys::joins(job_, round));
+    if (last_call && Clock::now() >= *last_call) {
+      co_await close_round(round,
+                           static_cast<int>(std::min<std::int64_t>(arrived, settings_.max_nodes)));
+      last_call = Clock::now() + settings_.last_call_timeout;  // (a close that found too few)
+      continue;
+    }
+    if (Clock::now() >= deadline) throw TimeoutError(timeout_report(round, arrived));
+    co_await throw_if_closed();
+    if (!last_call && arrived >= settings_.min_nodes) {
+      last_call = Clock::now() + settings_.last_call_timeout;
+    }
+    const int target = expected >= settings_.min_nodes ? expected
+                       : arrived < settings_.min_nodes ? settings_.min_nodes
+                                                       : settings_.max_nodes;
+    const Clock::time_point until = last_call ? std::min(*last_call, deadline) : deadline;
+    logger()->info("{}/{} nodes joined round {} of run {}; waiting up to {:.0f} s", arrived, target,
+                   round, settings_.run_id, seconds(until - Clock::now()));
+  }
+  if (*value == keys::kClosedRound) {
+    co_await throw_if_closed();
+    throw RendezvousClosedError(
+        fmt::format("etcd rendezvous run={} round={} was closed", settings_.run_id, round));
+  }
+  co_return decode_round_header(*value, assignment_key);
+}
+
+asio::awaitable<void> EtcdRendezvous::close_round(int round, int size) {
+  const std::string assignment_key = keys::assignment(job_, round);
+  const std::string restarts_key = keys::restarts(job_);
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    RangeRequest read;
+    read.key = keys::joins(job_, round);
+    read.range_end = prefix_end(read.key);
+    read.limit = size;
+    read.sort_by_create = true;
+    const RangeResponse members = co_await client_->range(std::move(read));
+    if (static_cast<int>(members.kvs.size()) < settings_.min_nodes) co_return;  // some expired
+    const RangeResponse restarts = co_await client_->range(one_key(restarts_key));
+    const std::int64_t restarts_mod = restarts.kvs.empty() ? 0 : restarts.kvs[0].mod_revision;
+    const int restart_count =
+        restarts.kvs.empty() ? 0 : static_cast<int>(leading_int(restarts.kvs[0].value));
+    const RoundHeader header =
+        header_for(round, restart_count, members.revision, members.kvs, self_.name);
+    TxnRequest txn;
+    txn.compare.push_back({assignment_key, Compare::Target::kCreate, 0, {}});
+    // The restart count in the header is the one at the close: a failure reported meanwhile
+    // makes the transaction fail, and we read again.
+    txn.compare.push_back({restarts_key, Compare::Target::kMod, restarts_mod, {}});
+    txn.success.push_back({assignment_key, encode(header), 0});
+    txn.success.push_back({keys::latest(job_), std::to_string(round), 0});
+    txn.failure.push_back(one_key(assignment_key));
+    const TxnResponse result = co_await client_->txn(std::move(txn), "close " + assignment_key);
+    if (result.succeeded) {
+      logger()->debug("closed round={} size={} revision={}", round, header.size, header.revision);
+      co_return;
+    }
+    if (!result.ranges.empty() && !result.ranges[0].kvs.empty()) co_return;  // closed by another
+  }
+}
+
+std::string EtcdRendezvous::timeout_report(int round, std::int64_t joined) const {
+  return fmt::format(
+      "etcd rendezvous run={} round={} timed out after {:.0f} s (join_timeout): {}/{} nodes "
+      "joined (--nnodes {}:{}), {} more needed",
+      settings_.run_id, round, seconds(settings_.join_timeout), joined, settings_.min_nodes,
+      settings_.min_nodes, settings_.max_nodes,
+      std::max<std::int64_t>(settings_.min_nodes - joined, 0));
+}
+
+asio::awaitable<void> EtcdRendezvous::throw_if_closed() {
+  const RangeResponse closed = co_await client_->range(one_key(keys::closed(job_)));
+  if (closed.kvs.empty()) co_return;
+  throw RendezvousClosedError(
+      fmt::format("etcd rendezvous run={} is closed: {}", settings_.run_id, closed.kvs[0].value));
+}
+
+}  // namespace ddp::rdzv::etcd

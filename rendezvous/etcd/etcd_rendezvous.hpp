@@ -1,0 +1,91 @@
+#pragma once
+// EtcdRendezvous: the elastic rendezvous (--rdzv_backend=etcd) over an etcd v3 cluster, with the
+// c10d backend's semantics (MIN:MAX, scale-up, node loss without spending a restart, a job-wide
+// restart budget, run-id isolation, the exit barrier) and no single point of failure: every node
+// is an equal client of etcd, and the workers' store is hosted by each round's group rank 0.
+//
+// Liveness is a lease per agent, kept alive every TTL/3; a node's join keys are bound to it, so
+// a node is lost when etcd expires its lease (or the agent revokes it on the way out). Waiting is
+// watching: a joining node watches its round's assignment key, a member watches its round's
+// prefix. A round closes in one compare-and-swap transaction (create-if-absent of the header).
+// Runs on one io_context thread; the client must outlive it.
+
+#include <boost/asio/any_io_executor.hpp>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "rendezvous/etcd/etcd_client.hpp"
+#include "rendezvous/etcd/etcd_documents.hpp"
+#include "rendezvous/etcd/etcd_settings.hpp"
+#include "rendezvous/rendezvous.hpp"
+
+namespace ddp::rdzv::etcd {
+
+// Opens a fresh store for the workers of `round` on this node and returns where they reach it
+// (MASTER_ADDR, MASTER_PORT). Every node opens one when it joins; the round uses group rank 0's.
+using WorkerStoreOpener = std::function<std::pair<std::string, std::uint16_t>(int round)>;
+
+class EtcdRendezvous final : public Rendezvous {
+ public:
+  EtcdRendezvous(asio::any_io_executor executor, std::shared_ptr<EtcdClient> client,
+                 EtcdSettings settings, EtcdNode self, WorkerStoreOpener open_worker_store);
+  ~EtcdRendezvous() override;
+
+  asio::awaitable<RendezvousInfo> next_round(int local_world_size) override;
+  asio::awaitable<RoundEvent> watch_round() override;
+  asio::awaitable<int> report_failure(std::string what) override;
+  asio::awaitable<void> finish(bool success) override;
+
+  // Revokes this node's lease (its keys go at once, so the others see it leave) and stops the
+  // keep-alives. Idempotent; errors are logged, not thrown.
+  asio::awaitable<void> leave();
+  // The lease this node holds (0 before the first round or after leave()).
+  std::int64_t lease_id() const;
+
+ private:
+  struct Lease;    // the lease and its keep-alive coroutine
+  struct Monitor;  // the running round's watch (etcd_monitor.cpp)
+  struct Joined {
+    int round = 0;
+    std::int64_t revision = 0;  // create revision of this node's join key
+    int index = 0;              // arrivals up to and including this node when it joined
+  };
+  struct Member {
+    RoundHeader header;
+    int group_rank = 0;
+  };
+
+  asio::awaitable<void> ensure_lease();
+  asio::awaitable<int> first_round();
+  asio::awaitable<int> expected_members(int round);
+  asio::awaitable<Joined> join(int round, int local_world_size);
+  asio::awaitable<RoundHeader> wait_closed(const Joined& joined, int expected,
+                                           Clock::time_point deadline);
+  asio::awaitable<void> close_round(int round, int size);
+  // Keys under `prefix` (at `revision`; 0: now).
+  asio::awaitable<std::int64_t> count(const std::string& prefix, std::int64_t revision = 0);
+  asio::awaitable<void> throw_if_closed();
+  asio::awaitable<void> close_job(const std::string& why);
+  std::string timeout_report(int round, std::int64_t joined) const;
+
+  void start_monitor(const Member& member);
+  void stop_monitor();
+  asio::awaitable<void> exit_barrier();
+
+  asio::any_io_executor executor_;
+  std::shared_ptr<EtcdClient> client_;
+  EtcdSettings settings_;
+  EtcdNode self_;
+  WorkerStoreOpener open_worker_store_;
+  std::string job_;  // /ddprun/<run_id>/
+  std::shared_ptr<Lease> lease_;
+  std::optional<Member> current_;
+  std::optional<std::string> failure_;
+  std::shared_ptr<Monitor> monitor_;
+};
+
+}  // namespace ddp::rdzv::etcd

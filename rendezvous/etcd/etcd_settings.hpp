@@ -1,0 +1,26 @@
+#pragma once
+// EtcdSettings: the knobs of one etcd rendezvous, in rendezvous terms. The agent fills them from
+// --nnodes and --rdzv_conf; tests use short timeouts.
+
+#include <chrono>
+#include <string>
+
+namespace ddp::rdzv::etcd {
+
+struct EtcdSettings {
+  std::string run_id = "none";  // keys live under /ddprun/<run_id>/
+  int min_nodes = 1;
+  int max_nodes = 1;
+  std::chrono::milliseconds join_timeout{std::chrono::seconds(600)};      // whole round
+  std::chrono::milliseconds last_call_timeout{std::chrono::seconds(30)};  // after min joined
+  std::chrono::seconds lease_ttl{10};  // a node is lost this long after its last keep-alive
+  std::chrono::milliseconds progress_interval{std::chrono::seconds(5)};  // "3/4 joined" logs
+};
+
+// This node as the other nodes see it.
+struct EtcdNode {
+  std::string addr;  // advertised address (--local_addr, or the interface routing to etcd)
+  std::string name;  // unique in the job: "<addr>_<pid>"
+};
+
+}  // namespace ddp::rdzv::etcd
