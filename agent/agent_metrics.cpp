@@ -74,7 +74,8 @@ AgentMetrics::AgentMetrics(metrics::Registry& r, const LaunchConfig& config)
                                  "Workers on this node that failed (non-zero exit or a signal "
                                  "the agent did not send).")),
       node_losses_(r.counter("ddprun_node_losses_total",
-                             "Rounds this node left because another node was lost.")) {
+                             "Other nodes this node saw lost (stopped heartbeating, closed "
+                             "their store connection, or hosted a store that went away).")) {
   r.gauge("ddprun_up", "1 while the agent runs.").set(1);
   r.gauge(
        "ddprun_info", "The job this agent belongs to (value 1).",
@@ -94,6 +95,9 @@ void AgentMetrics::emit(const Event& event) {
     on_worker_exited(event);
   } else if (event.name == "restart") {
     on_restart(event);
+  } else if (event.name == "node_lost") {
+    node_losses_.inc();
+    ++losses_this_round_;
   }
 }
 
@@ -140,7 +144,11 @@ void AgentMetrics::on_worker_exited(const Event& event) {
 
 void AgentMetrics::on_restart(const Event& event) {
   restarts_.inc();
-  if (string_field(event, "round_change") == "node_lost") node_losses_.inc();
+  // A round ended by a lost node counts it, unless node_lost events named the nodes already.
+  if (string_field(event, "round_change") == "node_lost" && losses_this_round_ == 0) {
+    node_losses_.inc();
+  }
+  losses_this_round_ = 0;
   if (int_field(event, "restart_spent") != 0) {
     restart_count_.set(static_cast<double>(int_field(event, "restart_count")));
   }

@@ -104,16 +104,23 @@ void emit_stopped(EventSink& events, const WorkerGroup& group, std::size_t& emit
                   .with("count", static_cast<std::int64_t>(group.exits().size())));
 }
 
-// A restart because of another node; round_change tells a lost node from a failed one.
-void emit_round_restart(EventSink& events, const rdzv::RoundEvent& event) {
+void emit_finish(EventSink& events, int exit_code, const std::string& reason) {
+  events.emit(Event("finish").with("exit_code", exit_code).with("reason", reason));
+}
+
+// The round ended because of another node: one node_lost per lost node, then the restart that
+// spends nothing.
+void emit_round_change(EventSink& events, const rdzv::RoundEvent& event) {
+  for (const rdzv::NodeLoss& loss : event.lost) {
+    events.emit(Event("node_lost")
+                    .with("node", loss.node)
+                    .with("detected_by", loss.detected_by)
+                    .with("after_ms", static_cast<std::int64_t>(loss.after.count())));
+  }
   events.emit(Event("restart")
                   .with("reason", event.detail)
                   .with("restart_spent", 0)
                   .with("round_change", round_change_name(event.change)));
-}
-
-void emit_finish(EventSink& events, int exit_code, const std::string& reason) {
-  events.emit(Event("finish").with("exit_code", exit_code).with("reason", reason));
 }
 
 std::set<int> handled_signals(const LaunchConfig& config) {
@@ -287,7 +294,7 @@ asio::awaitable<int> ElasticAgent::run() {
           event.detail);
       co_await group->stop(SIGTERM, config_.shutdown_timeout);
       emit_stopped(events_, *group, emitted, "round_change");
-      emit_round_restart(events_, event);
+      emit_round_change(events_, event);
       continue;
     }
 
@@ -330,7 +337,7 @@ asio::awaitable<int> ElasticAgent::run() {
       }
       const auto event = std::get<1>(std::move(done)).get();
       log->warn("workers succeeded but another node failed: {}; restarting", event.detail);
-      emit_round_restart(events_, event);
+      emit_round_change(events_, event);
       continue;
     }
 
@@ -339,6 +346,15 @@ asio::awaitable<int> ElasticAgent::run() {
       log->error("worker failed {}; stopping the other workers", describe(*failure));
       co_await group->stop(SIGTERM, config_.shutdown_timeout);
       emit_stopped(events_, *group, emitted, "failure");
+    }
+    // Workers fail when a peer node dies (their collectives break): that is the loss, which
+    // spends no restart. The rendezvous tells within its grace whether a node was lost, or
+    // whether another node failed first (and spent the restart).
+    if (const auto cause = co_await rendezvous_.failure_verdict(failure->mono_time)) {
+      log->warn("the failure follows from another node ({}); re-forming without spending a "
+                "restart", cause->detail);
+      emit_round_change(events_, *cause);
+      continue;
     }
     const int restart_count = co_await rendezvous_.report_failure(reason);
     if (restart_count <= config_.max_restarts) {

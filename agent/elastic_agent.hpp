@@ -10,7 +10,8 @@
 //                                                   |                        |
 //   all exited 0 --> [exit barrier] -- finished --> exit 0                   |
 //                        | peer failed -------------------------------------+ (no restart spent)
-//   worker failed --> stop others (SIGTERM, grace, SIGKILL) --> report_failure
+//   worker failed --> stop others (SIGTERM, grace, SIGKILL) --> a node was lost? ---+ (no restart spent)
+//                        | every node alive --> report_failure
 //                        | restarts remain --> restart (count+1) ------------+
 //                        | spent --> failure report, finish(false) --> exit root cause's code
 //   round event (peer failed, node lost/waiting) --> stop workers -----------+ (no restart spent)

@@ -31,6 +31,7 @@ constexpr IntKey kIntKeys[] = {
     {"keep_alive_max_attempt", 3, 1},
     {"read_timeout", 60, 1},
     {"lease_ttl", 10, 1},
+    {"connection_grace_ms", 300, 0},  // ddprun's own: a closed store connection's grace
 };
 
 using detail::parse_number;
@@ -134,6 +135,9 @@ std::chrono::seconds RdzvConf::keep_alive_interval() const {
 }
 int RdzvConf::keep_alive_max_attempt() const {
   return static_cast<int>(int_value(values_, "keep_alive_max_attempt"));
+}
+std::chrono::milliseconds RdzvConf::connection_grace() const {
+  return std::chrono::milliseconds(int_value(values_, "connection_grace_ms"));
 }
 std::chrono::seconds RdzvConf::read_timeout() const {
   return std::chrono::seconds(int_value(values_, "read_timeout"));

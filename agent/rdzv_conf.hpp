@@ -34,6 +34,9 @@ class RdzvConf {
   std::chrono::seconds keep_alive_interval() const;  // between heartbeats, default 5
   int keep_alive_max_attempt() const;                // missed beats before dead, default 3
   std::chrono::seconds read_timeout() const;         // store client timeout, default 60
+  // ddprun's own key connection_grace_ms: a node whose store connection closed and was not
+  // re-made within this is lost (c10d), default 300 ms.
+  std::chrono::milliseconds connection_grace() const;
   std::optional<bool> is_host() const;               // nullopt: decide by address heuristic
   std::chrono::seconds lease_ttl() const;            // etcd: node lost after, default 10
   // True when the user gave `key` (not a value parse() injected, such as timeout=900).

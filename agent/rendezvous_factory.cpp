@@ -32,6 +32,7 @@ std::unique_ptr<rdzv::Rendezvous> make_static(const LaunchConfig& config,
   options.master_port = static_cast<std::uint16_t>(config.rdzv_endpoint.port.value_or(0));
   options.timeout = config.rdzv_conf.timeout();
   options.max_restarts = config.max_restarts;
+  options.connection_grace = config.rdzv_conf.connection_grace();
   options.node_name = host_name();
   return std::make_unique<rdzv::StaticRendezvous>(io, std::move(options));
 }
@@ -49,6 +50,7 @@ std::unique_ptr<rdzv::Rendezvous> make_c10d(const LaunchConfig& config,
   options.settings.close_timeout = conf.close_timeout();
   options.settings.keep_alive_interval = conf.keep_alive_interval();
   options.settings.keep_alive_max_attempt = conf.keep_alive_max_attempt();
+  options.settings.connection_grace = conf.connection_grace();
   options.endpoint_host = config.rdzv_endpoint.host;
   options.endpoint_port = static_cast<std::uint16_t>(config.rdzv_endpoint.port.value_or(29400));
   options.is_host = conf.is_host();

@@ -15,7 +15,9 @@
 
 #include "common/log.hpp"
 #include "ddp/error.hpp"
+#include "rendezvous/c10d_keys.hpp"
 #include "rendezvous/c10d_rendezvous.hpp"
+#include "rendezvous/lease_holder.hpp"
 #include "rendezvous/memory_store.hpp"
 #include "rendezvous/net_address.hpp"
 #include "rendezvous/tcp_store_client.hpp"
@@ -121,6 +123,16 @@ class C10dBackend final : public Rendezvous {
     }
   }
 
+  asio::awaitable<std::optional<RoundEvent>> failure_verdict(
+      std::chrono::steady_clock::time_point failed_at) override {
+    if (!core_) co_return std::nullopt;
+    try {
+      co_return co_await core_->failure_verdict(failed_at);
+    } catch (const IoError& e) {
+      throw store_gone(e);
+    }
+  }
+
   asio::awaitable<void> finish(bool success) override {
     if (!core_) co_return;
     try {
@@ -148,6 +160,13 @@ class C10dBackend final : public Rendezvous {
                                                  connect_options);
       client_->set_timeout(options_.read_timeout);
       store = client_.get();
+      // A connection that only holds this node's lease: when this process dies, the kernel
+      // closes it and the store declares the node lost after the grace (store_lease.hpp).
+      lease_client_ = co_await TcpStoreClient::connect(options_.endpoint_host, s.store_port,
+                                                       connect_options);
+      lease_holder_ = std::make_unique<LeaseHolder>(
+          io_.get_executor(), *lease_client_,
+          c10d_keys::prefix(s.run_id) + "/" + c10d_keys::lease_base(self_.name));
     }
     WorkerStoreOpener opener;
     if (server_) {
@@ -176,6 +195,9 @@ class C10dBackend final : public Rendezvous {
   std::string bind_host_;
   std::unique_ptr<TcpStoreServer> server_;
   std::unique_ptr<TcpStoreClient> client_;
+  // The holder is destroyed (stopped) before its client, whose destruction ends its wait.
+  std::unique_ptr<TcpStoreClient> lease_client_;
+  std::unique_ptr<LeaseHolder> lease_holder_;
   std::unique_ptr<TcpStoreServer> worker_store_;
   std::unique_ptr<C10dRendezvous> core_;  // declared last: destroyed before the stores
 };

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 
 namespace ddp::rdzv {
 
@@ -23,13 +24,40 @@ void add_distinct(std::vector<std::string>& names, const std::string& name) {
   if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
 }
 
+// "<node> by=<how> after_ms=<n>" (older writers: "<node>" alone).
+NodeLoss parse_loss(const std::string& rest) {
+  NodeLoss loss;
+  std::size_t start = 0;
+  bool first = true;
+  while (start <= rest.size()) {
+    const std::size_t end = std::min(rest.find(' ', start), rest.size());
+    const std::string field = rest.substr(start, end - start);
+    start = end + 1;
+    if (first) {
+      loss.node = field;
+      first = false;
+    } else if (field.starts_with("by=")) {
+      loss.detected_by = field.substr(3);
+    } else if (field.starts_with("after_ms=")) {
+      long long ms = 0;
+      const char* begin = field.data() + 9;
+      if (std::from_chars(begin, field.data() + field.size(), ms).ec == std::errc{}) {
+        loss.after = std::chrono::milliseconds(ms);
+      }
+    }
+  }
+  return loss;
+}
+
 std::string joined(const std::vector<std::string>& names) {
   return fmt::format("{}", fmt::join(names, ", "));
 }
 
 }  // namespace
 
-Bytes lost_line(const std::string& node) { return line("lost", node); }
+Bytes lost_line(const std::string& node, const std::string& how, const std::string& after_ms) {
+  return line("lost", node + " by=" + how + " after_ms=" + after_ms);
+}
 Bytes waiting_line(const std::string& node) { return line("waiting", node); }
 Bytes failed_line(const std::string& node, const std::string& what) {
   return line("failed", node + " " + what);
@@ -50,7 +78,11 @@ C10dChanges parse_changes(const Bytes& log) {
     const std::string verb = entry.substr(0, space);
     const std::string rest = entry.substr(space + 1);
     if (verb == "lost") {
-      add_distinct(changes.lost, rest);
+      NodeLoss loss = parse_loss(rest);
+      if (std::find(changes.lost.begin(), changes.lost.end(), loss.node) == changes.lost.end()) {
+        changes.lost.push_back(loss.node);
+        changes.losses.push_back(std::move(loss));
+      }
     } else if (verb == "waiting") {
       add_distinct(changes.waiting, rest);
     } else if (verb == "failed") {
@@ -70,11 +102,16 @@ std::optional<RoundEvent> C10dChanges::first_event(bool finishing) const {
     return RoundEvent{RoundChange::kPeerFailed, "workers failed on " + failed.front()};
   }
   if (finishing) return std::nullopt;
-  if (!lost.empty()) return RoundEvent{RoundChange::kNodeLost, "lost node(s): " + joined(lost)};
+  if (!lost.empty()) return loss_event();
   if (!waiting.empty()) {
     return RoundEvent{RoundChange::kNodeWaiting, "node(s) waiting to join: " + joined(waiting)};
   }
   return std::nullopt;
+}
+
+std::optional<RoundEvent> C10dChanges::loss_event() const {
+  if (lost.empty()) return std::nullopt;
+  return RoundEvent{RoundChange::kNodeLost, "lost node(s): " + joined(lost), losses};
 }
 
 int C10dChanges::expected_next(int size, int max_nodes) const {

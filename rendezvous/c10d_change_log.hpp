@@ -1,7 +1,7 @@
 #pragma once
 // The change log of a running c10d round: an append-only store value, one line per event
-// ("lost <node>", "waiting <node>", "failed <node> <what>", "closed <why>"). Every member polls
-// it; whoever sees a line first ends its round. Pure parsing; no store.
+// ("lost <node> by=<how> after_ms=<n>", "waiting <node>", "failed <node> <what>", "closed <why>").
+// Every member polls it; whoever sees a line first ends its round. Pure parsing; no store.
 
 #include <optional>
 #include <string>
@@ -15,7 +15,8 @@ namespace ddp::rdzv {
 inline constexpr const char* kJobFinished = "job finished";
 
 struct C10dChanges {
-  std::vector<std::string> lost;     // nodes that stopped heartbeating (distinct)
+  std::vector<std::string> lost;     // nodes declared lost (distinct)
+  std::vector<NodeLoss> losses;      // the same nodes, with how and when (first line of each)
   std::vector<std::string> waiting;  // late nodes waiting to join (distinct)
   std::vector<std::string> failed;   // "<node> <what>" lines, in order
   std::optional<std::string> closed; // the job ended: why
@@ -27,6 +28,8 @@ struct C10dChanges {
   // this node is in the exit barrier (`finishing`) only failures count: a waiting node does not
   // restart a job that is done, and a lost node only shortens the barrier.
   std::optional<RoundEvent> first_event(bool finishing = false) const;
+  // The kNodeLost event when a node was lost (whatever else happened), else nullopt.
+  std::optional<RoundEvent> loss_event() const;
   // Members the next round should expect: this round's size minus the lost plus the waiting,
   // at most max_nodes.
   int expected_next(int size, int max_nodes) const;
@@ -34,7 +37,9 @@ struct C10dChanges {
 
 C10dChanges parse_changes(const Bytes& log);
 
-Bytes lost_line(const std::string& node);
+// `how` is "connection" or "heartbeat"; `after_ms` is a number, or kLeaseAfterMs in a lease's
+// value (the store fills it in).
+Bytes lost_line(const std::string& node, const std::string& how, const std::string& after_ms);
 Bytes waiting_line(const std::string& node);
 Bytes failed_line(const std::string& node, const std::string& what);
 Bytes closed_line(const std::string& why);

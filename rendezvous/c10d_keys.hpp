@@ -14,6 +14,11 @@ inline constexpr const char* kLatest = "latest";      // the last round that clo
 // r<N>/size and r<N>/assignment of a round the job ended before
 inline constexpr const char* kClosedSize = "closed";
 
+// Where every key of run `run_id` lives (PrefixStore adds the "/" after it).
+inline std::string prefix(const std::string& run_id) { return "/ddprun/" + run_id; }
+// The base of a node's store lease (store_lease.hpp): "<base>/lease" and "<base>/lease.held".
+inline std::string lease_base(const std::string& node) { return "nodes/" + node; }
+
 // A one-key list for check/wait. (A braced list inside a co_await expression trips GCC 12.)
 inline std::vector<std::string> one(std::string key) {
   return std::vector<std::string>(1, std::move(key));

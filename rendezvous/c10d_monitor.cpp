@@ -1,5 +1,5 @@
 // The running round: heartbeats, the neighbour watch and the change log poll (a detached
-// coroutine per round), watch_round() and the exit barrier.
+// coroutine per round), watch_round(), the failure verdict and the exit barrier.
 //
 // Liveness is a ring: the member of group rank g watches g+1's heartbeat counter and compares
 // values with its own steady clock, so no two machines' clocks are ever compared, and the store
@@ -58,6 +58,9 @@ asio::awaitable<bool> wait_signal(asio::steady_timer& timer) {
   const auto state = co_await asio::this_coro::cancellation_state;
   co_return state.cancelled() == asio::cancellation_type::none;
 }
+
+// How often failure_verdict reads the change log.
+constexpr milliseconds kVerdictPoll{50};
 
 // What a cancelled watch_round returns. Only a caller that lost a race cancels it, and that
 // caller discards the value; returning it, rather than throwing operation_aborted, spares every
@@ -123,10 +126,11 @@ void C10dRendezvous::start_monitor(const Member& member) {
               last_change = now;
             } else if (now - last_change >= lost_after) {
               neighbour_lost = true;
+              const auto silent = std::chrono::duration_cast<milliseconds>(now - last_change);
               logger()->warn("node {} missed its heartbeats for {} ms: declaring it lost",
-                             m->neighbour,
-                             std::chrono::duration_cast<milliseconds>(now - last_change).count());
-              co_await store.append(change_key, lost_line(m->neighbour));
+                             m->neighbour, silent.count());
+              co_await store.append(change_key, lost_line(m->neighbour, "heartbeat",
+                                                          std::to_string(silent.count())));
               continue;  // read the log back at once
             }
           }
@@ -211,6 +215,29 @@ asio::awaitable<void> C10dRendezvous::exit_barrier() {
   for (auto n = left; n < live && Clock::now() < until;
        n = co_await store_.add(keys::left(round), 0)) {
     tick.expires_after(milliseconds(20));
+    co_await tick.async_wait(asio::use_awaitable);
+  }
+}
+
+asio::awaitable<std::optional<RoundEvent>> C10dRendezvous::failure_verdict(
+    Clock::time_point failed_at) {
+  if (!current_ || current_->header.size == 1) co_return std::nullopt;  // no peer to lose
+  // A dead node's connection closes when it dies, before its workers (parent-death signal) and
+  // so before ours notice; its lease then expires `connection_grace` later. The margin covers a
+  // loaded store host; only a failure with every node alive waits it out.
+  const Clock::time_point until =
+      failed_at + settings_.connection_grace + settings_.verdict_margin;
+  const std::string change_key = keys::change(current_->header.round);
+  asio::steady_timer tick(executor_);
+  for (;;) {
+    const C10dChanges changes = parse_changes(co_await store_.get(change_key));
+    if (auto loss = changes.loss_event()) co_return loss;
+    // Another node's workers failed first and it spent the round's restart: ours followed.
+    if (auto event = changes.first_event(); event && event->change == RoundChange::kPeerFailed) {
+      co_return event;
+    }
+    if (Clock::now() >= until) co_return std::nullopt;
+    tick.expires_after(kVerdictPoll);
     co_await tick.async_wait(asio::use_awaitable);
   }
 }

@@ -17,6 +17,7 @@
 #include "common/log.hpp"
 #include "ddp/error.hpp"
 #include "rendezvous/c10d_keys.hpp"
+#include "rendezvous/store_lease.hpp"
 
 namespace ddp::rdzv {
 
@@ -57,7 +58,7 @@ C10dRendezvous::C10dRendezvous(asio::any_io_executor executor, Store& store,
                                C10dSettings settings, C10dNode self,
                                WorkerStoreOpener open_worker_store)
     : executor_(std::move(executor)),
-      store_("/ddprun/" + settings.run_id, store),
+      store_(keys::prefix(settings.run_id), store),
       settings_(std::move(settings)),
       self_(std::move(self)),
       open_worker_store_(std::move(open_worker_store)) {}
@@ -112,8 +113,20 @@ asio::awaitable<RendezvousInfo> C10dRendezvous::next_round(int local_world_size)
                  "restart_count={} master={}:{}", settings_.run_id, round, info.group_rank,
                  info.group_world_size, info.world_size, info.restart_count, info.master_addr,
                  info.master_port);
+  co_await write_lease(round);
   start_monitor(*current_);
   co_return info;
+}
+
+asio::awaitable<void> C10dRendezvous::write_lease(int round) {
+  // The store host needs no lease: when it dies, the store goes with it. The others' lease
+  // points at this round's change log, where the members look for lost nodes.
+  if (self_.is_host) co_return;
+  Lease lease;
+  lease.grace = settings_.connection_grace;
+  lease.append_key = keys::prefix(settings_.run_id) + "/" + keys::change(round);
+  lease.value = to_string(lost_line(self_.name, "connection", std::string(kLeaseAfterMs)));
+  co_await store_.set(lease_key(keys::lease_base(self_.name)), encode(lease));
 }
 
 asio::awaitable<int> C10dRendezvous::first_round() {
@@ -176,9 +189,16 @@ asio::awaitable<C10dRoundHeader> C10dRendezvous::wait_closed(const Joined& joine
   }
   std::optional<Clock::time_point> last_call;
   if (joined.index >= settings_.min_nodes) last_call = Clock::now() + settings_.last_call_timeout;
+  // While more nodes are expected than have arrived, one of them may have died since this node
+  // read the previous round's change log (its lease still points there): look again this often.
+  const milliseconds recount = std::clamp(settings_.keep_alive_interval / 2, milliseconds(50),
+                                          milliseconds(1000));
+  int arrived = joined.index;
+  Clock::time_point next_progress = Clock::now() + settings_.progress_interval;
   for (;;) {
     const Clock::time_point now = Clock::now();
-    Clock::time_point wake = std::min(deadline, now + settings_.progress_interval);
+    Clock::time_point wake = std::min(deadline, next_progress);
+    if (round > 0 && expected > arrived) wake = std::min(wake, now + recount);
     if (last_call) wake = std::min(wake, *last_call);
     const auto wait_for = std::max(milliseconds(1),
                                    std::chrono::duration_cast<milliseconds>(wake - now));
@@ -192,7 +212,19 @@ asio::awaitable<C10dRoundHeader> C10dRendezvous::wait_closed(const Joined& joine
       }
       co_return decode_round_header(value, keys::assignment(round));
     }
-    const int arrived = static_cast<int>(co_await store_.add(keys::join(round), 0));
+    arrived = static_cast<int>(co_await store_.add(keys::join(round), 0));
+    if (round > 0 && expected > arrived) {
+      const int live = co_await expected_members(round - 1);  // throws when below min_nodes
+      if (live < expected) {
+        logger()->info("round {} of run {} now expects {} node(s): a node was lost", round,
+                       settings_.run_id, live);
+        expected = live;
+      }
+      if (expected >= settings_.min_nodes && arrived >= expected) {
+        co_await close_round(round, std::min(arrived, settings_.max_nodes));
+        continue;
+      }
+    }
     if (last_call && Clock::now() >= *last_call) {
       co_await close_round(round, std::min(arrived, settings_.max_nodes));
       continue;
@@ -208,6 +240,8 @@ asio::awaitable<C10dRoundHeader> C10dRendezvous::wait_closed(const Joined& joine
     const int target = expected >= settings_.min_nodes ? expected
                        : arrived < settings_.min_nodes ? settings_.min_nodes
                                                        : settings_.max_nodes;
+    if (Clock::now() < next_progress) continue;
+    next_progress = Clock::now() + settings_.progress_interval;
     const Clock::time_point until = last_call ? std::min(*last_call, deadline) : deadline;
     // Progress shows at the default (warning) level. Under a second left, the round closes or
     // fails at the next wake-up: "waiting up to 0 s" would say nothing.
@@ -325,6 +359,11 @@ asio::awaitable<void> C10dRendezvous::finish(bool success) {
     co_await close_job(why);
     if (self_.is_host && current_) co_await wait_until_read(current_->header.round);
     co_return;
+  }
+  // Finishing is not being lost: the lease goes first (while the store host surely waits in the
+  // barrier), so that this agent's exit appends nothing. A restart writes it again.
+  if (current_ && !self_.is_host) {
+    co_await store_.delete_key(lease_key(keys::lease_base(self_.name)));
   }
   if (current_) co_await exit_barrier();
   stop_monitor();

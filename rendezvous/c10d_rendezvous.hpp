@@ -38,6 +38,8 @@ class C10dRendezvous final : public Rendezvous {
   asio::awaitable<RendezvousInfo> next_round(int local_world_size) override;
   asio::awaitable<RoundEvent> watch_round() override;
   asio::awaitable<int> report_failure(std::string what) override;
+  asio::awaitable<std::optional<RoundEvent>> failure_verdict(
+      std::chrono::steady_clock::time_point failed_at) override;
   asio::awaitable<void> finish(bool success) override;
 
   const C10dNode& self() const { return self_; }
@@ -61,6 +63,7 @@ class C10dRendezvous final : public Rendezvous {
                                                std::chrono::steady_clock::time_point deadline);
   asio::awaitable<void> close_round(int round, int size);
   asio::awaitable<void> publish_assignment(int round, int size);
+  asio::awaitable<void> write_lease(int round);
   asio::awaitable<void> throw_if_closed();
   asio::awaitable<std::string> joined_names(int round, int count);
   std::string missing_report(int round, int joined) const;

@@ -17,6 +17,11 @@ struct C10dSettings {
   std::chrono::milliseconds close_timeout{std::chrono::seconds(30)};  // exit barrier's tail
   std::chrono::milliseconds keep_alive_interval{std::chrono::seconds(5)};
   int keep_alive_max_attempt = 3;  // missed beats before a node is declared lost
+  // A node whose store connection closed and was not re-made within this is lost (rdzv_conf
+  // connection_grace_ms). Heartbeats still catch what a closed connection cannot show.
+  std::chrono::milliseconds connection_grace{300};
+  // After a worker failure, how long beyond connection_grace to wait for a loss verdict.
+  std::chrono::milliseconds verdict_margin{1000};
   std::chrono::milliseconds progress_interval{std::chrono::seconds(5)};  // "3/4 joined" logs
   // Where the rendezvous store is (for MASTER_ADDR/PORT when no member hosts a worker store).
   std::string store_host;

@@ -5,6 +5,7 @@
 
 #include "ddp/error.hpp"
 #include "rendezvous/server_key_table.hpp"
+#include "rendezvous/server_leases.hpp"
 
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -15,12 +16,14 @@
 namespace ddp::rdzv {
 
 struct MemoryStore::State {
+  explicit State(asio::any_io_executor ex) : executor(std::move(ex)), leases(executor, table) {}
   asio::any_io_executor executor;
   KeyTable table;
+  ServerLeases leases;  // store leases (store_lease.hpp): expire when their holder's wait drops
 };
 
 MemoryStore::MemoryStore(asio::any_io_executor executor)
-    : state_(std::make_unique<State>(State{std::move(executor), {}})) {}
+    : state_(std::make_unique<State>(std::move(executor))) {}
 
 MemoryStore::~MemoryStore() = default;
 

@@ -6,7 +6,9 @@
 
 #include <boost/asio/awaitable.hpp>
 
+#include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,9 +37,18 @@ enum class RoundChange {
   kNodeWaiting,  // a new node waits to join (scale-up: no restart is spent)
 };
 
+// A node the round lost: how that was found out, and how long it took (the closed connection's
+// grace, or the time without a heartbeat).
+struct NodeLoss {
+  std::string node;
+  std::string detected_by;  // "connection" | "heartbeat"
+  std::chrono::milliseconds after{0};
+};
+
 struct RoundEvent {
   RoundChange change;
   std::string detail;  // names the node(s) involved, for logs and reports
+  std::vector<NodeLoss> lost = {};  // kNodeLost: each lost node
 };
 
 class Rendezvous {
@@ -57,6 +68,18 @@ class Rendezvous {
   // This node's workers failed in the current round: spends one job-wide restart (at most one per
   // round, whoever reports first) and tells the other nodes. Returns the restart count after it.
   virtual asio::awaitable<int> report_failure(std::string what) = 0;
+
+  // This node's workers failed at `failed_at` (steady clock). Waits briefly (the backend's grace
+  // for a closed connection, plus a margin) for the verdict on whether the failure follows from
+  // another node: a node of the round was lost (kNodeLost), or another node's workers failed
+  // first and spent the round's restart (kPeerFailed). Either way this node spends none. nullopt
+  // when every node is alive and none failed first: the failure is this node's to report.
+  // Backends that cannot tell return nullopt at once.
+  virtual asio::awaitable<std::optional<RoundEvent>> failure_verdict(
+      std::chrono::steady_clock::time_point failed_at) {
+    (void)failed_at;
+    co_return std::nullopt;
+  }
 
   // The exit barrier. success: returns once every node of the round has finished, so the store
   // host outlives its clients. failure: marks the job failed (others' next_round then throws

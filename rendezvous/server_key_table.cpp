@@ -139,7 +139,9 @@ void KeyTable::cancel_wait(WaiterId id) {
     remove_one(list->second, id);
     if (list->second.empty()) waiting_on_.erase(list);
   }
+  const std::vector<std::string> keys = std::move(it->second.keys);
   waiters_.erase(it);
+  if (on_drop_) on_drop_(keys);
 }
 
 void KeyTable::wake_waiters_of(const std::string& key) {

@@ -56,6 +56,11 @@ class KeyTable {
   // Forgets a wait; a no-op once it has woken.
   void cancel_wait(WaiterId id);
   std::size_t waiter_count() const { return waiters_.size(); }
+  bool has_waiters(const std::string& key) const { return waiting_on_.contains(key); }
+  // Called with a wait's keys when cancel_wait drops it before it woke: its connection closed
+  // or its client gave up (ServerLeases). One observer; nullptr clears it.
+  using DropFn = std::function<void(const std::vector<std::string>& keys)>;
+  void set_drop_observer(DropFn fn) { on_drop_ = std::move(fn); }
 
   // Calls fn on every later change of key (1.13 WATCH_KEY) until unwatch.
   WatcherId watch(const std::string& key, WatchFn fn);
@@ -84,6 +89,7 @@ class KeyTable {
   std::unordered_map<WatcherId, Watcher> watchers_;
   std::unordered_map<std::string, std::vector<WatcherId>> watched_;
   std::uint64_t next_id_ = 1;
+  DropFn on_drop_;
 };
 
 }  // namespace ddp::rdzv

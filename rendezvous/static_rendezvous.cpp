@@ -11,13 +11,17 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <optional>
 
 #include "common/log.hpp"
 #include "ddp/error.hpp"
 #include "rendezvous/abandonable.hpp"
+#include "rendezvous/lease_holder.hpp"
 #include "rendezvous/memory_store.hpp"
 #include "rendezvous/prefix_store.hpp"
+#include "rendezvous/static_events.hpp"
+#include "rendezvous/store_lease.hpp"
 #include "rendezvous/tcp_store_client.hpp"
 #include "rendezvous/tcp_store_server.hpp"
 
@@ -82,10 +86,25 @@ struct StaticRendezvous::State {
           "static rendezvous: node 0 (the store host at {}) did not come within {}s: {}",
           address(), seconds_of(options.timeout), e.what()));
     }
+    // A third holds this node's lease: when this process dies, its closing tells the store.
+    lease_client = co_await TcpStoreClient::connect(options.master_addr, port, connect_options);
+    lease_holder = std::make_unique<LeaseHolder>(io.get_executor(), *lease_client,
+                                                 prefix() + "/" + lease_base());
     store = std::make_unique<PrefixStore>(prefix(), *client);
     watch_store = std::make_unique<PrefixStore>(prefix(), *watch_client);
     log::get("rdzv")->info("connected to the store at {} node_rank={}", address(),
                            options.node_rank);
+  }
+
+  std::string lease_base() const { return fmt::format("nodes/{}", options.node_rank); }
+
+  // A node of the round is gone: the job cannot go on at its size. Closes it naming the node
+  // (the first closer's reason stands) and returns the event for the agent.
+  asio::awaitable<RoundEvent> lost(const StaticRoundEvents& events) {
+    const std::string why = describe_loss(*events.lost);
+    lost_ranks.push_back(events.lost_rank);
+    co_await store->compare_set("closed", {}, to_bytes(why));
+    co_return RoundEvent{RoundChange::kNodeLost, why, {*events.lost}};
   }
 
   void notify(RoundEvent e) {
@@ -102,6 +121,8 @@ struct StaticRendezvous::State {
     if (options.nnodes == 1) co_return;
     if (!is_host()) {
       try {
+        // Leaving is not being lost: the lease goes first, so its expiry does nothing.
+        co_await store->delete_key(lease_key(lease_base()));
         co_await store->set(fmt::format("left/{}", options.node_rank), to_bytes("1"));
       } catch (const std::exception& e) {
         log::get("rdzv")->debug("leave: {}", e.what());
@@ -109,7 +130,10 @@ struct StaticRendezvous::State {
       co_return;
     }
     std::vector<std::string> keys;
-    for (int rank = 1; rank < options.nnodes; ++rank) keys.push_back(fmt::format("left/{}", rank));
+    for (int rank = 1; rank < options.nnodes; ++rank) {
+      if (std::find(lost_ranks.begin(), lost_ranks.end(), rank) != lost_ranks.end()) continue;
+      keys.push_back(fmt::format("left/{}", rank));
+    }
     if (co_await store->wait_for(keys, options.leave_timeout)) co_return;
     std::string missing;
     for (const auto& key : keys) {
@@ -207,6 +231,9 @@ struct StaticRendezvous::State {
   std::unique_ptr<TcpStoreServer> server;
   std::unique_ptr<TcpStoreClient> client;
   std::unique_ptr<TcpStoreClient> watch_client;
+  std::unique_ptr<TcpStoreClient> lease_client;
+  std::unique_ptr<LeaseHolder> lease_holder;  // after its client: stopped before the client goes
+  std::vector<int> lost_ranks;                // nodes this node saw lost (leave() skips them)
   std::unique_ptr<PrefixStore> store;        // this node's calls
   std::unique_ptr<PrefixStore> watch_store;  // the watcher's waits
   std::uint16_t port = 0;
@@ -224,7 +251,7 @@ using State = StaticRendezvous::State;
 // key, which report_failure() or finish(false) on any node sets, and turns it into a RoundEvent.
 // It owns a share of the state, so it may outlive the rendezvous object until its wait ends.
 asio::awaitable<void> watch_loop(std::shared_ptr<State> s, int round) {
-  const std::string key = round_key(round, "restart");
+  const std::string key = round_key(round, "event");
   for (;;) {
     try {
       if (co_await s->watch_store->wait_for(key_list(key), s->options.timeout)) break;
@@ -239,6 +266,12 @@ asio::awaitable<void> watch_loop(std::shared_ptr<State> s, int round) {
   }
   std::string detail;
   try {
+    const StaticRoundEvents events = parse_static_events(co_await s->watch_store->get(key));
+    if (events.lost) {
+      RoundEvent lost = co_await s->lost(events);
+      if (s->round == round) s->notify(std::move(lost));
+      co_return;
+    }
     detail = to_string(co_await s->watch_store->get(round_key(round, "failed")));
   } catch (const std::exception& e) {
     detail = e.what();
@@ -283,6 +316,10 @@ StaticRendezvous::~StaticRendezvous() {
   // A watcher may still hold the state; it must not report into an agent that is gone.
   state_->left = true;
   state_->event_timer.cancel();
+  // This agent is gone: its lease connection closes, as when the process dies. (A node that left
+  // properly deleted its lease first.)
+  state_->lease_holder.reset();
+  state_->lease_client.reset();
 }
 
 std::uint16_t StaticRendezvous::store_port() const { return state_->port; }
@@ -309,6 +346,14 @@ asio::awaitable<RendezvousInfo> StaticRendezvous::next_round(int local_world_siz
                     options.max_restarts));
   }
 
+  if (!s->is_host()) {
+    // This round's lease: if this node dies, the store wakes the round's watchers.
+    Lease lease;
+    lease.grace = options.connection_grace;
+    lease.append_key = s->prefix() + "/" + round_key(round, "event");
+    lease.value = static_lost_line(options.node_rank, options.node_name);
+    co_await store.set(lease_key(s->lease_base()), encode(lease));
+  }
   const json mine = {{"version", 1},
                      {"host", options.node_name},
                      {"local_world_size", local_world_size}};
@@ -385,7 +430,28 @@ asio::awaitable<int> StaticRendezvous::report_failure(std::string what) {
   }
   co_await store.set(round_key(round, "end"), to_bytes("restart"));
   co_await store.set(round_key(round, "restart"), to_bytes(std::to_string(count)));
+  co_await store.append(round_key(round, "event"), to_bytes("restart\n"));
   co_return count;
+}
+
+asio::awaitable<std::optional<RoundEvent>> StaticRendezvous::failure_verdict(
+    std::chrono::steady_clock::time_point failed_at) {
+  auto s = state_;
+  if (s->options.nnodes == 1 || !s->store) co_return std::nullopt;
+  // As c10d's: a dead node's connection closes before our workers notice its workers are gone.
+  const auto until = failed_at + s->options.connection_grace + s->options.verdict_margin;
+  const std::string key = round_key(s->round, "event");
+  asio::steady_timer tick(s->io);
+  for (;;) {
+    if (co_await s->store->check(key_list(key))) {
+      const StaticRoundEvents events = parse_static_events(co_await s->store->get(key));
+      if (events.lost) co_return co_await s->lost(events);
+      if (events.failed) co_return std::nullopt;  // another node reported first: report_failure
+    }
+    if (std::chrono::steady_clock::now() >= until) co_return std::nullopt;
+    tick.expires_after(std::chrono::milliseconds(50));
+    co_await tick.async_wait(use_awaitable);
+  }
 }
 
 asio::awaitable<void> StaticRendezvous::finish(bool success) {
@@ -412,6 +478,7 @@ asio::awaitable<void> StaticRendezvous::finish(bool success) {
       co_await store.set(round_key(round, "end"), to_bytes("failed"));
       const auto count = co_await store.add("restart_count", 0);
       co_await store.set(round_key(round, "restart"), to_bytes(std::to_string(count)));
+      co_await store.append(round_key(round, "event"), to_bytes("failed\n"));
     }
     co_await s->leave();
     co_return;

@@ -10,10 +10,15 @@
 // node has left. Store keys (under "/ddprun/<run_id>/"):
 //   round/<r>/node/<node_rank>  {"host","local_world_size"} or {"closed": reason}
 //   round/<r>/failed            the first failure report of round r (compare_set)
-//   round/<r>/restart           the restart count after round r's failure (wakes watchers)
+//   round/<r>/restart           the restart count after round r's failure
+//   round/<r>/event             lines "restart" | "failed" | "lost node=<rank> ..." (wakes the
+//                               round's watchers; the store appends "lost" when a node's lease
+//                               expires, see store_lease.hpp)
 //   round/<r>/finished          count of nodes whose workers succeeded
 //   round/<r>/end               "finished" | "restart" | "failed" (wakes the exit barrier)
-//   restart_count, closed, left/<node_rank>
+//   restart_count, closed, left/<node_rank>, nodes/<node_rank>/lease(.held)
+// A lost node ends a static job (its rank cannot be filled): the survivors close it naming the
+// node, and a worker failure that follows the loss is reported as the loss.
 // Everything runs on the agent's io_context; nothing blocks the loop.
 
 #include <boost/asio/io_context.hpp>
@@ -40,6 +45,9 @@ struct StaticRendezvousOptions {
   // prints nothing.
   std::chrono::milliseconds progress_interval{std::chrono::seconds(10)};
   int max_restarts = 0;   // next_round throws RendezvousClosedError once the count exceeds it
+  // A node whose store connection closed and was not re-made within this is lost.
+  std::chrono::milliseconds connection_grace{300};
+  std::chrono::milliseconds verdict_margin{1000};  // failure_verdict's wait beyond the grace
   std::string node_name;  // this node's host name (RendezvousInfo::node_names, errors)
 };
 
@@ -55,6 +63,8 @@ class StaticRendezvous final : public Rendezvous {
   asio::awaitable<RendezvousInfo> next_round(int local_world_size) override;
   asio::awaitable<RoundEvent> watch_round() override;
   asio::awaitable<int> report_failure(std::string what) override;
+  asio::awaitable<std::optional<RoundEvent>> failure_verdict(
+      std::chrono::steady_clock::time_point failed_at) override;
   asio::awaitable<void> finish(bool success) override;
 
   // The port the store listens on (node 0) or is reached at (others).

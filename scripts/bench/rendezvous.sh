@@ -11,10 +11,20 @@
 #   rendezvous.sh per_agent K [K...]  as scale, with each agent under `perf stat --no-inherit`:
 #                                  the median over the K agents of one agent's own CPU time, page
 #                                  faults and context switches (its guard and worker not counted)
-#   rendezvous.sh node_loss        3 agents (--nnodes=2:3; c10d: keep_alive_interval=1,
-#                                  keep_alive_max_attempt=2; etcd: lease_ttl=2); SIGKILL one
-#                                  that does not host a store: seconds until both survivors run
-#                                  restarted workers
+#   rendezvous.sh node_loss        3 network-namespace nodes (root; take the netns lock) running
+#                                  real PyTorch gloo DDP workers that checkpoint and resume
+#                                  (--nnodes=2:3 --max_restarts=3, keep_alive_interval=1,
+#                                  keep_alive_max_attempt=2); node 3 dies (every process in its
+#                                  namespace SIGKILLed) at each of
+#                                  OFFSETS s after an epoch barrier (default 0.1 0.5 0.9 1.3 1.7),
+#                                  a fresh job per kill: seconds from SIGKILL to both survivors'
+#                                  new workers past init_process_group, and restarts spent; for
+#                                  each of LAUNCHERS (default "ddprun torchrun": torchrun 1.13 via
+#                                  ../shared/tools/torchrun-fixed). scripts/bench/node_loss_bench.py
+#   rendezvous.sh node_loss_sleep  3 agents on loopback with sleep workers (--nnodes=2:3; c10d:
+#                                  keep_alive_interval=1,keep_alive_max_attempt=2; etcd:
+#                                  lease_ttl=2); SIGKILL one that does not host a store: seconds
+#                                  until both survivors run restarted workers
 #   rendezvous.sh node_loss_host   the same, killing the agent at group rank 0 (etcd: the host of
 #                                  the workers' store; c10d cannot lose it)
 # Env: BUILD (default build), PORT (default 29611),
@@ -150,7 +160,15 @@ scale() {  # scale LAUNCHER K
   PORT=$((PORT + 1))
 }
 
-node_loss() {  # node_loss member|host
+node_loss() {
+  local launcher
+  for launcher in ${LAUNCHERS:-ddprun torchrun}; do
+    python3 "$(dirname "$0")/node_loss_bench.py" "$launcher" "$(dirname "$DDPRUN")" \
+      ${OFFSETS:-0.1 0.5 0.9 1.3 1.7}
+  done
+}
+
+node_loss_sleep() {  # node_loss_sleep member|host
   local which=$1 out="$WORK/loss-$BACKEND-$1"
   mkdir -p "$out"
   local pids=() rdzv conf=keep_alive_interval=1,keep_alive_max_attempt=2
@@ -213,10 +231,11 @@ case "${1:-}" in
   scale) shift; for k in "$@"; do for BACKEND in $BACKENDS; do scale ddprun "$k"; done; done ;;
   torchrun) shift; for k in "$@"; do scale torchrun "$k"; done ;;
   floor) shift; for k in "$@"; do scale floor "$k"; done ;;
-  node_loss) for BACKEND in $BACKENDS; do node_loss member; done ;;
-  node_loss_host) BACKEND=etcd; node_loss host ;;
+  node_loss) node_loss ;;
+  node_loss_sleep) for BACKEND in $BACKENDS; do node_loss_sleep member; done ;;
+  node_loss_host) BACKEND=etcd; node_loss_sleep host ;;
   *)
-    echo "usage: rendezvous.sh scale K... | torchrun K... | floor K... | per_agent K... | node_loss | node_loss_host" >&2
+    echo "usage: rendezvous.sh scale K... | torchrun K... | floor K... | per_agent K... | node_loss | node_loss_sleep | node_loss_host" >&2
     exit 2
     ;;
 esac

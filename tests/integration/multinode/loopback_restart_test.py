@@ -34,8 +34,10 @@ try:
           f"(rank, restart count) of every start: {attempts}")
     check(sum("reported failure round=0 restart_count=1" in log for log in logs) == 1,
           "exactly one agent must spend the restart")
-    check(any("round ended by another node" in log for log in logs),
-          "the healthy agent did not learn of the failure")
+    # (Its workers may still run, or have succeeded: the failing agent reports after waiting
+    # briefly for a verdict on whether a node was lost.)
+    check(any("round ended by another node" in log or "but another node failed" in log
+              for log in logs), "the healthy agent did not learn of the failure")
     print("ok one job-wide restart; both agents restarted and finished")
 except ddptest.subprocess.TimeoutExpired:
     ddptest.fail("agents did not finish in 60 s")

@@ -49,6 +49,10 @@ TEST_CASE("rdzv_conf keys, defaults and typed values", "[cli][rdzv_conf]") {
   CHECK(defaults.keep_alive_interval() == std::chrono::seconds(5));
   CHECK(defaults.keep_alive_max_attempt() == 3);
   CHECK(defaults.read_timeout() == std::chrono::seconds(60));
+  CHECK(defaults.connection_grace() == std::chrono::milliseconds(300));
+  CHECK(RdzvConf::parse("connection_grace_ms=0", "f").connection_grace().count() == 0);
+  CHECK_THROWS_WITH(RdzvConf::parse("connection_grace_ms=-1", "--rdzv_conf"),
+                    Catch::Contains("connection_grace_ms must be an integer >= 0"));
   CHECK_FALSE(defaults.is_host());
 
   const RdzvConf conf = RdzvConf::parse(

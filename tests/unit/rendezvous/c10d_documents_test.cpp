@@ -132,10 +132,15 @@ TEST_CASE("the change log yields the event to act on and the next round's size",
   CHECK(c.first_event()->change == RoundChange::kNodeWaiting);
   CHECK(c.expected_next(2, 4) == 3);
 
-  append(lost_line("dead"));
+  append(lost_line("dead", "connection", "312"));
+  append(lost_line("dead", "heartbeat", "2001"));  // the same node again: counted once
   c = parse_changes(log);
   CHECK(c.first_event()->change == RoundChange::kNodeLost);
   CHECK(c.first_event()->detail.find("dead") != std::string::npos);
+  REQUIRE(c.first_event()->lost.size() == 1);
+  CHECK(c.first_event()->lost[0].node == "dead");
+  CHECK(c.first_event()->lost[0].detected_by == "connection");
+  CHECK(c.first_event()->lost[0].after == std::chrono::milliseconds(312));
   CHECK(c.expected_next(2, 4) == 2);
   CHECK(c.expected_next(4, 4) == 4);
 

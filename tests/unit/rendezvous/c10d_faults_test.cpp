@@ -7,6 +7,7 @@
 
 #include "c10d_test_util.hpp"
 #include "ddp/error.hpp"
+#include "rendezvous/server_key_table.hpp"
 
 using namespace ddp::rdzv;
 using namespace ddp::rdzv::test;
@@ -97,5 +98,27 @@ TEST_CASE("a node slow to leave an ending round does not declare the others lost
   for (const auto& o : {fast[0], fast[1], slow}) {
     CHECK(o->get().round == 1);
     CHECK(o->get().group_world_size == 3);
+  }
+}
+
+TEST_CASE("issue 16: a node lost between rounds is not waited for until the last call",
+          "[c10d][loss]") {
+  C10dSettings s = fast_settings(2, 3);
+  s.last_call_timeout = 60s;
+  Cluster c(s);
+  for (int i = 0; i < 3; ++i) c.add_node();
+  REQUIRE(all_done(c.next_round({0, 1, 2})));
+  // Nodes 0 and 1 go to the next round expecting all three; node 2 dies before it joins, and
+  // only then does its lease say so, in the round the others have left.
+  std::vector<std::shared_ptr<Outcome<RendezvousInfo>>> next;
+  for (int i : {0, 1}) next.push_back(spawn(c.io, c.nodes[i]->next_round(1)));
+  run_for(c.io, 100ms);
+  REQUIRE_FALSE(all_done(next));
+  c.nodes[2].reset();
+  c.store.table().append("/ddprun/test/r0/change", lost_line("n2", "connection", "300"));
+  REQUIRE(run_until(c.io, [&] { return all_done(next); }, 10s));  // not the 60 s last call
+  for (const auto& o : next) {
+    CHECK(o->get().group_world_size == 2);
+    CHECK(o->get().restart_count == 0);
   }
 }

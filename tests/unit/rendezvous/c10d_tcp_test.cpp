@@ -13,21 +13,6 @@
 using namespace ddp::rdzv;
 using namespace ddp::rdzv::test;
 
-namespace {
-
-std::unique_ptr<TcpStoreClient> connect_client(asio::io_context& io, std::uint16_t port) {
-  ConnectOptions options;
-  options.connect_timeout = 5s;
-  options.call_timeout = 5s;
-  auto out = spawn(io, TcpStoreClient::connect("127.0.0.1", port, options));
-  REQUIRE(run_until(io, [&] { return out->done; }));
-  auto client = std::move(*out->value);
-  client->set_timeout(5s);
-  return client;
-}
-
-}  // namespace
-
 TEST_CASE("four nodes over TCP get ranks 0..3 and lose the store host cleanly", "[c10d][tcp]") {
   asio::io_context io;
   TcpStoreServer server(io, "127.0.0.1", 0);

@@ -4,17 +4,20 @@
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include <chrono>
 #include <exception>
 #include <functional>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "rendezvous/c10d_rendezvous.hpp"
 #include "rendezvous/memory_store.hpp"
+#include "rendezvous/tcp_store_client.hpp"
 
 namespace ddp::rdzv::test {
 
@@ -73,6 +76,27 @@ inline bool run_until(asio::io_context& io, const std::function<bool()>& pred,
     io.run_one_for(10ms);
   }
   return pred();
+}
+
+// Runs the loop for `duration` (for checks that something did *not* happen meanwhile).
+inline void run_for(asio::io_context& io, std::chrono::milliseconds duration) {
+  asio::steady_timer after(io, duration);
+  bool waited = false;
+  after.async_wait([&](boost::system::error_code) { waited = true; });
+  run_until(io, [&] { return waited; }, duration + 5s);
+}
+
+// A client of the store at 127.0.0.1:port with 5 s timeouts (a failed connect fails the test).
+inline std::unique_ptr<TcpStoreClient> connect_client(asio::io_context& io, std::uint16_t port) {
+  ConnectOptions options;
+  options.connect_timeout = 5s;
+  options.call_timeout = 5s;
+  auto out = spawn(io, TcpStoreClient::connect("127.0.0.1", port, options));
+  if (!run_until(io, [&] { return out->done; })) throw std::runtime_error("connect hung");
+  if (out->error) std::rethrow_exception(out->error);
+  auto client = std::move(*out->value);
+  client->set_timeout(5s);
+  return client;
 }
 
 template <class Range>

@@ -168,6 +168,64 @@ TEST_CASE("a failure that spends the last restart closes the job before it wakes
   });
 }
 
+// The error text of an operation that must fail, or "" when it succeeded.
+template <typename T>
+asio::awaitable<std::string> error_of(asio::awaitable<T> op) {
+  try {
+    co_await std::move(op);
+  } catch (const std::exception& e) {
+    co_return e.what();
+  }
+  co_return "";
+}
+
+TEST_CASE("a lost node ends a static job naming it, and a failure after it is the loss",
+          "[static][loss]") {
+  boost::asio::io_context io;
+  auto options = [](int rank, std::uint16_t port) {
+    auto o = node_options(3, rank, port);
+    o.connection_grace = milliseconds(20);
+    o.verdict_margin = std::chrono::seconds(5);  // a bound: the verdict returns when it knows
+    return o;
+  };
+  StaticRendezvous host(io, options(0, 0));
+  StaticRendezvous one(io, options(1, host.store_port()));
+  auto two = std::make_unique<StaticRendezvous>(io, options(2, host.store_port()));
+  run(io, [&]() -> asio::awaitable<void> {
+    co_await (host.next_round(1) && one.next_round(1) && two->next_round(1));
+    two.reset();  // its agent dies: its lease connection closes
+    const RoundEvent watched = co_await host.watch_round();
+    CHECK(watched.change == RoundChange::kNodeLost);
+    CHECK_THAT(watched.detail, Catch::Contains("node 2 (node2) was lost"));
+    REQUIRE(watched.lost.size() == 1);
+    CHECK(watched.lost[0].detected_by == "connection");
+    // Node 1's workers failed because node 2's died: the verdict is the loss.
+    const auto verdict = co_await one.failure_verdict(std::chrono::steady_clock::now());
+    REQUIRE(verdict.has_value());
+    CHECK(verdict->change == RoundChange::kNodeLost);
+    // The job is over for both, naming the node; the host does not wait for node 2 to leave.
+    const auto errors = co_await (error_of(host.next_round(1)) && error_of(one.next_round(1)));
+    CHECK_THAT(std::get<0>(errors), Catch::Contains("node 2 (node2) was lost"));
+    CHECK_THAT(std::get<1>(errors), Catch::Contains("node 2 (node2) was lost"));
+  });
+}
+
+TEST_CASE("a static failure with every node alive has no loss verdict", "[static][loss]") {
+  boost::asio::io_context io;
+  auto options = node_options(2, 0, 0);
+  options.verdict_margin = milliseconds(20);
+  StaticRendezvous host(io, options);
+  options = node_options(2, 1, host.store_port());
+  options.verdict_margin = milliseconds(20);
+  StaticRendezvous other(io, options);
+  run(io, [&]() -> asio::awaitable<void> {
+    co_await (host.next_round(1) && other.next_round(1));
+    const auto verdict = co_await other.failure_verdict(std::chrono::steady_clock::now());
+    CHECK_FALSE(verdict.has_value());
+    co_await (host.finish(false) && other.finish(false));
+  });
+}
+
 TEST_CASE("a node that never comes is named", "[static]") {
   boost::asio::io_context io;
   auto options = node_options(2, 0, 0);

@@ -1,0 +1,34 @@
+#pragma once
+// ServerLeases: the store's side of store leases (store_lease.hpp). It observes the waits the
+// KeyTable drops without waking them (a store connection closed, or a client gave up), and when
+// the last wait on a lease's hold key is gone for the lease's grace, appends the lease's value
+// and deletes the lease. Every MemoryStore has one, so the TCP server (agent-hosted or `ddp-store
+// serve`) and in-process users share it. Runs on the store's executor; nothing polls.
+
+#include <boost/asio/any_io_executor.hpp>
+
+#include <cstddef>
+#include <memory>
+
+namespace ddp::rdzv {
+
+class KeyTable;
+
+class ServerLeases {
+ public:
+  // Observes `table` until destroyed; the table must outlive it.
+  ServerLeases(boost::asio::any_io_executor executor, KeyTable& table);
+  ~ServerLeases();
+  ServerLeases(const ServerLeases&) = delete;
+  ServerLeases& operator=(const ServerLeases&) = delete;
+
+  // Leases whose hold waits are gone and whose grace is running (for tests and logs).
+  std::size_t pending() const;
+
+  struct State;
+
+ private:
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace ddp::rdzv
