@@ -101,9 +101,9 @@ void listen(asio::io_context& io, tcp::acceptor& acceptor, const HttpServerOptio
 // deadline.
 bool is_quiet_end(const boost::system::error_code& ec, bool got_some) {
   return ec == http::error::end_of_stream || ec == http::error::partial_message ||
-         ec == asio::error::eof ||
-         ec == asio::error::connection_reset || ec == asio::error::operation_aborted ||
-         ec == asio::error::bad_descriptor || (ec == beast::error::timeout && !got_some);
+         ec == asio::error::eof || ec == asio::error::connection_reset ||
+         ec == asio::error::operation_aborted || ec == asio::error::bad_descriptor ||
+         (ec == beast::error::timeout && !got_some);
 }
 
 void close_socket(tcp::socket& socket) {

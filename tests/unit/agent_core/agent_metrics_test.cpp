@@ -87,8 +87,8 @@ TEST_CASE("agent metrics follow rounds, workers, exits and restarts", "[agent_me
   // Two nodes named lost by node_lost events, then the restart they cause: two losses, not three.
   agent.emit(Event("node_lost").with("node", std::string("10.0.0.2_7")));
   agent.emit(Event("node_lost").with("node", std::string("10.0.0.3_8")));
-  agent.emit(Event("restart").with("restart_spent", 0).with("round_change",
-                                                             std::string("node_lost")));
+  agent.emit(
+      Event("restart").with("restart_spent", 0).with("round_change", std::string("node_lost")));
   CHECK(value("ddprun_node_losses_total") == 3);
 }
 
