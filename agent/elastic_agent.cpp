@@ -56,6 +56,18 @@ asio::awaitable<Caught<T>> caught(asio::awaitable<T> op) {
   co_return result;
 }
 
+const char* round_change_name(rdzv::RoundChange change) {
+  switch (change) {
+    case rdzv::RoundChange::kPeerFailed:
+      return "peer_failed";
+    case rdzv::RoundChange::kNodeLost:
+      return "node_lost";
+    case rdzv::RoundChange::kNodeWaiting:
+      return "node_waiting";
+  }
+  return "unknown";
+}
+
 std::string describe(const WorkerExit& exit) {
   return exit.signal != 0 ? fmt::format("rank {} (local_rank {}, pid {}) killed by {}", exit.rank,
                                         exit.local_rank, exit.pid, signal_name(exit.signal))
@@ -74,6 +86,7 @@ Event exit_event(const WorkerExit& exit) {
     event.with("exit_code", exit.exit_code);
   }
   event.with("stopped_by_agent", exit.stopped_by_agent ? 1 : 0);
+  if (exit.oom_suspected) event.with("oom_suspected", 1);
   return event;
 }
 
@@ -104,7 +117,10 @@ void emit_round_change(EventSink& events, const rdzv::RoundEvent& event) {
                     .with("detected_by", loss.detected_by)
                     .with("after_ms", static_cast<std::int64_t>(loss.after.count())));
   }
-  events.emit(Event("restart").with("reason", event.detail).with("restart_spent", 0));
+  events.emit(Event("restart")
+                  .with("reason", event.detail)
+                  .with("restart_spent", 0)
+                  .with("round_change", round_change_name(event.change)));
 }
 
 std::set<int> handled_signals(const LaunchConfig& config) {

@@ -6,6 +6,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <cerrno>
+
+#include "agent/write_failure.hpp"
 #include "ddp/error.hpp"
 
 namespace ddp::agent {
@@ -30,13 +33,39 @@ std::string to_json_line(const Event& event) {
   return line.dump();
 }
 
-JsonLinesEventLog::JsonLinesEventLog(const std::string& path) : out_(path, std::ios::trunc) {
+TeeEventSink::TeeEventSink(std::vector<EventSink*> sinks) {
+  for (EventSink* sink : sinks) {
+    if (sink != nullptr) sinks_.push_back(sink);
+  }
+}
+
+void TeeEventSink::emit(const Event& event) {
+  for (EventSink* sink : sinks_) sink->emit(event);
+}
+
+bool TeeEventSink::has_lost_events() const {
+  for (const EventSink* sink : sinks_) {
+    if (sink->has_lost_events()) return true;
+  }
+  return false;
+}
+
+JsonLinesEventLog::JsonLinesEventLog(const std::string& path)
+    : path_(path), out_(path, std::ios::trunc) {
   if (!out_) throw ConfigError(fmt::format("--event_log: cannot open {} for writing", path));
 }
 
 void JsonLinesEventLog::emit(const Event& event) {
+  // After a failed write the file may end in a partial line; appending more would put a valid
+  // line after garbage, so the log stops there.
+  if (lost_) return;
+  errno = 0;
   out_ << to_json_line(event) << '\n';
   out_.flush();
+  if (!out_) {
+    lost_ = true;
+    report_write_failure(WriteTarget::kEventLog, path_, errno != 0 ? errno : EIO);
+  }
 }
 
 std::unique_ptr<EventSink> make_event_sink(const std::string* path) {

@@ -31,10 +31,28 @@ struct Event {
   }
 };
 
+// ddprun's exit code when the job succeeded but its event log could not be written in full
+// (EX_IOERR from sysexits.h). A failed job keeps the failure's exit code.
+inline constexpr int kEventLogLostExitCode = 74;
+
 class EventSink {
  public:
   virtual ~EventSink() = default;
   virtual void emit(const Event& event) = 0;
+  // True once an event could not be recorded (a write failed); the sink reported it already.
+  virtual bool has_lost_events() const { return false; }
+};
+
+// Passes every event to each of several sinks, in order (the event log and the metrics).
+class TeeEventSink final : public EventSink {
+ public:
+  // Null entries are skipped. The sinks must outlive the tee.
+  explicit TeeEventSink(std::vector<EventSink*> sinks);
+  void emit(const Event& event) override;
+  bool has_lost_events() const override;
+
+ private:
+  std::vector<EventSink*> sinks_;
 };
 
 // Drops every event (no --event_log).
@@ -43,15 +61,20 @@ class NullEventSink final : public EventSink {
   void emit(const Event&) override {}
 };
 
-// Appends JSON lines to a file, flushed per event so a killed agent leaves whole lines.
+// Appends JSON lines to a file, flushed per event so a killed agent leaves whole lines. The first
+// write that fails (a full disk) is reported once on stderr (write_failure.hpp); nothing more is
+// written after it and has_lost_events() turns true.
 class JsonLinesEventLog final : public EventSink {
  public:
   // Opens (truncates) `path`. Throws ConfigError naming --event_log and the path on failure.
   explicit JsonLinesEventLog(const std::string& path);
   void emit(const Event& event) override;
+  bool has_lost_events() const override { return lost_; }
 
  private:
+  std::string path_;
   std::ofstream out_;
+  bool lost_ = false;
 };
 
 // One event as its JSON line (no newline): {"version":1,"event":..,"wall_time":<epoch s>,

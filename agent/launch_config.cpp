@@ -388,6 +388,8 @@ void read_logging(Reader& reader, LaunchConfig& config,
     require_choice(*v, kLogLevels);
     config.log_level = v->text == "warning" ? "warn" : v->text;
   }
+  if (const RawValue* v = reader.get("metrics_port")) config.metrics_port = to_int(*v, 0, 65535);
+  if (const RawValue* v = reader.get("metrics_addr")) config.metrics_addr = v->text;
 }
 
 void read_supervision(Reader& reader, LaunchConfig& config,

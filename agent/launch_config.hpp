@@ -95,6 +95,10 @@ struct LaunchConfig {
   bool label = false;                      // new: "[host:rank]" prefix on console lines
   std::string log_level;                   // new: "" means SPDLOG_LEVEL, else warn (quiet)
 
+  // --- metrics (new): Prometheus /metrics on this port (0 = off) and address ("" = every one)
+  int metrics_port = 0;
+  std::string metrics_addr;
+
   // --- devices
   bool virtual_local_rank = false;          // LOCAL_RANK=0, CUDA_VISIBLE_DEVICES=<its GPU>
   // node|socket|exclusive|core-complex (core_complex accepted): agent/numa_binding.hpp

@@ -13,7 +13,7 @@
 
 #include <fmt/format.h>
 
-#include "common/log.hpp"
+#include "agent/write_failure.hpp"
 #include "ddp/error.hpp"
 
 namespace ddp::agent {
@@ -146,8 +146,7 @@ void OutputRouter::read_available() {
     }
     const std::string_view chunk(buffer_.data(), n);
     if (file_fd_ >= 0 && !write_all(file_fd_, chunk)) {
-      log::get("agent")->warn("cannot write {}: {}; the rest of it is lost", route_.file_path,
-                              std::strerror(errno));
+      report_write_failure(WriteTarget::kWorkerLogs, route_.file_path, errno);
       ::close(file_fd_);
       file_fd_ = -1;
     }
@@ -176,7 +175,11 @@ void OutputRouter::take_line(std::string_view line) {
 
 void OutputRouter::write_console() {
   if (console_batch_.empty()) return;
-  if (!write_all(route_.console_fd, console_batch_)) route_.console_fd = -1;  // console gone
+  if (!write_all(route_.console_fd, console_batch_)) {
+    report_write_failure(WriteTarget::kConsole, route_.console_fd == 1 ? "stdout" : "stderr",
+                         errno);
+    route_.console_fd = -1;  // console gone (or full): stop writing this stream there
+  }
   console_batch_.clear();
 }
 

@@ -8,6 +8,7 @@
 
 #include "common/log.hpp"
 #include "ddp/error.hpp"
+#include "rendezvous/server_stats.hpp"
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
@@ -55,6 +56,7 @@ ServerConnection::ServerConnection(asio::ip::tcp::socket socket, KeyTable& table
 void ServerConnection::close() {
   if (closed_) return;
   closed_ = true;
+  ServerStats::add(server_stats().connections_closed);
   session_.close();
   boost::system::error_code ignored;
   socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
@@ -125,7 +127,10 @@ ServerConnection::Turn ServerConnection::read_turn() {
   return turn;
 }
 
-void ServerConnection::after_read(std::size_t) { last_input_ = std::chrono::steady_clock::now(); }
+void ServerConnection::after_read(std::size_t n) {
+  last_input_ = std::chrono::steady_clock::now();
+  ServerStats::add(server_stats().bytes_received, n);
+}
 
 ServerConnection::Turn ServerConnection::serve_input(std::span<const std::uint8_t> data) {
   in_turn_ = true;
@@ -142,6 +147,7 @@ ServerConnection::Turn ServerConnection::serve_input(std::span<const std::uint8_
     if (result.status == wire::ParseStatus::kNeedMore) break;
     if (result.status == wire::ParseStatus::kBad) {
       log::get("store")->warn("closing store connection from {}: {}", peer_, parser_.error());
+      ServerStats::add(server_stats().bad_requests);
       turn = Turn::kClosed;
       break;
     }
@@ -155,11 +161,13 @@ ServerConnection::Turn ServerConnection::serve_input(std::span<const std::uint8_
 }
 
 bool ServerConnection::serve_request(wire::Request request) {
+  server_stats().count_request(request.command);
   try {
     session_.handle(std::move(request), out_);
     return true;
   } catch (const std::exception& e) {  // ddp::Error, or bad_alloc
     log::get("store")->warn("closing store connection from {}: {}", peer_, e.what());
+    ServerStats::add(server_stats().bad_requests);
     return false;
   }
 }
@@ -222,6 +230,7 @@ void ServerConnection::start_write() {
 }
 
 void ServerConnection::after_write(std::size_t n) {
+  ServerStats::add(server_stats().bytes_sent, n);
   out_.consume(n);
   if (!is_paused()) drained_.cancel();
   if (out_.empty() && finished_) close();

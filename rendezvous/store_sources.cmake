@@ -9,5 +9,6 @@ target_sources(ddp_rendezvous PRIVATE
   server_output_queue.cpp
   server_connection.cpp
   server_os_linux.cpp
+  server_stats.cpp
   tcp_store_server.cpp
   wire/request_parser.cpp)

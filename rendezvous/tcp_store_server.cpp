@@ -11,6 +11,7 @@
 #include "rendezvous/memory_store.hpp"
 #include "rendezvous/server_connection.hpp"
 #include "rendezvous/server_os.hpp"
+#include "rendezvous/server_stats.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -166,6 +167,7 @@ asio::awaitable<void> accept_loop(std::shared_ptr<Shared> shared, KeyTable* tabl
       std::size_t refused = 0;
       while (shared->spare.refuse_one(shared->acceptor.native_handle())) ++refused;
       burst.refused(ec.message(), refused);
+      ServerStats::add(server_stats().connections_refused, refused);
       asio::steady_timer pause(executor, kDescriptorPause);
       co_await (shared->acceptor.async_wait(tcp::acceptor::wait_read,
                                             asio::as_tuple(asio::use_awaitable)) ||
@@ -186,9 +188,11 @@ asio::awaitable<void> accept_loop(std::shared_ptr<Shared> shared, KeyTable* tabl
     }
     if (shared->live.size() >= limits.max_connections) {
       burst.refused(fmt::format("{} connections is the limit", limits.max_connections), 1);
+      ServerStats::add(server_stats().connections_refused);
       continue;  // `socket` closes here
     }
     burst.accepted();
+    ServerStats::add(server_stats().connections_accepted);
     start_connection(shared, std::move(socket), *table, limits);
   }
 }
@@ -203,6 +207,7 @@ struct TcpStoreServer::Impl {
   std::string host;
   StoreLimits limits;
   MemoryStore store;
+  ServerStats::TableRegistration counted{store.table()};  // keys and waiters in the metrics
   std::shared_ptr<Shared> shared;
   std::uint16_t port = 0;
   bool started = false;

@@ -26,6 +26,8 @@ packages=(
   elfutils
   # scripts/gpu/pack.sh: the carried binaries find the carried libraries through their RPATH
   patchelf xz-utils
+  # metrics tests: a real Prometheus server and promtool (docs/metrics.md)
+  prometheus
 )
 
 missing=()

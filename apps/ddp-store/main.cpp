@@ -13,7 +13,8 @@ namespace {
 constexpr const char* kUsage =
     "usage: ddp-store <verb> [args...]\n"
     "  serve --host H --port P    run a store (PyTorch 1.13 and 2.x TCPStore clients);\n"
-    "                             prints 'listening on H:P' once it accepts\n"
+    "                             prints 'listening on H:P' once it accepts;\n"
+    "                             --metrics_port M serves Prometheus metrics on M\n"
     "  get|set|add|wait|num-keys|delete|compare-set --addr H:P ...\n"
     "                             talk to any TCPStore server\n"
     "run 'ddp-store <verb> --help' for a verb's options\n";

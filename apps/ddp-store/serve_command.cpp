@@ -1,10 +1,14 @@
 // ddp-store serve: parse --host/--port, bind (port 0 picks one), print "listening on H:P" once the
-// server accepts, and run the io_context until SIGINT or SIGTERM stops it.
+// server accepts, and run the io_context until SIGINT or SIGTERM stops it. --metrics_port serves
+// the store's counters to Prometheus from the same io_context.
 
 #include "apps/ddp-store/serve_command.hpp"
 
 #include "common/log.hpp"
+#include "common/metrics/http_server.hpp"
+#include "common/metrics/process_metrics.hpp"
 #include "ddp/error.hpp"
+#include "rendezvous/metrics/store_metrics.hpp"
 #include "rendezvous/tcp_store_server.hpp"
 
 #include <CLI/CLI.hpp>
@@ -14,6 +18,7 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
+#include <memory>
 
 namespace ddp::store_cli {
 
@@ -33,6 +38,11 @@ int run_serve(const std::vector<std::string>& args) {
                  "connection that sends part of a request and then nothing for as long; 0: never")
       ->capture_default_str()
       ->check(CLI::Range(0, 86400));
+  metrics::HttpServerOptions metrics_options;
+  app.add_option("--metrics_port,--metrics-port", metrics_options.port,
+                 "serve Prometheus metrics at http://ADDR:PORT/metrics; 0 (default) = off");
+  app.add_option("--metrics_addr,--metrics-addr", metrics_options.host,
+                 "address of the metrics endpoint (default: every interface)");
   std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 parses a reversed vector
   try {
     app.parse(reversed);
@@ -51,11 +61,22 @@ int run_serve(const std::vector<std::string>& args) {
     limits.partial_request_timeout = std::chrono::seconds(keepalive_s);
     rdzv::TcpStoreServer server(io, host, port, limits);
     server.start();
+    metrics::Registry registry;
+    std::unique_ptr<metrics::MetricsServer> metrics_server;
+    if (metrics_options.port != 0) {
+      registry.gauge("ddp_store_up", "1 while this ddp-store serves.").set(1);
+      rdzv::export_store_metrics(registry);
+      metrics::export_process_metrics(registry);
+      metrics_server = std::make_unique<metrics::MetricsServer>(io, registry, metrics_options);
+      metrics_server->start();
+      log::get("store")->info("metrics at http://{}/metrics", metrics_server->address());
+    }
     boost::asio::signal_set signals(io, SIGINT, SIGTERM);
     signals.async_wait([&](const boost::system::error_code& ec, int signal) {
       if (ec) return;
       log::get("store")->info("stopping on signal {}", signal);
       server.stop();
+      if (metrics_server) metrics_server->stop();
       io.stop();
     });
     // The acceptor listens already; connections made from now on are served once io runs.

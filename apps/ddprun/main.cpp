@@ -2,7 +2,7 @@
 // a second time as ddprun-launch, the same binary reads python -m torch.distributed.launch's.
 // Exit codes: 0 success; 2 bad usage; 1 when the job could not run (rendezvous, store, spawn);
 // the root-cause worker's exit code (128+N for signal N) when workers failed; 128+S for a
-// handled signal S.
+// handled signal S; 74 when the job succeeded but its --event_log could not be written in full.
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
@@ -13,6 +13,7 @@
 #include <iostream>
 #include <optional>
 
+#include "agent/agent_metrics.hpp"
 #include "agent/dry_run.hpp"
 #include "agent/elastic_agent.hpp"
 #include "agent/event_log.hpp"
@@ -41,11 +42,14 @@ int run_agent(const ddp::agent::LaunchConfig& config,
   boost::asio::io_context io(1);
   int exit_code = 1;
   std::exception_ptr error;
+  bool events_lost = false;
   {
-    const auto events =
+    const auto event_log =
         ddp::agent::make_event_sink(config.event_log ? &*config.event_log : nullptr);
+    const auto metrics = ddp::agent::make_metrics_endpoint(io, config);
+    ddp::agent::TeeEventSink events({event_log.get(), metrics ? &metrics->events() : nullptr});
     const auto rendezvous = ddp::agent::make_rendezvous(config, io);
-    ddp::agent::ElasticAgent agent(io, config, env, *rendezvous, *events);
+    ddp::agent::ElasticAgent agent(io, config, env, *rendezvous, events);
     // After the agent: its signal handlers must exist before a line on stdin raises a signal.
     std::optional<ddp::agent::StdinSignals> stdin_signals;
     if (config.stdin_signals) stdin_signals.emplace(io);
@@ -55,8 +59,13 @@ int run_agent(const ddp::agent::LaunchConfig& config,
       io.stop();  // abandoned background waits end with the process
     });
     io.run();
+    events_lost = event_log->has_lost_events();
   }
   if (error) std::rethrow_exception(error);
+  if (exit_code == 0 && events_lost) {
+    return report_error("the job succeeded but its event log is incomplete (see above)",
+                        ddp::agent::kEventLogLostExitCode);
+  }
   return exit_code;
 }
 

@@ -8,7 +8,10 @@
 #include <fstream>
 #include <string>
 
+#include <cerrno>
+
 #include "agent/event_log.hpp"
+#include "agent/write_failure.hpp"
 #include "ddp/error.hpp"
 
 namespace ddp::agent {
@@ -52,6 +55,29 @@ TEST_CASE("the event log appends one line per event and names the flag when it c
   std::filesystem::remove(path);
   CHECK_THROWS_WITH(JsonLinesEventLog("/nonexistent/dir/events.jsonl"),
                     Catch::Contains("--event_log"));
+}
+
+TEST_CASE("issue 19: a failed event log write is reported and the log counts as lost",
+          "[event_log]") {
+  JsonLinesEventLog log("/dev/full");  // every write fails with ENOSPC
+  CHECK_FALSE(log.has_lost_events());
+  log.emit(Event("rendezvous").with("round", 0));
+  CHECK(log.has_lost_events());
+  log.emit(Event("finish").with("exit_code", 0));  // no second report, no crash
+  NullEventSink null;
+  TeeEventSink tee({&null, nullptr, &log});
+  CHECK(tee.has_lost_events());
+  CHECK_FALSE(TeeEventSink({&null}).has_lost_events());
+}
+
+TEST_CASE("each kind of lost output is reported once, and a closed console pipe is no failure",
+          "[event_log]") {
+  // This binary's only kWorkerLogs and kConsole reports happen here.
+  CHECK(report_write_failure(WriteTarget::kWorkerLogs, "/logs/0/stdout.log", ENOSPC));
+  CHECK_FALSE(report_write_failure(WriteTarget::kWorkerLogs, "/logs/1/stdout.log", ENOSPC));
+  CHECK_FALSE(report_write_failure(WriteTarget::kConsole, "stdout", EPIPE));
+  CHECK(report_write_failure(WriteTarget::kConsole, "stdout", EIO));
+  CHECK_FALSE(report_write_failure(WriteTarget::kConsole, "stdout", EIO));
 }
 
 }  // namespace
