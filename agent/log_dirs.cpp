@@ -67,11 +67,16 @@ std::string worker_log_dir(const std::string& attempt_dir, int local_rank) {
 
 namespace {
 
-// ddprun's own bookkeeping, not logs: the Python stack hook (<run>/python/, stack_hook.cpp) and
+// ddprun's own bookkeeping, not logs: the Python stack hook (<run>/python/, stack_hook.cpp), the
+// file each Python worker opens for its stack dumps while still empty (python-<pid>.txt), and
 // each rank's progress record (<run>/attempt_<n>/<local_rank>/progress, worker_spec.cpp).
 bool is_bookkeeping(const fs::directory_entry& entry) {
   const fs::path& path = entry.path();
   if (path.filename() == "progress") return true;
+  if (path.filename().string().starts_with("python-") && path.extension() == ".txt") {
+    std::error_code ec;
+    return entry.file_size(ec) == 0 && !ec;
+  }
   for (const fs::path& part : path.parent_path()) {
     if (part == "python") return true;  // the hook and Python's __pycache__ beside it
   }

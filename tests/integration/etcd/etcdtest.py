@@ -62,7 +62,8 @@ class Cluster:
 def agent_cmd(endpoints, run_id, nnodes, nproc, worker, conf="", extra=()):
     """A ddprun command line for the etcd backend."""
     cmd = [ddptest.bin_path("ddprun"), f"--nnodes={nnodes}", f"--nproc_per_node={nproc}",
-           "--rdzv_backend=etcd", f"--rdzv_endpoint={endpoints}", f"--rdzv_id={run_id}"]
+           "--rdzv_backend=etcd", f"--rdzv_endpoint={endpoints}", f"--rdzv_id={run_id}",
+           "--log_level=info"]
     if conf:
         cmd.append(f"--rdzv_conf={conf}")
     return cmd + list(extra) + list(worker)
