@@ -91,12 +91,12 @@ Event exit_event(const WorkerExit& exit) {
 }
 
 // Emits worker_exited for the exits of `group` not emitted yet.
-void emit_exits(EventSink& events, const WorkerGroup& group, std::size_t& emitted) {
+void emit_exits(EventSink& events, const AttemptWorkers& group, std::size_t& emitted) {
   const auto& exits = group.exits();
   for (; emitted < exits.size(); ++emitted) events.emit(exit_event(exits[emitted]));
 }
 
-void emit_stopped(EventSink& events, const WorkerGroup& group, std::size_t& emitted,
+void emit_stopped(EventSink& events, const AttemptWorkers& group, std::size_t& emitted,
                   const std::string& reason) {
   emit_exits(events, group, emitted);
   events.emit(Event("workers_stopped")
@@ -181,12 +181,14 @@ std::string local_host_name() {
 
 ElasticAgent::ElasticAgent(asio::io_context& io, const LaunchConfig& config,
                            std::map<std::string, std::string> parent_env,
-                           rdzv::Rendezvous& rendezvous, EventSink& events)
-    : io_(io),
-      config_(config),
+                           rdzv::Rendezvous& rendezvous, EventSink& events,
+                           WorkerLauncher* launcher)
+    : config_(config),
       parent_env_(std::move(parent_env)),
       rendezvous_(rendezvous),
       events_(events),
+      own_launcher_(launcher != nullptr ? nullptr : std::make_unique<ProcessLauncher>(io)),
+      launcher_(launcher != nullptr ? *launcher : *own_launcher_),
       signals_(io),
       host_(local_host_name()),
       stacks_(io, events, host_) {
@@ -221,7 +223,7 @@ asio::awaitable<int> ElasticAgent::run() {
     std::fwrite(banner.data(), 1, banner.size(), stderr);
   }
 
-  std::unique_ptr<WorkerGroup> group;
+  std::unique_ptr<AttemptWorkers> group;
   for (;;) {
     stacks_.set_workers({});
     auto joined = co_await (
@@ -253,8 +255,7 @@ asio::awaitable<int> ElasticAgent::run() {
     output.host = host_;
     output.label = config_.label;
     output.log_line_prefix_template = config_.log_line_prefix_template;
-    group = std::make_unique<WorkerGroup>(io_, output);
-    group->start(specs);
+    group = launcher_.launch(specs, output);
     std::vector<std::int64_t> pids;
     for (pid_t pid : group->pids()) pids.push_back(pid);
     events_.emit(Event("workers_started")

@@ -24,12 +24,14 @@
 #include <boost/asio/signal_set.hpp>
 
 #include <map>
+#include <memory>
 #include <string>
 
 #include "agent/event_log.hpp"
 #include "agent/hang_peers.hpp"
 #include "agent/launch_config.hpp"
 #include "agent/stack_service.hpp"
+#include "agent/worker_launcher.hpp"
 #include "rendezvous/rendezvous.hpp"
 
 namespace ddp::agent {
@@ -38,10 +40,11 @@ class ElasticAgent {
  public:
   // Installs the signal handlers (SIGINT, SIGTERM, SIGHUP, --signals_to_handle, and SIGQUIT for
   // stack reports) at once, so a signal during the first rendezvous is handled too. `config`, `rendezvous` and
-  // `events` must outlive the agent.
+  // `events` must outlive the agent, and `launcher` too when given (tests); null: worker
+  // processes (ProcessLauncher).
   ElasticAgent(boost::asio::io_context& io, const LaunchConfig& config,
                std::map<std::string, std::string> parent_env, rdzv::Rendezvous& rendezvous,
-               EventSink& events);
+               EventSink& events, WorkerLauncher* launcher = nullptr);
   ~ElasticAgent();  // closes the hang detector's store connection before the io_context goes
 
   // Runs the job to its end and returns ddprun's exit code: 0 when every worker of the last
@@ -54,11 +57,12 @@ class ElasticAgent {
   boost::asio::awaitable<int> wait_signal();
   boost::asio::awaitable<bool> finish_success();  // finish(true) as a value, for abandonable()
 
-  boost::asio::io_context& io_;
   const LaunchConfig& config_;
   std::map<std::string, std::string> parent_env_;
   rdzv::Rendezvous& rendezvous_;
   EventSink& events_;
+  std::unique_ptr<WorkerLauncher> own_launcher_;  // the default, when none was given
+  WorkerLauncher& launcher_;
   boost::asio::signal_set signals_;
   std::string host_;
   StackService stacks_;

@@ -299,6 +299,13 @@ std::vector<pid_t> WorkerGroup::pids() const {
 
 bool WorkerGroup::running() const { return impl_->any_running(); }
 
+std::unique_ptr<AttemptWorkers> ProcessLauncher::launch(const std::vector<WorkerSpec>& specs,
+                                                        const OutputOptions& output) {
+  auto group = std::make_unique<WorkerGroup>(io_, output);
+  group->start(specs);
+  return group;
+}
+
 void become_child_subreaper() {
   make_child_subreaper();
   // A console reader that goes away (ddprun ... | head) must not kill the supervisor: console
