@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "collectives/gloo/allreduce_algorithm.hpp"
 #include "collectives/group_store.hpp"
 #include "ddp/process_group.hpp"
 
@@ -34,20 +35,6 @@ class ShmCollectives;
 
 class OpWorker;
 class ArrivalTracker;
-
-// kAuto: kShm when every rank of the group is on this host (one shared_memory_domain()); else
-// kHierarchical when some host has several ranks; else kRing. kShm demands shared memory (for
-// every collective, not only all_reduce); kRing and kBcube are Gloo's all_reduce algorithms over
-// TCP, and with them every collective goes through Gloo. kHierarchical (chosen by kAuto only)
-// reduces within each host through shared memory, runs Gloo's ring among one leader per host (the
-// host's lowest rank) and broadcasts the result within each host; the other collectives go
-// through Gloo over all ranks.
-enum class AllreduceAlgorithm { kAuto, kRing, kBcube, kShm, kHierarchical };
-
-// "auto" / "ring" / "bcube" / "shm"; throws ConfigError naming `origin` (a flag or variable) for
-// anything else ("hierarchical" is auto's choice, not a setting).
-AllreduceAlgorithm parse_allreduce_algorithm(const std::string& text, const std::string& origin);
-std::string to_string(AllreduceAlgorithm algorithm);
 
 struct GlooOptions {
   std::string hostname = "127.0.0.1";  // the address peers reach this rank at...
@@ -110,6 +97,8 @@ class GlooProcessGroup final : public ProcessGroup {
   std::string describe_ranks(const std::vector<int>& group_ranks) const;
   void check_tensor(const char* name, const Tensor& t) const;
   void check_peer(const char* name, int peer) const;
+  // send (`sending`) or recv of `t` with `peer`: posts the buffer now, waits on the p2p thread.
+  std::shared_ptr<Work> post_p2p(bool sending, Tensor t, int peer, int tag);
 
   std::shared_ptr<GroupStore> store_;
   int rank_;
