@@ -20,6 +20,7 @@
 #include "agent/process_spawner.hpp"
 #include "agent/signal_names.hpp"
 #include "common/log.hpp"
+#include "common/unique_fd.hpp"
 #include "ddp/error.hpp"
 
 namespace ddp::agent {
@@ -34,7 +35,7 @@ constexpr std::size_t kReadBuffer = 64 * 1024;
 struct Host {
   RemoteLaunch launch;
   pid_t pid = -1;
-  int stdin_fd = -1;  // write end of the ssh's stdin pipe
+  UniqueFd stdin_fd;  // write end of the ssh's stdin pipe
   std::shared_ptr<OutputRouter> out;
   std::shared_ptr<OutputRouter> err;
   bool exited = false;
@@ -110,7 +111,7 @@ struct FanoutSupervisor::Impl {
 
   ~Impl() {
     for (Host& host : hosts) {
-      if (host.stdin_fd >= 0) ::close(host.stdin_fd);
+      host.stdin_fd.reset();
       // Only reached with ssh still running when run() threw: end it, and its agent with it.
       if (!host.exited && host.pid > 0) {
         signal_process_group(host.pid, SIGKILL);
@@ -145,11 +146,12 @@ struct FanoutSupervisor::Impl {
       throw IoError(
           fmt::format("host {}: cannot create ssh's stdin pipe: {}", name, std::strerror(errno)));
     }
-    host.stdin_fd = in[1];
+    host.stdin_fd.reset(in[1]);
+    UniqueFd ssh_stdin(in[0]);
     ForkedChild child(image, ChildSetup{.stdout_fd = host.out->child_end(),
                                         .stderr_fd = host.err->child_end(),
-                                        .stdin_fd = in[0]});
-    ::close(in[0]);
+                                        .stdin_fd = ssh_stdin.get()});
+    ssh_stdin.reset();
     host.pid = child.pid();
     watch.watch(host.pid);
     ++running;
@@ -167,12 +169,11 @@ struct FanoutSupervisor::Impl {
 
   // Tells a host's agent to act as if it got `signal`. A host whose ssh is gone gets nothing.
   void send_signal(Host& host, int signal) {
-    if (host.exited || host.stdin_fd < 0) return;
+    if (host.exited || !host.stdin_fd) return;
     host.stop_sent = true;
     const std::string line = signal_name(signal) + "\n";
-    if (::write(host.stdin_fd, line.data(), line.size()) < 0) {  // EPIPE: ssh already ended
-      ::close(host.stdin_fd);
-      host.stdin_fd = -1;
+    if (::write(host.stdin_fd.get(), line.data(), line.size()) < 0) {  // EPIPE: ssh ended
+      host.stdin_fd.reset();
     }
   }
 
@@ -220,8 +221,7 @@ struct FanoutSupervisor::Impl {
     host.out->drain_and_flush();
     host.err->drain_and_flush();
     host.ssh_error = ssh_error_of(status, *host.err);
-    if (host.stdin_fd >= 0) ::close(host.stdin_fd);
-    host.stdin_fd = -1;
+    host.stdin_fd.reset();
     --running;
     if (host.code == 0 || host.stop_sent || local_signal != 0) {
       log::get("agent")->info("host {} ended exit_code={}", host.launch.address, host.code);

@@ -8,6 +8,8 @@
 
 #include <sys/types.h>
 
+#include "common/unique_fd.hpp"
+
 namespace ddp::agent {
 
 class OrphanGuard {
@@ -28,8 +30,8 @@ class OrphanGuard {
   static void add_self(int socket) noexcept;
 
   // The agent's end of the watchdog socket (-1 when inactive), for add_self.
-  int socket() const { return socket_; }
-  bool is_active() const { return socket_ >= 0; }
+  int socket() const { return socket_.get(); }
+  bool is_active() const { return static_cast<bool>(socket_); }
   pid_t watchdog_pid() const { return watchdog_; }
 
  private:
@@ -39,7 +41,7 @@ class OrphanGuard {
 
   pid_t owner_ = 0;  // the process this guard belongs to
   pid_t watchdog_ = -1;
-  int socket_ = -1;
+  UniqueFd socket_;
 };
 
 }  // namespace ddp::agent

@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "agent/orphan_watchdog.hpp"
@@ -68,8 +69,7 @@ OrphanGuard& OrphanGuard::instance() {
   static OrphanGuard guard;
   if (guard.owner_ != ::getpid()) {
     // A forked copy of the agent: the inherited socket belongs to the parent's watchdog.
-    if (guard.socket_ >= 0) ::close(guard.socket_);
-    guard.socket_ = -1;
+    guard.socket_.reset();
     guard.watchdog_ = -1;
     guard.start();
   }
@@ -85,40 +85,40 @@ void OrphanGuard::start() {
     log::get("agent")->warn("orphan guard not started: socketpair: {}", std::strerror(errno));
     return;
   }
+  UniqueFd ours(fds[0]);
+  UniqueFd theirs(fds[1]);
   std::string why;
   const std::string helper = helper_path();
-  pid_t pid = helper.empty() ? -1 : start_helper(helper, fds[1], why);
+  pid_t pid = helper.empty() ? -1 : start_helper(helper, theirs.get(), why);
   if (pid < 0) {
     if (!helper.empty()) {
       log::get("agent")->debug("orphan guard helper not started ({}); forking one", why);
     }
     pid = ::fork();
     if (pid == 0) {
-      ::close(fds[0]);
-      watchdog::run(fds[1]);
+      ours.reset();
+      watchdog::run(theirs.get());
     }
   }
   const int fork_errno = errno;
-  ::close(fds[1]);
+  theirs.reset();
   if (pid < 0) {
-    ::close(fds[0]);
     log::get("agent")->warn("orphan guard not started: fork: {}", std::strerror(fork_errno));
     return;
   }
   ::setpgid(pid, pid);  // from this side too, so no Ctrl-C can reach it before it runs
   watchdog_ = pid;
-  socket_ = fds[0];
+  socket_ = std::move(ours);
 }
 
 void OrphanGuard::send(int op, pid_t pgid) {
-  if (socket_ < 0) return;
+  if (!socket_) return;
   const Record r{op, static_cast<int32_t>(pgid)};
-  while (::send(socket_, &r, sizeof r, MSG_NOSIGNAL) < 0) {
+  while (::send(socket_.get(), &r, sizeof r, MSG_NOSIGNAL) < 0) {
     if (errno == EINTR) continue;
     log::get("agent")->warn("orphan guard lost ({}): workers may outlive a killed agent",
                             std::strerror(errno));
-    ::close(socket_);
-    socket_ = -1;
+    socket_.reset();
     return;
   }
 }

@@ -9,11 +9,14 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
+#include <utility>
 
 #include <fmt/format.h>
 
 #include "agent/write_failure.hpp"
+#include "common/log.hpp"
 #include "ddp/error.hpp"
 
 namespace ddp::agent {
@@ -22,29 +25,56 @@ namespace asio = boost::asio;
 
 namespace {
 
-int make_pipe_read_end(int* write_end) {
+// How long one console write may wait for room in a full non-blocking console before the rest
+// of its lines is dropped: bounded, so a console nobody reads never stalls the agent's loop.
+constexpr auto kConsoleWait = std::chrono::milliseconds(100);
+
+int make_pipe_read_end(UniqueFd* write_end) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) {
     throw IoError(fmt::format("cannot create a worker output pipe: {}", std::strerror(errno)));
   }
-  *write_end = fds[1];
+  write_end->reset(fds[1]);
   return fds[0];
 }
 
-// Writes all of `data`; false when the fd is gone (EPIPE, EBADF...).
-bool write_all(int fd, std::string_view data) {
+enum class WriteResult { kWritten, kFull, kGone };
+
+// Writes all of `data`. A full non-blocking fd (EAGAIN: a console someone else set up) gets at
+// most `wait_for_room` in all, then kFull with `data` left holding what was not written; kGone
+// when the fd is gone (EPIPE, EBADF...).
+WriteResult write_all(int fd, std::string_view& data, std::chrono::milliseconds wait_for_room) {
+  const auto deadline = std::chrono::steady_clock::now() + wait_for_room;
   while (!data.empty()) {
     const ssize_t n = ::write(fd, data.data(), data.size());
     if (n >= 0) {
       data.remove_prefix(static_cast<size_t>(n));
     } else if (errno == EAGAIN) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) return WriteResult::kFull;
       pollfd p{fd, POLLOUT, 0};
-      ::poll(&p, 1, -1);  // a non-blocking console someone else set up: wait for room
+      ::poll(&p, 1, static_cast<int>(left.count()));
     } else if (errno != EINTR) {
-      return false;
+      return WriteResult::kGone;
     }
   }
-  return true;
+  return WriteResult::kWritten;
+}
+
+bool write_all(int fd, std::string_view data) {
+  return write_all(fd, data, kConsoleWait) == WriteResult::kWritten;
+}
+
+// One warning per process the first time a full console costs output.
+void warn_console_full(int fd, std::size_t dropped) {
+  static bool warned = false;
+  if (std::exchange(warned, true)) return;
+  log::get("agent")->warn(
+      "the agent's {} is non-blocking and full (nobody reads it): dropped {} bytes of worker "
+      "output, and drops what does not fit within {} ms from now on without warning again",
+      fd == 1 ? "stdout" : fd == 2 ? "stderr" : "console", dropped,
+      kConsoleWait.count());
 }
 
 bool is_identifier_char(char c, bool first) {
@@ -100,26 +130,19 @@ OutputRouter::OutputRouter(asio::io_context& io, OutputRoute route, std::span<ch
   pipe_.non_blocking(true);
   if (route_.keep_tail) tail_.emplace();
   if (!route_.file_path.empty()) {
-    file_fd_ = ::open(route_.file_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC,
-                      0644);
-    if (file_fd_ < 0) {
+    file_fd_.reset(::open(route_.file_path.c_str(),
+                          O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644));
+    if (!file_fd_) {
       const int error = errno;
-      ::close(child_end_);
       throw IoError(fmt::format("cannot open worker log file {}: {}", route_.file_path,
                                 std::strerror(error)));
     }
   }
 }
 
-OutputRouter::~OutputRouter() {
-  if (child_end_ >= 0) ::close(child_end_);
-  if (file_fd_ >= 0) ::close(file_fd_);
-}
+OutputRouter::~OutputRouter() = default;
 
-void OutputRouter::close_child_end() {
-  if (child_end_ >= 0) ::close(child_end_);
-  child_end_ = -1;
-}
+void OutputRouter::close_child_end() { child_end_.reset(); }
 
 void OutputRouter::start() { arm(); }
 
@@ -145,10 +168,9 @@ void OutputRouter::read_available() {
       return;
     }
     const std::string_view chunk(buffer_.data(), n);
-    if (file_fd_ >= 0 && !write_all(file_fd_, chunk)) {
+    if (file_fd_ && !write_all(file_fd_.get(), chunk)) {
       report_write_failure(WriteTarget::kWorkerLogs, route_.file_path, errno);
-      ::close(file_fd_);
-      file_fd_ = -1;
+      file_fd_.reset();
     }
     route_lines(chunk);
     // Read on to EAGAIN even after a short read: Asio's epoll is edge-triggered, so data left
@@ -175,10 +197,19 @@ void OutputRouter::take_line(std::string_view line) {
 
 void OutputRouter::write_console() {
   if (console_batch_.empty()) return;
-  if (!write_all(route_.console_fd, console_batch_)) {
-    report_write_failure(WriteTarget::kConsole, route_.console_fd == 1 ? "stdout" : "stderr",
-                         errno);
-    route_.console_fd = -1;  // console gone (or full): stop writing this stream there
+  std::string_view rest = console_batch_;
+  switch (write_all(route_.console_fd, rest, kConsoleWait)) {
+    case WriteResult::kWritten:
+      break;
+    case WriteResult::kFull:  // keep writing later batches: the reader may come back
+      console_dropped_bytes_ += rest.size();
+      warn_console_full(route_.console_fd, rest.size());
+      break;
+    case WriteResult::kGone:
+      report_write_failure(WriteTarget::kConsole, route_.console_fd == 1 ? "stdout" : "stderr",
+                           errno);
+      route_.console_fd = -1;  // console gone: stop writing this stream there
+      break;
   }
   console_batch_.clear();
 }

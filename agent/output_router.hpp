@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "agent/line_splitter.hpp"
+#include "common/unique_fd.hpp"
 
 namespace ddp::agent {
 
@@ -44,7 +45,7 @@ class OutputRouter : public std::enable_shared_from_this<OutputRouter> {
 
   // The pipe's write end, for the child's fd 1 or 2; close it in the agent once the child is
   // forked (close_child_end), or EOF never comes.
-  int child_end() const { return child_end_; }
+  int child_end() const { return child_end_.get(); }
   void close_child_end();
 
   // Starts reading on the loop; at EOF the partial last line is flushed and the pipe closed.
@@ -56,6 +57,10 @@ class OutputRouter : public std::enable_shared_from_this<OutputRouter> {
   void drain_and_flush();
 
   bool at_eof() const { return eof_; }
+
+  // Console bytes dropped because the console (non-blocking, someone else's) stayed full for
+  // 100 ms: the rest of a batch of lines that did not fit. The log file and tail keep them.
+  std::size_t console_dropped_bytes() const { return console_dropped_bytes_; }
   std::vector<std::string> tail_lines() const;
 
  private:
@@ -68,13 +73,14 @@ class OutputRouter : public std::enable_shared_from_this<OutputRouter> {
 
   OutputRoute route_;
   std::span<char> buffer_;
-  int child_end_ = -1;  // before pipe_: pipe_'s initializer sets it
+  UniqueFd child_end_;  // before pipe_: pipe_'s initializer sets it
   boost::asio::posix::stream_descriptor pipe_;
-  int file_fd_ = -1;
+  UniqueFd file_fd_;
   bool eof_ = false;
   LineSplitter splitter_;
   std::optional<LineTail> tail_;
   std::string console_batch_;  // prefixed whole lines of one read, written with one write()
+  std::size_t console_dropped_bytes_ = 0;
 };
 
 }  // namespace ddp::agent

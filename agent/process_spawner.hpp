@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "common/unique_fd.hpp"
+
 namespace ddp::agent {
 
 // A command ready to exec: the program resolved through PATH and the C arrays execve wants, all
@@ -78,7 +80,7 @@ class ForkedChild {
 
  private:
   pid_t pid_ = -1;
-  int exec_status_fd_ = -1;  // read end of the CLOEXEC pipe
+  UniqueFd exec_status_fd_;  // read end of the CLOEXEC pipe
 };
 
 // True when `path` is a regular file this process may execute (PATH lookup's test).

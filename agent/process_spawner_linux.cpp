@@ -120,7 +120,8 @@ void reset_signal_handlers() {
   }
 }
 
-// Runs in the child: async-signal-safe calls only.
+// Runs in the child: async-signal-safe calls only, on raw descriptors (::close, never UniqueFd):
+// the child shares the agent's memory, so it must not run destructors or touch owned objects.
 [[noreturn]] void exec_child(const ChildPlan& plan) {
   const ChildSetup& setup = plan.setup;
   ::close(plan.status_read_fd);
@@ -240,11 +241,12 @@ ForkedChild::ForkedChild(const ExecImage& image, const ChildSetup& setup) {
                        .setup = setup,
                        .status_fd = status_pipe[1],
                        .status_read_fd = status_pipe[0]};
+  UniqueFd status_read(status_pipe[0]);
+  UniqueFd status_write(status_pipe[1]);
   const pid_t pid = start_child(plan);
   const int start_errno = errno;
-  ::close(status_pipe[1]);
+  status_write.reset();
   if (pid < 0) {
-    ::close(status_pipe[0]);
     throw IoError(fmt::format("cannot start worker '{}': {}: {}", image.name(),
                               kShareMemoryWithChild ? "clone" : "fork",
                               std::strerror(start_errno)));
@@ -253,21 +255,18 @@ ForkedChild::ForkedChild(const ExecImage& image, const ChildSetup& setup) {
   // child's scheduling (EACCES once the child has exec'd is fine: it did it itself).
   ::setpgid(pid, pid);
   pid_ = pid;
-  exec_status_fd_ = status_pipe[0];
+  exec_status_fd_ = std::move(status_read);
 }
 
-ForkedChild::~ForkedChild() {
-  if (exec_status_fd_ >= 0) ::close(exec_status_fd_);
-}
+ForkedChild::~ForkedChild() = default;
 
 int ForkedChild::await_exec() {
   int error = 0;
   ssize_t n;
   do {
-    n = ::read(exec_status_fd_, &error, sizeof error);
+    n = ::read(exec_status_fd_.get(), &error, sizeof error);
   } while (n < 0 && errno == EINTR);
-  ::close(exec_status_fd_);
-  exec_status_fd_ = -1;
+  exec_status_fd_.reset();
   return n == static_cast<ssize_t>(sizeof error) ? error : 0;
 }
 

@@ -23,6 +23,7 @@
 
 #include "agent/process_spawner.hpp"
 #include "agent/stack_hook.hpp"
+#include "common/unique_fd.hpp"
 
 namespace ddp::agent {
 namespace {
@@ -66,8 +67,8 @@ pid_t spawn_backtrace(pid_t pid, const std::string& output, std::string& why) {
       {"eu-stack", "-p", target},
       {"gdb", "-batch", "-nx", "-p", target, "-ex", "thread apply all bt"}};
   const std::vector<std::string> env = {"PATH=/usr/bin:/bin:/usr/local/bin", "LC_ALL=C"};
-  const int fd = ::open(output.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
+  const UniqueFd fd(::open(output.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  if (!fd) {
     why = fmt::format("cannot write {}", output);
     return -1;
   }
@@ -77,8 +78,8 @@ pid_t spawn_backtrace(pid_t pid, const std::string& output, std::string& why) {
     try {
       const ExecImage image(argv, env);
       ChildSetup setup;
-      setup.stdout_fd = fd;
-      setup.stderr_fd = fd;
+      setup.stdout_fd = fd.get();
+      setup.stderr_fd = fd.get();
       ForkedChild child(image, setup);
       if (child.await_exec() == 0) {
         started = child.pid();
@@ -89,7 +90,6 @@ pid_t spawn_backtrace(pid_t pid, const std::string& output, std::string& why) {
       // not installed: try the next tool
     }
   }
-  ::close(fd);
   return started;
 }
 

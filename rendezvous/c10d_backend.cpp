@@ -14,6 +14,7 @@
 #include <cerrno>
 
 #include "common/log.hpp"
+#include "common/unique_fd.hpp"
 #include "ddp/error.hpp"
 #include "rendezvous/c10d_keys.hpp"
 #include "rendezvous/c10d_rendezvous.hpp"
@@ -41,14 +42,12 @@ bool is_v6_literal(const std::string& host) {
 bool port_is_taken(const std::string& host, std::uint16_t port) {
   if (port == 0) return false;
   const boost::asio::ip::tcp::endpoint endpoint(asio::ip::make_address(host), port);
-  const int fd = ::socket(endpoint.protocol().family(), SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return false;
+  const UniqueFd fd(::socket(endpoint.protocol().family(), SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd) return false;
   const int on = 1;
-  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
-  const bool taken = ::bind(fd, endpoint.data(), static_cast<socklen_t>(endpoint.size())) != 0 &&
-                     errno == EADDRINUSE;
-  ::close(fd);
-  return taken;
+  ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+  return ::bind(fd.get(), endpoint.data(), static_cast<socklen_t>(endpoint.size())) != 0 &&
+         errno == EADDRINUSE;
 }
 
 class C10dBackend final : public Rendezvous {

@@ -19,6 +19,7 @@
 #include <variant>
 #include <vector>
 
+#include "common/unique_fd.hpp"
 #include "ddp/error.hpp"
 
 namespace ddp::rdzv {
@@ -69,19 +70,18 @@ std::vector<address> interface_addresses() {
 std::variant<address, std::string> local_address_towards(const address& target,
                                                          std::uint16_t port) {
   const asio::ip::udp::endpoint remote(target, port == 0 ? std::uint16_t{9} : port);
-  const int fd = ::socket(remote.protocol().family(), SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return std::string(std::strerror(errno));
+  const UniqueFd fd(::socket(remote.protocol().family(), SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  if (!fd) return std::string(std::strerror(errno));
   asio::ip::udp::endpoint local;
   socklen_t length = static_cast<socklen_t>(local.capacity());
   std::variant<address, std::string> out;
-  if (::connect(fd, remote.data(), static_cast<socklen_t>(remote.size())) != 0 ||
-      ::getsockname(fd, local.data(), &length) != 0) {
+  if (::connect(fd.get(), remote.data(), static_cast<socklen_t>(remote.size())) != 0 ||
+      ::getsockname(fd.get(), local.data(), &length) != 0) {
     out = std::string(std::strerror(errno));
   } else {
     local.resize(length);
     out = local.address();
   }
-  ::close(fd);
   return out;
 }
 

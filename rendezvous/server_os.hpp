@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <string>
 
+#include "common/unique_fd.hpp"
+
 namespace ddp::rdzv {
 
 // Raises the soft RLIMIT_NOFILE to the hard limit; returns the soft limit now in force.
@@ -38,7 +40,7 @@ class SpareDescriptor {
   bool refuse_one(int listen_fd);
 
  private:
-  int fd_ = -1;
+  UniqueFd fd_;
 };
 
 }  // namespace ddp::rdzv

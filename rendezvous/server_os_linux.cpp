@@ -112,21 +112,20 @@ void set_keepalive(int fd, std::chrono::seconds within) {
 
 SpareDescriptor::SpareDescriptor() : fd_(::open("/dev/null", O_RDONLY | O_CLOEXEC)) {}
 
-SpareDescriptor::~SpareDescriptor() {
-  if (fd_ >= 0) ::close(fd_);
-}
+SpareDescriptor::~SpareDescriptor() = default;
 
 bool SpareDescriptor::refuse_one(int listen_fd) {
-  if (fd_ < 0) {
-    fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (!fd_) {
+    fd_.reset(::open("/dev/null", O_RDONLY | O_CLOEXEC));
     return false;
   }
-  ::close(fd_);
+  fd_.reset();
   // The listening socket is non-blocking (Asio made it so): nothing pending answers EAGAIN.
-  const int pending = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-  if (pending >= 0) ::close(pending);
-  fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  return pending >= 0;
+  UniqueFd pending(::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
+  const bool refused = static_cast<bool>(pending);
+  pending.reset();  // closed before the spare takes its slot back
+  fd_.reset(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  return refused;
 }
 
 }  // namespace ddp::rdzv

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "collectives/shm/shared_segment.hpp"
+#include "common/unique_fd.hpp"
 #include "ddp/error.hpp"
 
 namespace ddp::coll::shm {
@@ -49,45 +50,33 @@ std::string shared_memory_domain() {
 }
 
 SharedSegment SharedSegment::create(const std::string& name, std::size_t bytes) {
-  const int fd = ::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
-  if (fd < 0) fail("create", name, errno);
+  const UniqueFd fd(::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600));
+  if (!fd) fail("create", name, errno);
   // Reserve the pages now: on a full tmpfs (a container's 64 MB /dev/shm) a sparse segment would
   // fail later, with SIGBUS at the first touch in the middle of a collective.
-  if (const int error = ::posix_fallocate(fd, 0, static_cast<off_t>(bytes)); error != 0) {
-    ::close(fd);
+  if (const int error = ::posix_fallocate(fd.get(), 0, static_cast<off_t>(bytes)); error != 0) {
     ::shm_unlink(name.c_str());
     throw IoError(fmt::format("shared memory reserve {} bytes for {}: {} (is /dev/shm too small?)",
                               bytes, name, std::strerror(error)));
   }
   std::byte* data = nullptr;
   try {
-    data = map(fd, name, bytes);
+    data = map(fd.get(), name, bytes);
   } catch (...) {
-    ::close(fd);
     ::shm_unlink(name.c_str());
     throw;
   }
-  ::close(fd);
-  return SharedSegment(name, data, bytes, true);
+  return SharedSegment(name, data, bytes, true);  // the mapping outlives the descriptor
 }
 
 SharedSegment SharedSegment::open(const std::string& name, std::size_t bytes) {
-  const int fd = ::shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0);
-  if (fd < 0) fail("open", name, errno);
+  const UniqueFd fd(::shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0));
+  if (!fd) fail("open", name, errno);
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || static_cast<std::size_t>(st.st_size) < bytes) {
-    ::close(fd);
+  if (::fstat(fd.get(), &st) != 0 || static_cast<std::size_t>(st.st_size) < bytes) {
     throw IoError(fmt::format("shared memory {} holds {} bytes, not {}", name, st.st_size, bytes));
   }
-  std::byte* data = nullptr;
-  try {
-    data = map(fd, name, bytes);
-  } catch (...) {
-    ::close(fd);
-    throw;
-  }
-  ::close(fd);
-  return SharedSegment(name, data, bytes, false);
+  return SharedSegment(name, map(fd.get(), name, bytes), bytes, false);
 }
 
 SharedSegment::SharedSegment(SharedSegment&& other) noexcept

@@ -3,6 +3,10 @@
 
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <csignal>
 #include <map>
 #include <sstream>
@@ -12,6 +16,7 @@
 #include "agent/output_router.hpp"
 #include "agent/std_streams.hpp"
 #include "agent/worker_group.hpp"
+#include "common/unique_fd.hpp"
 #include "agent_test_util.hpp"
 
 namespace ddp::agent {
@@ -180,6 +185,49 @@ TEST_CASE("a log file that cannot be opened is an IoError naming it", "[output]"
   spec.redirect_mask = kStdOut;
   CHECK_THROWS_WITH(group.start({spec}), Catch::Matchers::Contains(spec.stdout_path));
   CHECK_FALSE(group.running());
+}
+
+// A non-blocking console nobody reads, full to the brim: each router batch that does not fit is
+// dropped after a bounded wait instead of stalling the loop, and later batches go out once there
+// is room again. The log file and the tail keep every line.
+TEST_CASE("a full non-blocking console drops lines instead of blocking the loop", "[output]") {
+  test::TempDir dir;
+  int fds[2];
+  REQUIRE(::pipe2(fds, O_CLOEXEC | O_NONBLOCK) == 0);
+  UniqueFd console_read(fds[0]);
+  UniqueFd console_write(fds[1]);
+  const std::string filler(4096, 'x');
+  while (::write(console_write.get(), filler.data(), filler.size()) > 0) {
+  }
+  REQUIRE(errno == EAGAIN);
+
+  boost::asio::io_context io;
+  std::vector<char> buffer(1 << 16);
+  OutputRoute route;
+  route.console_fd = console_write.get();
+  route.console_prefix = "[p]:";
+  route.file_path = dir.file("stdout.log");
+  route.keep_tail = true;
+  auto router = std::make_shared<OutputRouter>(io, route, buffer);
+  const std::string lines = "one\ntwo\n";
+  REQUIRE(::write(router->child_end(), lines.data(), lines.size()) ==
+          static_cast<ssize_t>(lines.size()));
+  router->drain_and_flush();
+  CHECK(router->console_dropped_bytes() == std::string("[p]:one\n[p]:two\n").size());
+
+  std::vector<char> sink(1 << 20);
+  while (::read(console_read.get(), sink.data(), sink.size()) > 0) {
+  }
+  const std::string later = "three\n";
+  REQUIRE(::write(router->child_end(), later.data(), later.size()) ==
+          static_cast<ssize_t>(later.size()));
+  router->drain_and_flush();
+  const ssize_t n = ::read(console_read.get(), sink.data(), sink.size());
+  REQUIRE(n > 0);
+  CHECK(std::string(sink.data(), static_cast<size_t>(n)) == "[p]:three\n");
+  CHECK(router->console_dropped_bytes() == std::string("[p]:one\n[p]:two\n").size());
+  CHECK(test::read_file(route.file_path) == "one\ntwo\nthree\n");
+  CHECK(router->tail_lines() == std::vector<std::string>{"one", "two", "three"});
 }
 
 TEST_CASE("tee_line_prefix follows Template.safe_substitute", "[output]") {
