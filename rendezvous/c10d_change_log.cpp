@@ -114,6 +114,13 @@ std::optional<RoundEvent> C10dChanges::loss_event() const {
   return RoundEvent{RoundChange::kNodeLost, "lost node(s): " + joined(lost), losses};
 }
 
+std::optional<RoundEvent> C10dChanges::failure_cause() const {
+  // A loss wins over a failure: the failures a loss causes on other nodes spend nothing either.
+  if (auto loss = loss_event()) return loss;
+  if (auto event = first_event(); event && event->change == RoundChange::kPeerFailed) return event;
+  return std::nullopt;
+}
+
 int C10dChanges::expected_next(int size, int max_nodes) const {
   const int expected = size - static_cast<int>(lost.size()) + static_cast<int>(waiting.size());
   return std::min(expected, max_nodes);

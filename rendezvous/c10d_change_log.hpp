@@ -30,6 +30,9 @@ struct C10dChanges {
   std::optional<RoundEvent> first_event(bool finishing = false) const;
   // The kNodeLost event when a node was lost (whatever else happened), else nullopt.
   std::optional<RoundEvent> loss_event() const;
+  // Why this node's worker failure follows from another node (failure_verdict): a lost node,
+  // else another node's failure or the job's end. nullopt: nothing outside this node explains it.
+  std::optional<RoundEvent> failure_cause() const;
   // Members the next round should expect: this round's size minus the lost plus the waiting,
   // at most max_nodes.
   int expected_next(int size, int max_nodes) const;

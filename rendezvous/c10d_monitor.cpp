@@ -261,11 +261,7 @@ asio::awaitable<std::optional<RoundEvent>> C10dRendezvous::failure_verdict(
   asio::steady_timer tick(executor_);
   for (;;) {
     const C10dChanges changes = parse_changes(co_await store_.get(change_key));
-    if (auto loss = changes.loss_event()) co_return loss;
-    // Another node's workers failed first and it spent the round's restart: ours followed.
-    if (auto event = changes.first_event(); event && event->change == RoundChange::kPeerFailed) {
-      co_return event;
-    }
+    if (auto cause = changes.failure_cause()) co_return cause;
     if (Clock::now() >= until) co_return std::nullopt;
     tick.expires_after(kVerdictPoll);
     co_await tick.async_wait(asio::use_awaitable);

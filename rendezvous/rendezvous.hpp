@@ -69,12 +69,13 @@ class Rendezvous {
   // round, whoever reports first) and tells the other nodes. Returns the restart count after it.
   virtual asio::awaitable<int> report_failure(std::string what) = 0;
 
-  // This node's workers failed at `failed_at` (steady clock). Waits briefly (the backend's grace
-  // for a closed connection, plus a margin) for the verdict on whether the failure follows from
-  // another node: a node of the round was lost (kNodeLost), or another node's workers failed
-  // first and spent the round's restart (kPeerFailed). Either way this node spends none. nullopt
-  // when every node is alive and none failed first: the failure is this node's to report.
-  // Backends that cannot tell return nullopt at once.
+  // This node's workers failed at `failed_at` (steady clock). Waits briefly (as long as the
+  // backend takes to find a lost node: c10d's connection grace, etcd's lease TTL; plus a margin)
+  // for the verdict on whether the failure follows from another node: a node of the round was
+  // lost (kNodeLost), or another node's workers failed first and spent the round's restart
+  // (kPeerFailed). Either way this node spends none. nullopt when every node is alive and none
+  // failed first: the failure is this node's to report. Backends that cannot tell return nullopt
+  // at once.
   virtual asio::awaitable<std::optional<RoundEvent>> failure_verdict(
       std::chrono::steady_clock::time_point failed_at) {
     (void)failed_at;

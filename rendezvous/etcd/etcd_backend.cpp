@@ -76,6 +76,10 @@ class EtcdBackend final : public Rendezvous {
   asio::awaitable<int> report_failure(std::string what) override {
     return core_->report_failure(std::move(what));
   }
+  asio::awaitable<std::optional<RoundEvent>> failure_verdict(
+      std::chrono::steady_clock::time_point failed_at) override {
+    return core_->failure_verdict(failed_at);
+  }
   asio::awaitable<void> finish(bool success) override {
     try {
       co_await core_->finish(success);

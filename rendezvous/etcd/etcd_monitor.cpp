@@ -1,5 +1,5 @@
 // The running etcd round: one watch on the round's prefix (a detached coroutine per round),
-// watch_round(), failures, the exit barrier and the end of the job.
+// watch_round(), failures and their verdict, the exit barrier and the end of the job.
 //
 // Events: a DELETE of a member's join key is a lost node (its lease expired or was revoked);
 // ev/failed, ev/closed and ev/waiting/<node> are a peer's failure, the job's end and a late node.
@@ -186,6 +186,28 @@ asio::awaitable<int> EtcdRendezvous::report_failure(std::string what) {
     if (!result.ranges.empty() && !result.ranges[0].kvs.empty()) {
       co_return failed_restart_count(result.ranges[0].kvs[0].value);  // another node spent it
     }
+  }
+}
+
+asio::awaitable<std::optional<RoundEvent>> EtcdRendezvous::failure_verdict(
+    Clock::time_point failed_at) {
+  const std::shared_ptr<Monitor> m = monitor_;
+  if (!current_ || !m || current_->header.size == 1) co_return std::nullopt;  // no peer to lose
+  // A SIGKILLed node does not revoke its lease: etcd expires it at most a TTL after its last
+  // keep-alive, which came before it died, and so before our workers failed because it died.
+  // Its join key's DELETE then reaches the watch. The margin covers etcd's expiry sweep and a
+  // loaded machine; only a failure with every node alive waits the whole of it.
+  const std::chrono::milliseconds ttl = std::max<std::chrono::milliseconds>(
+      settings_.lease_ttl, lease_ ? lease_->ttl : std::chrono::seconds(0));
+  const Clock::time_point until = failed_at + ttl + settings_.verdict_margin;
+  asio::steady_timer deadline(executor_, until);
+  deadline.async_wait([weak = std::weak_ptr<Monitor>(m)](const boost::system::error_code& ec) {
+    if (const auto monitor = weak.lock(); monitor && !ec) monitor->wake();
+  });
+  for (;;) {
+    if (auto cause = m->changes.failure_cause()) co_return cause;
+    if (m->stopped || m->error || Clock::now() >= until) co_return std::nullopt;
+    if (!co_await wait_signal(m->signal)) co_return std::nullopt;  // the agent is stopping
   }
 }
 

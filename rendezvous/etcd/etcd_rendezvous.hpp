@@ -38,6 +38,10 @@ class EtcdRendezvous final : public Rendezvous {
   asio::awaitable<RendezvousInfo> next_round(int local_world_size) override;
   asio::awaitable<RoundEvent> watch_round() override;
   asio::awaitable<int> report_failure(std::string what) override;
+  // Waits up to a lease TTL plus the margin after `failed_at` for a member's lease to expire
+  // (a SIGKILLed node's keys outlive it by up to a TTL), returning early on a loss or on another
+  // node's failure; nullopt when every member's keys are still there at the end.
+  asio::awaitable<std::optional<RoundEvent>> failure_verdict(Clock::time_point failed_at) override;
   asio::awaitable<void> finish(bool success) override;
 
   // Revokes this node's lease (its keys go at once, so the others see it leave) and stops the

@@ -14,6 +14,8 @@ struct EtcdSettings {
   std::chrono::milliseconds join_timeout{std::chrono::seconds(600)};      // whole round
   std::chrono::milliseconds last_call_timeout{std::chrono::seconds(30)};  // after min joined
   std::chrono::seconds lease_ttl{10};  // a node is lost this long after its last keep-alive
+  // failure_verdict waits a lease TTL plus this for a lost node's lease to expire.
+  std::chrono::milliseconds verdict_margin{1500};
   std::chrono::milliseconds progress_interval{std::chrono::seconds(5)};  // "3/4 joined" logs
 };
 

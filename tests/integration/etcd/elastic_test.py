@@ -53,11 +53,12 @@ try:
         check(all("node(s) waiting to join" in t for t in texts[:2]), "running agents not told")
         print("ok scale-up: a third agent joined a running 2:3 job at world 6, no restart spent")
 
-        # One failure, --max_restarts=1: one job-wide restart, both agents finish.
+        # One failure, --max_restarts=1: one job-wide restart, both agents finish. (A short lease
+        # TTL: a failure with every node alive waits a TTL + 1.5 s for a loss before it counts.)
         out = os.path.join(work, "restart")
         os.makedirs(out)
         cmd = etcdtest.agent_cmd(cluster.endpoints, "restart", 2, 1,
-                                 [FAIL_ONCE, out, "--rank", "1", "--code", "3"],
+                                 [FAIL_ONCE, out, "--rank", "1", "--code", "3"], conf="lease_ttl=2",
                                  extra=["--max_restarts=1", "--python", sys.executable])
         procs, logs = etcdtest.spawn_agents([cmd] * 2, work, "restart")
         codes, texts = finish(procs, logs)
@@ -73,7 +74,7 @@ try:
         # --max_restarts=0: the failure ends the job on both agents.
         cmd = etcdtest.agent_cmd(cluster.endpoints, "spent", 2, 1,
                                  ["/bin/sh", "-c", "sleep 0.5; exit $GROUP_RANK"],
-                                 extra=["--max_restarts=0", "--no_python"])
+                                 conf="lease_ttl=2", extra=["--max_restarts=0", "--no_python"])
         procs, logs = etcdtest.spawn_agents([cmd] * 2, work, "spent")
         codes, texts = finish(procs, logs)
         check(all(c != 0 for c in codes), f"exit codes {codes}")

@@ -2,7 +2,7 @@
 checkpoint. Rank 0 writes DIR/checkpoint.pt ({"step", "model"}) after each step; a worker that
 finds one starts after its step. In world HOLD it paces its steps (0.3 s) so the test can kill a
 node mid-run. At the end every rank writes DIR/result_world<W>_rank<R>.json (its first step, the
-final step, its parameters). Needs /usr/bin/python3 with torch.
+final step, its store, when it got past init_process_group). Needs /usr/bin/python3 with torch.
 
 Usage: torch_resume_worker.py DIR STEPS HOLD
 """
@@ -19,6 +19,7 @@ out_dir, steps, hold = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 ckpt = os.path.join(out_dir, "checkpoint.pt")
 
 dist.init_process_group("gloo", init_method="env://")
+initialized = time.time()  # the test measures a node loss to the next group's init
 rank, world = dist.get_rank(), dist.get_world_size()
 
 torch.manual_seed(0)
@@ -48,5 +49,6 @@ dist.all_gather(gathered, flat)
 assert all(torch.equal(g, flat) for g in gathered), "parameters diverged across ranks"
 with open(os.path.join(out_dir, f"result_world{world}_rank{rank}.json"), "w") as f:
     json.dump({"rank": rank, "world": world, "start": start, "steps": steps,
-               "store": [os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"]]}, f)
+               "store": [os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"]],
+               "initialized": initialized}, f)
 dist.destroy_process_group()

@@ -153,6 +153,26 @@ TEST_CASE("the change log yields the event to act on and the next round's size",
   CHECK_FALSE(parse_changes(log).closed.has_value());
 }
 
+// What both backends' failure_verdict act on: the changes a worker failure may follow from.
+TEST_CASE("a worker failure follows from a lost node first, then from a peer's failure",
+          "[c10d]") {
+  C10dChanges c;
+  CHECK_FALSE(c.failure_cause().has_value());
+  c.waiting.push_back("late");  // a waiting node explains no failure
+  CHECK_FALSE(c.failure_cause().has_value());
+  c.failed.push_back("n1 exit code 3");
+  REQUIRE(c.failure_cause().has_value());
+  CHECK(c.failure_cause()->change == RoundChange::kPeerFailed);
+  c.lost.push_back("host");  // a loss wins: the failure it caused elsewhere spent nothing either
+  CHECK(c.failure_cause()->change == RoundChange::kNodeLost);
+  CHECK(c.failure_cause()->detail.find("host") != std::string::npos);
+
+  C10dChanges closed;
+  closed.closed = "workers failed on node n2";
+  REQUIRE(closed.failure_cause().has_value());
+  CHECK(closed.failure_cause()->change == RoundChange::kPeerFailed);
+}
+
 TEST_CASE("rank hints order the members after the store host, then arrival", "[c10d]") {
   std::vector<std::pair<int, C10dNodeDesc>> nodes = {
       {1, {"n3", "10.0.0.3", 1, false, "", 0, 3}},
