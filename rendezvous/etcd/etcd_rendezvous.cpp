@@ -147,6 +147,9 @@ asio::awaitable<int> EtcdRendezvous::expected_members(int round) {
   const std::int64_t live = co_await count(keys::joins(job_, round));
   const int expected = static_cast<int>(std::min<std::int64_t>(live, settings_.max_nodes));
   if (expected < settings_.min_nodes) {
+    // A node that spent the last restart closes the job (with its failure) before it leaves, so
+    // its key is gone only after the reason is there: report that, not the count.
+    co_await throw_if_closed();
     const std::string why =
         fmt::format("only {} node(s) remain after round {} (--nnodes min is {})", expected, round,
                     settings_.min_nodes);
