@@ -19,6 +19,7 @@
 #include "agent/signal_names.hpp"
 #include "agent/uuid4.hpp"
 #include "common/log.hpp"
+#include "common/parse_number.hpp"
 #include "ddp/error.hpp"
 
 namespace ddp::agent {
@@ -49,7 +50,7 @@ void require_choice(const RawValue& raw, const Choices& choices) {
 }
 
 int to_int(const RawValue& raw, int minimum, int maximum) {
-  const std::optional<int> value = detail::parse_number<int>(raw.text);
+  const std::optional<int> value = parse_number<int>(raw.text);
   if (!value) {
     throw ConfigError(fmt::format("{}: expected an integer, got '{}'", raw.origin, raw.text));
   }
@@ -63,7 +64,7 @@ int to_int(const RawValue& raw, int minimum, int maximum) {
 // Seconds as an int or a float ("0.5"); zero only where allowed.
 std::chrono::milliseconds to_duration(const std::string& text, const std::string& origin,
                                       bool allow_zero) {
-  const std::optional<double> parsed = detail::parse_number<double>(text);
+  const std::optional<double> parsed = parse_number<double>(text);
   const double seconds = parsed.value_or(-1);
   if (!parsed || !std::isfinite(seconds) || seconds < 0 || (!allow_zero && seconds == 0)) {
     throw ConfigError(fmt::format("{}: expected a number of seconds {} 0, got '{}'", origin,
@@ -79,7 +80,7 @@ void parse_nnodes(const std::string& text, const std::string& origin, LaunchConf
   };
   const std::size_t colon = text.find(':');
   const auto number = [&](std::string_view part) {
-    const std::optional<int> value = detail::parse_number<int>(part);
+    const std::optional<int> value = parse_number<int>(part);
     if (!value) throw bad();
     return *value;
   };
