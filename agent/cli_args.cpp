@@ -15,7 +15,7 @@
 #include <cctype>
 #include <optional>
 
-#include "agent/cli_text.hpp"
+#include "common/parse_number.hpp"
 #include "ddp/error.hpp"
 
 namespace ddp::agent {
@@ -302,7 +302,7 @@ RawArgs read_cli_args(int argc, const char* const* argv,
       continue;
     }
     // torchrun's check_env: an integer string, non-zero means set.
-    const auto number = detail::parse_number<long long>(it->second);
+    const auto number = parse_number<long long>(it->second);
     if (!number) {
       throw ConfigError(fmt::format("{} ({}): expected an integer (0 or 1), got '{}'", variable,
                                     origin, it->second));

@@ -8,7 +8,10 @@ target_sources(ddp_agent PRIVATE
   nproc.cpp
   numa_binding.cpp
   numa_binding_linux.cpp
+  program_search_linux.cpp
   rdzv_conf.cpp
+  run_id_hash.cpp
   signal_names.cpp
   std_streams.cpp
+  uuid4.cpp
   worker_spec.cpp)

@@ -1,10 +1,7 @@
 #pragma once
-// Text helpers shared by the CLI parsing units: whitespace stripping, comma splitting, and
-// whole-string number parsing (std::from_chars, no locale, no partial matches).
+// Text helpers shared by the CLI parsing units: whitespace stripping and comma splitting.
 
 #include <cctype>
-#include <charconv>
-#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -30,15 +27,6 @@ inline std::vector<std::string_view> split_commas(std::string_view text) {
     if (comma == std::string_view::npos) return parts;
     start = comma + 1;
   }
-}
-
-// The number `text` spells in full, or nullopt (empty, junk, trailing characters, overflow).
-template <typename T>
-std::optional<T> parse_number(std::string_view text) {
-  T value{};
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
-  return value;
 }
 
 }  // namespace ddp::agent::detail

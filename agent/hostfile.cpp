@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "agent/cli_text.hpp"
+#include "common/parse_number.hpp"
 #include "ddp/error.hpp"
 
 namespace ddp::agent {
@@ -35,7 +36,7 @@ std::vector<std::string_view> fields_of(std::string_view line) {
 }
 
 int parse_slots(std::string_view value, const std::string& where) {
-  const std::optional<int> slots = detail::parse_number<int>(value);
+  const std::optional<int> slots = parse_number<int>(value);
   if (!slots || *slots <= 0 || *slots > kMaxSlots) {
     throw ConfigError(fmt::format("{}: slots must be an integer from 1 to {}, got '{}'", where,
                                   kMaxSlots, value));

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "agent/slurm.hpp"
+#include "common/parse_number.hpp"
 #include "ddp/error.hpp"
 
 namespace ddp::agent {
@@ -42,8 +43,9 @@ std::vector<std::string> expand_ranges(std::string_view body, std::string_view e
       malformed(expression, "bad range '" + std::string(part) + "'");
     }
     if (low.size() > 18 || high.size() > 18) malformed(expression, "number too long");
-    unsigned long long first = std::stoull(std::string(low));
-    unsigned long long last = std::stoull(std::string(high));
+    // Both are 1 to 18 digits (checked above), so they parse.
+    const unsigned long long first = *parse_number<unsigned long long>(low);
+    const unsigned long long last = *parse_number<unsigned long long>(high);
     if (last < first) malformed(expression, "descending range '" + std::string(part) + "'");
     if (last - first >= kMaxHosts) malformed(expression, "range too large");
     for (unsigned long long n = first; n <= last; ++n) {

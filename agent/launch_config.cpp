@@ -6,19 +6,20 @@
 #include "agent/launch_config.hpp"
 
 #include <fmt/format.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <array>
 #include <cmath>
 #include <csignal>
-#include <random>
 
 #include "agent/cli_args.hpp"
 #include "agent/cli_text.hpp"
 #include "agent/nproc.hpp"
+#include "agent/program_search.hpp"
+#include "agent/run_id_hash.hpp"
 #include "agent/signal_names.hpp"
+#include "agent/uuid4.hpp"
 #include "common/log.hpp"
+#include "common/parse_number.hpp"
 #include "ddp/error.hpp"
 
 namespace ddp::agent {
@@ -49,7 +50,7 @@ void require_choice(const RawValue& raw, const Choices& choices) {
 }
 
 int to_int(const RawValue& raw, int minimum, int maximum) {
-  const std::optional<int> value = detail::parse_number<int>(raw.text);
+  const std::optional<int> value = parse_number<int>(raw.text);
   if (!value) {
     throw ConfigError(fmt::format("{}: expected an integer, got '{}'", raw.origin, raw.text));
   }
@@ -63,7 +64,7 @@ int to_int(const RawValue& raw, int minimum, int maximum) {
 // Seconds as an int or a float ("0.5"); zero only where allowed.
 std::chrono::milliseconds to_duration(const std::string& text, const std::string& origin,
                                       bool allow_zero) {
-  const std::optional<double> parsed = detail::parse_number<double>(text);
+  const std::optional<double> parsed = parse_number<double>(text);
   const double seconds = parsed.value_or(-1);
   if (!parsed || !std::isfinite(seconds) || seconds < 0 || (!allow_zero && seconds == 0)) {
     throw ConfigError(fmt::format("{}: expected a number of seconds {} 0, got '{}'", origin,
@@ -79,7 +80,7 @@ void parse_nnodes(const std::string& text, const std::string& origin, LaunchConf
   };
   const std::size_t colon = text.find(':');
   const auto number = [&](std::string_view part) {
-    const std::optional<int> value = detail::parse_number<int>(part);
+    const std::optional<int> value = parse_number<int>(part);
     if (!value) throw bad();
     return *value;
   };
@@ -113,21 +114,6 @@ std::vector<std::string> split_filters(const std::string& text) {
   if (!current.empty()) filters.push_back(std::move(current));
   std::erase(filters, std::string());
   return filters;
-}
-
-std::string make_uuid4() {
-  std::random_device device;
-  std::mt19937_64 generator((static_cast<std::uint64_t>(device()) << 32) ^ device());
-  std::array<std::uint8_t, 16> bytes{};
-  for (auto& byte : bytes) byte = static_cast<std::uint8_t>(generator());
-  bytes[6] = static_cast<std::uint8_t>((bytes[6] & 0x0f) | 0x40);  // version 4
-  bytes[8] = static_cast<std::uint8_t>((bytes[8] & 0x3f) | 0x80);  // RFC 4122 variant
-  std::string text;
-  for (std::size_t i = 0; i < bytes.size(); ++i) {
-    if (i == 4 || i == 6 || i == 8 || i == 10) text += '-';
-    text += fmt::format("{:02x}", bytes[i]);
-  }
-  return text;
 }
 
 // Holds the raw values and records each field's source as it is read.
@@ -266,53 +252,15 @@ void resolve_rendezvous(LaunchConfig& config) {
 }
 
 // Multi-node c10d or etcd without --rdzv_id: every node runs the same command, so an id hashed from it
-// (FNV-1a 64) is shared by the nodes of one job and differs between two jobs that meet at one
-// endpoint. --nproc_per_node is left out: nodes may resolve "auto" or "gpu" differently.
+// (run_id_hash.hpp) is shared by the nodes of one job and differs between two jobs that meet
+// at one endpoint.
 void derive_job_run_id(LaunchConfig& config) {
   if (config.rdzv_backend == "static" || config.is_single_node() ||
       config.source_of("rdzv_id") != ValueSource::kDefault) {
     return;
   }
-  std::uint64_t hash = 0xcbf29ce484222325ULL;
-  const auto mix = [&hash](std::string_view text) {
-    for (const char c : text) {
-      hash ^= static_cast<unsigned char>(c);
-      hash *= 0x100000001b3ULL;
-    }
-    hash ^= 0xff;  // a separator that no argument contains
-    hash *= 0x100000001b3ULL;
-  };
-  mix(config.rdzv_endpoint_raw);
-  mix(config.nnodes_raw);
-  mix(config.role);
-  mix(config.module ? "-m" : config.no_python ? "--no_python" : "");
-  mix(config.training_script);
-  for (const std::string& arg : config.training_script_args) mix(arg);
-  config.rdzv_id = fmt::format("job-{:012x}", hash >> 16);
+  config.rdzv_id = run_id_hash(config);
   config.sources["rdzv_id"] = ValueSource::kDerived;
-}
-
-// An executable program named by the user's path, or found in PATH for a bare name.
-bool is_executable_program(const std::string& entry,
-                           const std::map<std::string, std::string>& env) {
-  const auto executable = [](const std::string& path) {
-    struct stat st {};
-    return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
-           (st.st_mode & (S_IXUSR | S_IXGRP | S_IXOTH)) != 0 && ::access(path.c_str(), X_OK) == 0;
-  };
-  if (entry.find('/') != std::string::npos || ::access(entry.c_str(), F_OK) == 0) {
-    return executable(entry);
-  }
-  const auto path = env.find("PATH");
-  if (path == env.end()) return false;
-  std::string_view dirs = path->second;
-  while (!dirs.empty()) {
-    const std::size_t colon = dirs.find(':');
-    const std::string_view dir = dirs.substr(0, colon);
-    if (!dir.empty() && executable(fmt::format("{}/{}", dir, entry))) return true;
-    dirs = colon == std::string_view::npos ? std::string_view{} : dirs.substr(colon + 1);
-  }
-  return false;
 }
 
 // torchrun runs every entry under Python. ddprun runs a .py entry under Python, and an

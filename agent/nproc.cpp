@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "agent/cli_text.hpp"
+#include "common/parse_number.hpp"
 #include "ddp/error.hpp"
 
 namespace ddp::agent {
@@ -71,7 +72,7 @@ int resolve_nproc_per_node(std::string_view value, std::string_view origin,
     const int gpus = count_cuda_devices(env, dev_dir);
     return gpus > 0 ? gpus : count_usable_cpus();
   }
-  const std::optional<int> number = detail::parse_number<int>(value);
+  const std::optional<int> number = parse_number<int>(value);
   if (!number) {
     throw ConfigError(
         fmt::format("{}: unsupported value '{}' (expected a positive integer, gpu, cpu or auto)",

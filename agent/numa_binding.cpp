@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "agent/cli_text.hpp"
+#include "common/parse_number.hpp"
 #include "ddp/error.hpp"
 
 namespace ddp::agent {
@@ -30,13 +31,13 @@ std::string read_text(const fs::path& path) {
 }
 
 std::optional<int> read_int(const fs::path& path) {
-  return detail::parse_number<int>(read_text(path));
+  return parse_number<int>(read_text(path));
 }
 
 // The number after `prefix` in a directory name ("node12" -> 12), if that is all there is.
 std::optional<int> suffix_number(const std::string& name, std::string_view prefix) {
   if (!name.starts_with(prefix)) return std::nullopt;
-  return detail::parse_number<int>(std::string_view(name).substr(prefix.size()));
+  return parse_number<int>(std::string_view(name).substr(prefix.size()));
 }
 
 // The lowest CPU sharing the highest-level data or unified cache with `cpu_dir`'s CPU.
@@ -79,9 +80,9 @@ std::set<int> parse_cpu_list(std::string_view text) {
   for (std::string_view item : detail::split_commas(text)) {
     item = detail::strip(item);
     const std::size_t dash = item.find('-');
-    const auto first = detail::parse_number<int>(item.substr(0, dash));
+    const auto first = parse_number<int>(item.substr(0, dash));
     const auto last =
-        dash == std::string_view::npos ? first : detail::parse_number<int>(item.substr(dash + 1));
+        dash == std::string_view::npos ? first : parse_number<int>(item.substr(dash + 1));
     if (!first || !last || *first < 0 || *last < *first) continue;
     for (int cpu = *first; cpu <= *last; ++cpu) cpus.insert(cpu);
   }
@@ -234,7 +235,7 @@ std::vector<NumaBinding> numa_bindings_for(const LaunchConfig& config,
     if (detail::strip(it->second).empty()) visible.push_back(-1);  // no GPU visible at all
     for (std::string_view item : detail::split_commas(it->second)) {
       // UUIDs or MIG names cannot be matched to a PCI address here: then every GPU counts.
-      const auto index = detail::parse_number<int>(detail::strip(item));
+      const auto index = parse_number<int>(detail::strip(item));
       if (!index && !visible.empty() && visible.front() == -1) break;
       if (!index) {
         visible.clear();

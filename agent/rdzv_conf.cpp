@@ -9,6 +9,7 @@
 #include <cctype>
 
 #include "agent/cli_text.hpp"
+#include "common/parse_number.hpp"
 #include "ddp/error.hpp"
 
 namespace ddp::agent {
@@ -34,7 +35,6 @@ constexpr IntKey kIntKeys[] = {
     {"connection_grace_ms", 300, 0},  // ddprun's own: a closed store connection's grace
 };
 
-using detail::parse_number;
 
 std::string strip(std::string_view text) { return std::string(detail::strip(text)); }
 

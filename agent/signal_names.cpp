@@ -10,6 +10,7 @@
 #include <csignal>
 
 #include "agent/cli_text.hpp"
+#include "common/parse_number.hpp"
 #include "ddp/error.hpp"
 
 namespace ddp::agent {
@@ -39,7 +40,7 @@ std::string strip_upper(std::string_view text) {
 }
 
 int lookup(const std::string& word, std::string_view origin) {
-  if (const auto number = detail::parse_number<int>(word)) {
+  if (const auto number = parse_number<int>(word)) {
     for (const SignalEntry& entry : kSignals) {
       if (entry.number == *number) return *number;
     }

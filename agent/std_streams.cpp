@@ -6,12 +6,12 @@
 #include <fmt/format.h>
 
 #include "agent/cli_text.hpp"
+#include "common/parse_number.hpp"
 #include "ddp/error.hpp"
 
 namespace ddp::agent {
 namespace {
 
-using detail::parse_number;
 using detail::split_commas;
 using detail::strip;
 

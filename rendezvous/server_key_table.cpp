@@ -3,12 +3,14 @@
 
 #include "rendezvous/server_key_table.hpp"
 
+#include "common/parse_number.hpp"
 #include "ddp/error.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
+#include <optional>
+#include <string_view>
 
 namespace ddp::rdzv {
 namespace {
@@ -56,12 +58,12 @@ void KeyTable::set(const std::string& key, Bytes value) { write(key, std::move(v
 std::int64_t KeyTable::add(const std::string& key, std::int64_t delta) {
   std::int64_t current = 0;
   if (const Bytes* value = find(key)) {
-    const char* first = reinterpret_cast<const char*>(value->data());
-    const char* last = first + value->size();
-    auto [end, ec] = std::from_chars(first, last, current);
-    if (ec != std::errc{} || end != last || value->empty()) {
+    const std::optional<std::int64_t> parsed = parse_number<std::int64_t>(
+        std::string_view(reinterpret_cast<const char*>(value->data()), value->size()));
+    if (!parsed) {
       throw Error(fmt::format("add({}): the stored value is not a decimal integer", key));
     }
+    current = *parsed;
   }
   std::int64_t result = 0;
   if (__builtin_add_overflow(current, delta, &result)) {

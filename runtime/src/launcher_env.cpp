@@ -2,9 +2,10 @@
 
 #include <fmt/format.h>
 
-#include <charconv>
+#include <optional>
 #include <cstdlib>
 
+#include "common/parse_number.hpp"
 #include "ddp/error.hpp"
 #include "ddp/launch_env.hpp"
 
@@ -15,12 +16,11 @@ namespace {
 constexpr int kMaxRanks = 1 << 20;
 
 int parse_int_in_range(const char* name, const std::string& text, int min, int max) {
-  int value = 0;
-  const auto* end = text.data() + text.size();
-  auto [ptr, ec] = std::from_chars(text.data(), end, value);
-  if (ec != std::errc{} || ptr != end) {
+  const std::optional<int> parsed = parse_number<int>(text);
+  if (!parsed) {
     throw ConfigError(fmt::format("environment variable {}='{}' is not an integer", name, text));
   }
+  const int value = *parsed;
   if (value < min || value > max) {
     throw ConfigError(
         fmt::format("environment variable {}={} is outside [{}, {}]", name, value, min, max));
