@@ -4,20 +4,15 @@
 
 #include "agent/output_router.hpp"
 
-#include <fcntl.h>
-#include <poll.h>
-#include <unistd.h>
-
 #include <cerrno>
 #include <chrono>
-#include <cstring>
 #include <utility>
 
 #include <fmt/format.h>
 
+#include "agent/output_fds.hpp"
 #include "agent/write_failure.hpp"
 #include "common/log.hpp"
-#include "ddp/error.hpp"
 
 namespace ddp::agent {
 
@@ -29,40 +24,7 @@ namespace {
 // of its lines is dropped: bounded, so a console nobody reads never stalls the agent's loop.
 constexpr auto kConsoleWait = std::chrono::milliseconds(100);
 
-int make_pipe_read_end(UniqueFd* write_end) {
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) {
-    throw IoError(fmt::format("cannot create a worker output pipe: {}", std::strerror(errno)));
-  }
-  write_end->reset(fds[1]);
-  return fds[0];
-}
-
-enum class WriteResult { kWritten, kFull, kGone };
-
-// Writes all of `data`. A full non-blocking fd (EAGAIN: a console someone else set up) gets at
-// most `wait_for_room` in all, then kFull with `data` left holding what was not written; kGone
-// when the fd is gone (EPIPE, EBADF...).
-WriteResult write_all(int fd, std::string_view& data, std::chrono::milliseconds wait_for_room) {
-  const auto deadline = std::chrono::steady_clock::now() + wait_for_room;
-  while (!data.empty()) {
-    const ssize_t n = ::write(fd, data.data(), data.size());
-    if (n >= 0) {
-      data.remove_prefix(static_cast<size_t>(n));
-    } else if (errno == EAGAIN) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-          deadline - std::chrono::steady_clock::now());
-      if (left.count() <= 0) return WriteResult::kFull;
-      pollfd p{fd, POLLOUT, 0};
-      ::poll(&p, 1, static_cast<int>(left.count()));
-    } else if (errno != EINTR) {
-      return WriteResult::kGone;
-    }
-  }
-  return WriteResult::kWritten;
-}
-
-bool write_all(int fd, std::string_view data) {
+bool write_whole(int fd, std::string_view data) {
   return write_all(fd, data, kConsoleWait) == WriteResult::kWritten;
 }
 
@@ -126,18 +88,10 @@ std::string tee_line_prefix(std::string_view templ, std::string_view role_name, 
 OutputRouter::OutputRouter(asio::io_context& io, OutputRoute route, std::span<char> buffer)
     : route_(std::move(route)),
       buffer_(buffer),
-      pipe_(io, make_pipe_read_end(&child_end_)) {
+      pipe_(io, make_output_pipe(child_end_)) {
   pipe_.non_blocking(true);
   if (route_.keep_tail) tail_.emplace();
-  if (!route_.file_path.empty()) {
-    file_fd_.reset(::open(route_.file_path.c_str(),
-                          O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644));
-    if (!file_fd_) {
-      const int error = errno;
-      throw IoError(fmt::format("cannot open worker log file {}: {}", route_.file_path,
-                                std::strerror(error)));
-    }
-  }
+  if (!route_.file_path.empty()) file_fd_ = open_worker_log(route_.file_path);
 }
 
 OutputRouter::~OutputRouter() = default;
@@ -168,7 +122,7 @@ void OutputRouter::read_available() {
       return;
     }
     const std::string_view chunk(buffer_.data(), n);
-    if (file_fd_ && !write_all(file_fd_.get(), chunk)) {
+    if (file_fd_ && !write_whole(file_fd_.get(), chunk)) {
       report_write_failure(WriteTarget::kWorkerLogs, route_.file_path, errno);
       file_fd_.reset();
     }

@@ -5,6 +5,7 @@ target_sources(ddp_agent PRIVATE
   oom_watch.cpp
   orphan_guard_linux.cpp
   orphan_watchdog_linux.cpp
+  output_fds_linux.cpp
   output_router.cpp
   process_spawner_linux.cpp
   worker_group.cpp)

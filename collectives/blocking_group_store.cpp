@@ -3,6 +3,8 @@
 // that has not published its address yet) holds it too: the other users only write marks.
 #include "collectives/blocking_group_store.hpp"
 
+#include "rendezvous/prefix_store.hpp"
+
 namespace ddp::coll {
 
 BlockingGroupStore::BlockingGroupStore(std::unique_ptr<rdzv::BlockingStore> store)
@@ -16,19 +18,19 @@ BlockingGroupStore::BlockingGroupStore(std::shared_ptr<Connection> connection, s
 std::vector<std::string> BlockingGroupStore::keys_of(const std::vector<std::string>& keys) const {
   std::vector<std::string> out;
   out.reserve(keys.size());
-  for (const auto& k : keys) out.push_back(prefix_ + k);
+  for (const auto& k : keys) out.push_back(rdzv::prefixed_key(prefix_, k));
   return out;
 }
 
 void BlockingGroupStore::set(const std::string& key, const StoreBytes& value) {
   std::lock_guard lock(connection_->mutex);
-  connection_->store->set(prefix_ + key, value);
+  connection_->store->set(rdzv::prefixed_key(prefix_, key), value);
 }
 
 StoreBytes BlockingGroupStore::get(const std::string& key, std::chrono::milliseconds timeout) {
   std::lock_guard lock(connection_->mutex);
-  connection_->store->wait({prefix_ + key}, timeout);
-  return connection_->store->get(prefix_ + key);
+  connection_->store->wait({rdzv::prefixed_key(prefix_, key)}, timeout);
+  return connection_->store->get(rdzv::prefixed_key(prefix_, key));
 }
 
 void BlockingGroupStore::wait(const std::vector<std::string>& keys,
@@ -39,16 +41,17 @@ void BlockingGroupStore::wait(const std::vector<std::string>& keys,
 
 bool BlockingGroupStore::check(const std::string& key) {
   std::lock_guard lock(connection_->mutex);
-  return connection_->store->check({prefix_ + key});
+  return connection_->store->check({rdzv::prefixed_key(prefix_, key)});
 }
 
-std::shared_ptr<GroupStore> BlockingGroupStore::with_prefix(const std::string& prefix) {
-  return std::shared_ptr<GroupStore>(new BlockingGroupStore(connection_, prefix_ + prefix));
+std::shared_ptr<GroupStore> BlockingGroupStore::with_prefix(const std::string& name) {
+  return std::shared_ptr<GroupStore>(
+      new BlockingGroupStore(connection_, rdzv::prefixed_key(prefix_, name)));
 }
 
 std::string BlockingGroupStore::describe() const {
   const auto& store = *connection_->store;
-  return store.address() + "/" + store.prefix() + (store.prefix().empty() ? "" : "/") + prefix_;
+  return store.address() + "/" + rdzv::prefixed_key(store.prefix(), prefix_);
 }
 
 }  // namespace ddp::coll

@@ -18,7 +18,7 @@ class BlockingGroupStore final : public GroupStore {
   StoreBytes get(const std::string& key, std::chrono::milliseconds timeout) override;
   void wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) override;
   bool check(const std::string& key) override;
-  std::shared_ptr<GroupStore> with_prefix(const std::string& prefix) override;
+  std::shared_ptr<GroupStore> with_prefix(const std::string& name) override;
   std::string describe() const override;
 
  private:

@@ -26,10 +26,12 @@ class GroupStore {
   // True when key exists now (no waiting).
   virtual bool check(const std::string& key) = 0;
 
-  // A view of this store whose keys are "<prefix><key>". The view shares the connection.
-  virtual std::shared_ptr<GroupStore> with_prefix(const std::string& prefix) = 0;
+  // A view of this store whose keys are rdzv::prefixed_key(<this view's prefix>/<name>, key):
+  // with_prefix("world")->with_prefix("group_1") writes "world/group_1/<key>". The view shares
+  // the connection.
+  virtual std::shared_ptr<GroupStore> with_prefix(const std::string& name) = 0;
 
-  // Where the store is, for messages ("memory", "10.0.0.1:29500/ddp/attempt_0/").
+  // Where the store is, for messages ("memory:world", "10.0.0.1:29500/ddp/attempt_0/world").
   virtual std::string describe() const = 0;
 };
 

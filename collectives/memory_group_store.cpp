@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include "ddp/error.hpp"
+#include "rendezvous/prefix_store.hpp"
 
 namespace ddp::coll {
 
@@ -16,7 +17,7 @@ MemoryGroupStore::MemoryGroupStore(std::shared_ptr<State> state, std::string pre
 void MemoryGroupStore::set(const std::string& key, const StoreBytes& value) {
   {
     std::lock_guard lock(state_->mutex);
-    state_->values.insert_or_assign(prefix_ + key, value);
+    state_->values.insert_or_assign(rdzv::prefixed_key(prefix_, key), value);
   }
   state_->changed.notify_all();
 }
@@ -24,7 +25,7 @@ void MemoryGroupStore::set(const std::string& key, const StoreBytes& value) {
 StoreBytes MemoryGroupStore::get(const std::string& key, std::chrono::milliseconds timeout) {
   wait({key}, timeout);
   std::lock_guard lock(state_->mutex);
-  return state_->values.at(prefix_ + key);
+  return state_->values.at(rdzv::prefixed_key(prefix_, key));
 }
 
 void MemoryGroupStore::wait(const std::vector<std::string>& keys,
@@ -33,7 +34,8 @@ void MemoryGroupStore::wait(const std::vector<std::string>& keys,
   auto missing = [&] {
     std::vector<std::string> out;
     for (const auto& k : keys) {
-      if (!state_->values.contains(prefix_ + k)) out.push_back(prefix_ + k);
+      auto full = rdzv::prefixed_key(prefix_, k);
+      if (!state_->values.contains(full)) out.push_back(std::move(full));
     }
     return out;
   };
@@ -45,11 +47,12 @@ void MemoryGroupStore::wait(const std::vector<std::string>& keys,
 
 bool MemoryGroupStore::check(const std::string& key) {
   std::lock_guard lock(state_->mutex);
-  return state_->values.contains(prefix_ + key);
+  return state_->values.contains(rdzv::prefixed_key(prefix_, key));
 }
 
-std::shared_ptr<GroupStore> MemoryGroupStore::with_prefix(const std::string& prefix) {
-  return std::shared_ptr<GroupStore>(new MemoryGroupStore(state_, prefix_ + prefix));
+std::shared_ptr<GroupStore> MemoryGroupStore::with_prefix(const std::string& name) {
+  return std::shared_ptr<GroupStore>(
+      new MemoryGroupStore(state_, rdzv::prefixed_key(prefix_, name)));
 }
 
 std::string MemoryGroupStore::describe() const { return fmt::format("memory:{}", prefix_); }

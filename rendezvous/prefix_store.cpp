@@ -7,7 +7,16 @@ PrefixStore::PrefixStore(std::string prefix, Store& inner)
   set_timeout(inner.timeout());
 }
 
-std::string PrefixStore::key_of(const std::string& key) const { return prefix_ + "/" + key; }
+std::string prefixed_key(std::string_view prefix, std::string_view key) {
+  std::string out;
+  if (prefix.empty()) return out.append(key);
+  out.reserve(prefix.size() + 1 + key.size());
+  return out.append(prefix).append("/").append(key);
+}
+
+// Every PrefixStore has a non-empty prefix (BlockingStore makes one only for a non-empty prefix;
+// the rendezvous' prefixes start "/ddprun/"), so every key gains exactly one "/".
+std::string PrefixStore::key_of(const std::string& key) const { return prefixed_key(prefix_, key); }
 
 asio::awaitable<void> PrefixStore::set(std::string key, Bytes value) {
   co_await inner_.set(key_of(key), std::move(value));

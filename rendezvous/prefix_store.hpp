@@ -1,10 +1,16 @@
 #pragma once
 // PrefixStore: prepends "<prefix>/" to every key of an underlying Store (not owned). Used for the
-// per-attempt worker namespaces and the rendezvous' per-run keys.
+// per-attempt worker namespaces and the rendezvous' per-run keys. prefixed_key is the one rule
+// every prefixing view (this, BlockingStore, coll::GroupStore::with_prefix) joins keys by.
+
+#include <string_view>
 
 #include "rendezvous/store.hpp"
 
 namespace ddp::rdzv {
+
+// "<prefix>/<key>"; an empty prefix leaves the key as it is.
+std::string prefixed_key(std::string_view prefix, std::string_view key);
 
 class PrefixStore final : public Store {
  public:

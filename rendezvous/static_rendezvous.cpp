@@ -89,7 +89,7 @@ struct StaticRendezvous::State {
     // A third holds this node's lease: when this process dies, its closing tells the store.
     lease_client = co_await TcpStoreClient::connect(options.master_addr, port, connect_options);
     lease_holder = std::make_unique<LeaseHolder>(io.get_executor(), *lease_client,
-                                                 prefix() + "/" + lease_base());
+                                                 prefixed_key(prefix(), lease_base()));
     store = std::make_unique<PrefixStore>(prefix(), *client);
     watch_store = std::make_unique<PrefixStore>(prefix(), *watch_client);
     log::get("rdzv")->info("connected to the store at {} node_rank={}", address(),

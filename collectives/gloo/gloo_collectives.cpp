@@ -84,9 +84,11 @@ std::shared_ptr<Work> GlooProcessGroup::submit_collective(const char* name,
     arrivals_->arrive(seq);
     try {
       body(static_cast<std::uint32_t>(seq));
+    } catch (const TimeoutError& e) {  // shm::PeerFlags: reported like Gloo's own timeouts
+      fail_collective(name, seq, e);
     } catch (const ddp::Error&) {
       throw;
-    } catch (const std::exception& e) {  // gloo::Exception, gloo::EnforceNotMet
+    } catch (const std::exception& e) {  // gloo::Exception, gloo::EnforceNotMet, a dead shm peer
       fail_collective(name, seq, e);
     }
   });

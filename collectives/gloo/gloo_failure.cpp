@@ -6,20 +6,25 @@
 #include <gloo/common/error.h>
 #include <gloo/common/logging.h>
 
+#include <string_view>
+
 #include "ddp/error.hpp"
 
 namespace ddp::coll {
 
 bool is_gloo_timeout(const std::exception& e) {
+  if (dynamic_cast<const TimeoutError*>(&e) != nullptr) return true;  // shm::PeerFlags, our own
   if (dynamic_cast<const gloo::EnforceNotMet*>(&e) != nullptr ||
       dynamic_cast<const gloo::InvalidOperationException*>(&e) != nullptr) {
     return false;  // a bug or a misuse, never a deadline
   }
-  // A timeout has no exception type of its own: Gloo's TCP transport throws the IoException of
-  // any failed transfer with a "Timed out waiting ..." message, and shm::PeerFlags a
-  // std::runtime_error "timed out waiting for rank N". The message is all there is to read.
-  const std::string what = e.what();
-  return what.find("Timed out") != std::string::npos || what.find("timed out") != std::string::npos;
+  if (dynamic_cast<const gloo::Exception*>(&e) == nullptr) return false;
+  // Gloo has no exception type for a timeout: its TCP transport throws the IoException of any
+  // failed transfer (or GLOO_THROW a plain gloo::Exception) with a "Timed out waiting ..."
+  // message. For Gloo's own exceptions the message is all there is to read.
+  const std::string_view what = e.what();
+  return what.find("Timed out") != std::string_view::npos ||
+         what.find("timed out") != std::string_view::npos;
 }
 
 void throw_gloo_failure(const std::exception& e, const std::string& message) {

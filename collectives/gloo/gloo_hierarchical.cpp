@@ -50,7 +50,7 @@ void GlooProcessGroup::connect_hierarchical(const std::vector<std::string>& doma
     for (int r : host_ranks) host_global.push_back(global_ranks_[r]);
     shm::ShmCollectives::Refusal refusal;
     host_shm_ = shm::ShmCollectives::connect(
-        *store_->with_prefix(fmt::format("shm_host{}/", leader)), index_of(host_ranks, rank_),
+        *store_->with_prefix(fmt::format("shm_host{}", leader)), index_of(host_ranks, rank_),
         static_cast<int>(host_ranks.size()), host_global, timeout(), refusal, mine);
     if (!host_shm_) problem = refusal.reason;
   }
@@ -77,7 +77,7 @@ void GlooProcessGroup::connect_hierarchical(const std::vector<std::string>& doma
     auto context = std::make_shared<gloo::rendezvous::Context>(index_of(leaders, rank_),
                                                                static_cast<int>(leaders.size()));
     context->setTimeout(timeout());
-    GlooStoreAdapter adapter(store_->with_prefix("leaders/"), timeout());
+    GlooStoreAdapter adapter(store_->with_prefix("leaders"), timeout());
     auto gloo_device = device();
     try {
       context->connectFullMesh(adapter, gloo_device);

@@ -119,7 +119,7 @@ std::shared_ptr<ProcessGroup> GlooProcessGroup::new_group(std::vector<int> ranks
   const int number = next_group_++;  // every rank of this group counts every call
   auto self = std::find(ranks.begin(), ranks.end(), global_ranks_[rank_]);
   if (self == ranks.end()) return nullptr;
-  auto store = store_->with_prefix(fmt::format("group_{}/", number));
+  auto store = store_->with_prefix(fmt::format("group_{}", number));
   std::shared_ptr<GlooProcessGroup> group(
       new GlooProcessGroup(std::move(store), static_cast<int>(self - ranks.begin()),
                            static_cast<int>(ranks.size()), ranks, shared_));

@@ -18,7 +18,7 @@ void GlooProcessGroup::connect_shared_memory() {
     return;
   }
   shm::ShmCollectives::Refusal refusal;
-  shm_ = shm::ShmCollectives::connect(*store_->with_prefix("shm/"), rank_, size_, global_ranks_,
+  shm_ = shm::ShmCollectives::connect(*store_->with_prefix("shm"), rank_, size_, global_ranks_,
                                       timeout(), refusal, domain());
   if (shm_) return;
   if (requested == AllreduceAlgorithm::kShm) {

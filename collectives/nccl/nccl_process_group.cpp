@@ -225,7 +225,7 @@ class NcclProcessGroup final : public ProcessGroup {
     auto self = std::find(ranks.begin(), ranks.end(), global_ranks_[rank_]);
     if (self == ranks.end()) return nullptr;
     return std::make_shared<NcclProcessGroup>(
-        store_->with_prefix(fmt::format("group_{}/", number)),
+        store_->with_prefix(fmt::format("group_{}", number)),
         static_cast<int>(self - ranks.begin()), static_cast<int>(ranks.size()), comm_->device(),
         timeout(), ranks);
   }

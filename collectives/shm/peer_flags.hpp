@@ -21,8 +21,8 @@ static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
 void announce(PeerFlags& mine, std::uint32_t generation);
 
 // Returns once `peer` (job rank `rank`) has announced `generation` (or a later one). Throws
-// std::runtime_error "timed out waiting for rank R" after `deadline`, or "rank R (pid P) exited"
-// when its process is gone.
+// ddp::TimeoutError "timed out waiting for rank R" after `deadline`, or std::runtime_error
+// "rank R (pid P) exited" when its process is gone.
 void await(PeerFlags& peer, std::uint32_t generation,
            std::chrono::steady_clock::time_point deadline, int rank);
 

@@ -13,6 +13,7 @@
 #include <stdexcept>
 
 #include "collectives/shm/peer_flags.hpp"
+#include "ddp/error.hpp"
 
 namespace ddp::coll::shm {
 namespace {
@@ -69,7 +70,7 @@ void await(PeerFlags& peer, std::uint32_t generation,
       throw std::runtime_error(fmt::format("rank {} (pid {}) exited", rank, peer.pid));
     }
     if (std::chrono::steady_clock::now() >= deadline) {
-      throw std::runtime_error(fmt::format("timed out waiting for rank {}", rank));
+      throw ddp::TimeoutError(fmt::format("timed out waiting for rank {}", rank));
     }
   }
 }

@@ -51,8 +51,8 @@ class ShmCollectives {
                                                  std::chrono::milliseconds timeout,
                                                  Refusal& refusal, const std::string& domain);
 
-  // Each operation is collective and works on CPU memory. They throw std::runtime_error
-  // "timed out ..." after `deadline`, or naming a peer whose process exited.
+  // Each operation is collective and works on CPU memory. They throw ddp::TimeoutError
+  // "timed out ..." after `deadline`, or std::runtime_error naming a peer whose process exited.
 
   // In place over `t` with `reduce`; with `divide_by` > 1 (ReduceOp::kAvg) every result is then
   // divided by it as divide_by_count does, in the same pass over the share.

@@ -76,7 +76,7 @@ Context init(const InitOptions& options) {
   const std::string backend = runtime::choose_backend(options.backend);
   if (runtime::must_host_store(c.rank)) runtime::host_store(c.master_port);
   auto store = connect_store(c, options);
-  auto world = store->with_prefix("world/");
+  auto world = store->with_prefix("world");
   if (backend == "nccl") {
 #ifdef DDP_WITH_CUDA
     c.group = coll::make_nccl_group(std::move(world), c.rank, c.world_size, c.local_rank,

@@ -15,7 +15,9 @@ using namespace ddp::coll;
 TEST_CASE("Gloo's and shared memory's timeouts are timeouts", "[gloo]") {
   CHECK(is_gloo_timeout(gloo::IoException(
       "[gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting 300ms for recv operation")));
-  CHECK(is_gloo_timeout(std::runtime_error("timed out waiting for rank 2")));  // shm::PeerFlags
+  CHECK(is_gloo_timeout(TimeoutError("timed out waiting for rank 2")));  // shm::PeerFlags
+  // Only Gloo's own exceptions are read by their message; ours say what they are by type.
+  CHECK_FALSE(is_gloo_timeout(std::runtime_error("timed out waiting for rank 2")));
   CHECK_THROWS_AS(throw_gloo_failure(gloo::IoException("Timed out waiting 1ms"), "gloo recv"),
                   TimeoutError);
 }

@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "collectives/memory_group_store.hpp"
+#include "collectives/shm/peer_flags.hpp"
+#include "ddp/error.hpp"
 #include "rank_threads.hpp"
 
 using namespace ddp;
@@ -208,4 +210,11 @@ TEST_CASE("shm set-up quotes the reason a peer has no segment", "[shm]") {
   CHECK_THAT(refusal.reason, Catch::Contains("rank 1: shared memory reserve") &&
                                  Catch::Contains("is /dev/shm too small?"));
   CHECK(shm_names_of_this_process() == 0);
+}
+
+TEST_CASE("a barrier past its deadline throws TimeoutError naming the rank", "[shm]") {
+  shm::PeerFlags peer;
+  peer.pid = static_cast<std::int32_t>(::getpid());  // alive: only the deadline can end the wait
+  CHECK_THROWS_MATCHES(shm::await(peer, 1, std::chrono::steady_clock::now(), 3), TimeoutError,
+                       Catch::Matchers::Message("timed out waiting for rank 3"));
 }
