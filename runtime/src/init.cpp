@@ -30,19 +30,6 @@ std::string env_or(const char* name, const std::string& fallback) {
   return value != nullptr && *value != '\0' ? value : fallback;
 }
 
-Context read_context() {
-  const LaunchEnv e = read_launch_env();
-  Context c;
-  c.rank = e.rank;
-  c.world_size = e.world_size;
-  c.local_rank = e.local_rank;
-  c.local_world_size = e.local_world_size;
-  c.restart_count = e.restart_count;
-  c.master_addr = e.master_addr;
-  c.master_port = e.master_port;
-  return c;
-}
-
 std::shared_ptr<coll::GroupStore> connect_store(const Context& c, const InitOptions& options) {
   rdzv::ConnectOptions connect;
   connect.connect_timeout = options.store_timeout;
@@ -72,7 +59,8 @@ std::shared_ptr<ProcessGroup> make_gloo_group(const Context& c, const InitOption
 
 Context init(const InitOptions& options) {
   log::load_env_levels();  // SPDLOG_LEVEL ("coll=debug") for libddp's own loggers
-  Context c = read_context();
+  Context c;
+  static_cast<LaunchEnv&>(c) = read_launch_env();
   const std::string backend = runtime::choose_backend(options.backend);
   if (runtime::must_host_store(c.rank)) runtime::host_store(c.master_port);
   auto store = connect_store(c, options);

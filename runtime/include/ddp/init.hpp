@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "ddp/launch_env.hpp"
 #include "ddp/process_group.hpp"
 
 namespace ddp {
@@ -16,14 +17,9 @@ struct InitOptions {
   std::chrono::milliseconds store_timeout{std::chrono::minutes(5)};
 };
 
-struct Context {
-  int rank = 0;
-  int world_size = 1;
-  int local_rank = 0;
-  int local_world_size = 1;
-  int restart_count = 0;  // TORCHELASTIC_RESTART_COUNT (0 when unset)
-  std::string master_addr;
-  int master_port = 0;
+// What the launcher said (rank, world_size, local_rank, local_world_size, restart_count,
+// master_addr, master_port: ddp/launch_env.hpp) and the job's default group.
+struct Context : LaunchEnv {
   std::shared_ptr<ProcessGroup> group;  // the default group: every rank of the job
 };
 
