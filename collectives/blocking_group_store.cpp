@@ -3,7 +3,7 @@
 // that has not published its address yet) holds it too: the other users only write marks.
 #include "collectives/blocking_group_store.hpp"
 
-#include "rendezvous/prefix_store.hpp"
+#include "rendezvous/store/prefix_store.hpp"
 
 namespace ddp::coll {
 

@@ -6,7 +6,7 @@
 #include <mutex>
 
 #include "collectives/group_store.hpp"
-#include "rendezvous/blocking_store.hpp"
+#include "rendezvous/store_client/blocking_store.hpp"
 
 namespace ddp::coll {
 

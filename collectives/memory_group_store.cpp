@@ -5,7 +5,7 @@
 #include <fmt/ranges.h>
 
 #include "ddp/error.hpp"
-#include "rendezvous/prefix_store.hpp"
+#include "rendezvous/store/prefix_store.hpp"
 
 namespace ddp::coll {
 

@@ -13,7 +13,7 @@
 #include <optional>
 
 #include "ddp/error.hpp"
-#include "rendezvous/blocking_store.hpp"
+#include "rendezvous/store_client/blocking_store.hpp"
 
 namespace ddp::store_cli {
 namespace {

@@ -9,7 +9,7 @@
 #include "common/metrics/process_metrics.hpp"
 #include "ddp/error.hpp"
 #include "rendezvous/metrics/store_metrics.hpp"
-#include "rendezvous/tcp_store_server.hpp"
+#include "rendezvous/store_server/tcp_store_server.hpp"
 
 #include <CLI/CLI.hpp>
 #include <boost/asio/io_context.hpp>

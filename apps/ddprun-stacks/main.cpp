@@ -1,6 +1,6 @@
 // ddprun-stacks --rdzv_endpoint H:P --rdzv_id ID: the stack report of a running ddprun job, from
 // any machine that reaches its store. Every agent of the job answers with its node's stacks
-// (agent/stack_exchange.hpp); the merged report goes to stdout. Exit 0 with a report (silent
+// (agent/stacks/stack_exchange.hpp); the merged report goes to stdout. Exit 0 with a report (silent
 // nodes are named in it), 2 on bad usage, 1 when the store or the job cannot be reached.
 
 #include <boost/asio/co_spawn.hpp>
@@ -11,11 +11,11 @@
 #include <cstdio>
 #include <exception>
 
-#include "agent/endpoint.hpp"
-#include "agent/stack_exchange.hpp"
-#include "agent/stack_report.hpp"
+#include "agent/cli/endpoint.hpp"
+#include "agent/stacks/stack_exchange.hpp"
+#include "agent/stacks/stack_report.hpp"
 #include "ddp/error.hpp"
-#include "rendezvous/tcp_store_client.hpp"
+#include "rendezvous/store_client/tcp_store_client.hpp"
 
 namespace {
 

@@ -1,10 +1,10 @@
 // ddprun-guard FD: the orphan guard's watchdog, started by ddprun on its end FD of a socket pair
-// (agent/orphan_guard.hpp). Not meant to be run by hand.
+// (agent/process/orphan_guard.hpp). Not meant to be run by hand.
 
 #include <cstdio>
 #include <optional>
 
-#include "agent/orphan_watchdog.hpp"
+#include "agent/process/orphan_watchdog.hpp"
 #include "common/parse_number.hpp"
 
 int main(int argc, char** argv) {

@@ -13,16 +13,16 @@
 #include <iostream>
 #include <optional>
 
-#include "agent/agent_metrics.hpp"
-#include "agent/dry_run.hpp"
-#include "agent/elastic_agent.hpp"
-#include "agent/event_log.hpp"
-#include "agent/fanout.hpp"
-#include "agent/launch_config.hpp"
-#include "agent/numa_binding.hpp"
-#include "agent/rendezvous_factory.hpp"
-#include "agent/stdin_signals.hpp"
-#include "agent/worker_group.hpp"
+#include "agent/core/agent_metrics.hpp"
+#include "agent/cli/dry_run.hpp"
+#include "agent/core/elastic_agent.hpp"
+#include "agent/core/event_log.hpp"
+#include "agent/hostfile/fanout.hpp"
+#include "agent/cli/launch_config.hpp"
+#include "agent/cli/numa_binding.hpp"
+#include "agent/core/rendezvous_factory.hpp"
+#include "agent/hostfile/stdin_signals.hpp"
+#include "agent/process/worker_group.hpp"
 #include "common/log.hpp"
 #include "ddp/error.hpp"
 

@@ -16,7 +16,7 @@
 #include "ddp/error.hpp"
 #include "rendezvous/etcd/etcd_rendezvous.hpp"
 #include "rendezvous/net_address.hpp"
-#include "rendezvous/tcp_store_server.hpp"
+#include "rendezvous/store_server/tcp_store_server.hpp"
 
 namespace ddp::rdzv::etcd {
 

@@ -16,7 +16,7 @@
 
 #include "common/log.hpp"
 #include "ddp/error.hpp"
-#include "rendezvous/c10d_change_log.hpp"
+#include "rendezvous/c10d/c10d_change_log.hpp"
 #include "rendezvous/etcd/etcd_keys.hpp"
 #include "rendezvous/etcd/etcd_lease.hpp"
 #include "rendezvous/etcd/etcd_rendezvous.hpp"

@@ -4,7 +4,7 @@
 
 #include "rendezvous/metrics/store_metrics.hpp"
 
-#include "rendezvous/server_stats.hpp"
+#include "rendezvous/store_server/server_stats.hpp"
 
 namespace ddp::rdzv {
 namespace {

@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "common/log.hpp"
-#include "rendezvous/tcp_store_server.hpp"
+#include "rendezvous/store_server/tcp_store_server.hpp"
 
 namespace ddp::runtime {
 namespace {

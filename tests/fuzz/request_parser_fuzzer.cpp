@@ -5,8 +5,8 @@
 // cannot make the fuzzer allocate much.
 
 #include "ddp/error.hpp"
-#include "rendezvous/server_key_table.hpp"
-#include "rendezvous/server_session.hpp"
+#include "rendezvous/store_server/server_key_table.hpp"
+#include "rendezvous/store_server/server_session.hpp"
 #include "rendezvous/wire/request_parser.hpp"
 
 #include <cstdint>

@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "rendezvous/store.hpp"
+#include "rendezvous/store/store.hpp"
 
 namespace ddp::bench {
 

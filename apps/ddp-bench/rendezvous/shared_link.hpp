@@ -13,7 +13,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "rendezvous/tcp_store_client.hpp"
+#include "rendezvous/store_client/tcp_store_client.hpp"
 
 namespace ddp::bench {
 

@@ -17,7 +17,7 @@
 
 #include "apps/ddp-bench/rendezvous/child_process.hpp"
 #include "ddp/error.hpp"
-#include "rendezvous/server_os.hpp"
+#include "rendezvous/store_server/server_os.hpp"
 
 namespace ddp::bench {
 namespace {

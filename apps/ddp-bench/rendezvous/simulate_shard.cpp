@@ -32,7 +32,7 @@
 #include "apps/ddp-bench/rendezvous/counting_store.hpp"
 #include "apps/ddp-bench/rendezvous/shared_link.hpp"
 #include "common/log.hpp"
-#include "rendezvous/c10d_rendezvous.hpp"
+#include "rendezvous/c10d/c10d_rendezvous.hpp"
 
 namespace ddp::bench {
 namespace {

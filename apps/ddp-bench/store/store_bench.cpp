@@ -26,8 +26,8 @@
 #include <vector>
 
 #include "ddp/error.hpp"
-#include "rendezvous/server_os.hpp"
-#include "rendezvous/tcp_store_client.hpp"
+#include "rendezvous/store_server/server_os.hpp"
+#include "rendezvous/store_client/tcp_store_client.hpp"
 
 namespace {
 

@@ -21,7 +21,7 @@
 #include "ddp/error.hpp"
 #include "ddp/init.hpp"
 #include "op_checks.hpp"
-#include "rendezvous/blocking_store.hpp"
+#include "rendezvous/store_client/blocking_store.hpp"
 #include "ddp/devices.hpp"
 
 namespace {

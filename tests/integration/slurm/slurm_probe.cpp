@@ -7,7 +7,7 @@
 #include <map>
 #include <string>
 
-#include "agent/slurm.hpp"
+#include "agent/slurm/slurm.hpp"
 #include "ddp/error.hpp"
 
 int main() {

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "ddp/error.hpp"
-#include "rendezvous/blocking_store.hpp"
+#include "rendezvous/store_client/blocking_store.hpp"
 
 using ddp::rdzv::BlockingStore;
 using ddp::rdzv::Bytes;

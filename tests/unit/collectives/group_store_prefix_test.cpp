@@ -5,7 +5,7 @@
 #include <chrono>
 
 #include "collectives/memory_group_store.hpp"
-#include "rendezvous/prefix_store.hpp"
+#include "rendezvous/store/prefix_store.hpp"
 
 using namespace std::chrono_literals;
 

@@ -7,7 +7,7 @@
 
 #include "common/metrics/registry.hpp"
 #include "tests/unit/metrics/exposition_sample.hpp"
-#include "tests/unit/store/raw_client.hpp"
+#include "tests/unit/rendezvous/store_server/raw_client.hpp"
 
 using namespace ddp::rdzv;
 using namespace ddp::rdzv::test;

@@ -1,0 +1,385 @@
+// The agent loop. Every wait that can end for more than one reason is a race under Asio's `||`
+// (the losers are cancelled); store waits that cannot be cancelled run under abandonable(), so a
+// signal always takes effect at once.
+
+#include "agent/core/elastic_agent.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <csignal>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
+#include <set>
+
+#include "agent/core/failure_report.hpp"
+#include "agent/stacks/hang_detector.hpp"
+#include "agent/cli/log_dirs.hpp"
+#include "agent/cli/signal_names.hpp"
+#include "agent/process/worker_group.hpp"
+#include "agent/cli/worker_spec.hpp"
+#include "common/log.hpp"
+#include "rendezvous/abandonable.hpp"
+
+namespace ddp::agent {
+namespace {
+
+namespace asio = boost::asio;
+using namespace asio::experimental::awaitable_operators;
+using asio::use_awaitable;
+
+// Asio's `||` waits for the first operation that *succeeds*: an exception in one branch would
+// wait for the others. Branches that may throw therefore return their exception as a value.
+template <typename T>
+struct Caught {
+  std::optional<T> value;
+  std::exception_ptr error;
+  T get() && {
+    if (error) std::rethrow_exception(error);
+    return std::move(*value);
+  }
+};
+
+template <typename T>
+asio::awaitable<Caught<T>> caught(asio::awaitable<T> op) {
+  Caught<T> result;
+  try {
+    result.value.emplace(co_await std::move(op));
+  } catch (...) {
+    result.error = std::current_exception();
+  }
+  co_return result;
+}
+
+const char* round_change_name(rdzv::RoundChange change) {
+  switch (change) {
+    case rdzv::RoundChange::kPeerFailed:
+      return "peer_failed";
+    case rdzv::RoundChange::kNodeLost:
+      return "node_lost";
+    case rdzv::RoundChange::kNodeWaiting:
+      return "node_waiting";
+  }
+  return "unknown";
+}
+
+std::string describe(const WorkerExit& exit) {
+  return exit.signal != 0 ? fmt::format("rank {} (local_rank {}, pid {}) killed by {}", exit.rank,
+                                        exit.local_rank, exit.pid, signal_name(exit.signal))
+                          : fmt::format("rank {} (local_rank {}, pid {}) exited with {}", exit.rank,
+                                        exit.local_rank, exit.pid, exit.exit_code);
+}
+
+Event exit_event(const WorkerExit& exit) {
+  Event event("worker_exited");
+  event.wall_time = exit.wall_time;
+  event.mono_time = exit.mono_time;
+  event.with("rank", exit.rank).with("local_rank", exit.local_rank).with("pid", exit.pid);
+  if (exit.signal != 0) {
+    event.with("signal", signal_name(exit.signal));
+  } else {
+    event.with("exit_code", exit.exit_code);
+  }
+  event.with("stopped_by_agent", exit.stopped_by_agent ? 1 : 0);
+  if (exit.oom_suspected) event.with("oom_suspected", 1);
+  return event;
+}
+
+// Emits worker_exited for the exits of `group` not emitted yet.
+void emit_exits(EventSink& events, const AttemptWorkers& group, std::size_t& emitted) {
+  const auto& exits = group.exits();
+  for (; emitted < exits.size(); ++emitted) events.emit(exit_event(exits[emitted]));
+}
+
+void emit_stopped(EventSink& events, const AttemptWorkers& group, std::size_t& emitted,
+                  const std::string& reason) {
+  emit_exits(events, group, emitted);
+  events.emit(Event("workers_stopped")
+                  .with("reason", reason)
+                  .with("count", static_cast<std::int64_t>(group.exits().size())));
+}
+
+void emit_finish(EventSink& events, int exit_code, const std::string& reason) {
+  events.emit(Event("finish").with("exit_code", exit_code).with("reason", reason));
+}
+
+// The round ended because of another node: one node_lost per lost node, then the restart that
+// spends nothing.
+void emit_round_change(EventSink& events, const rdzv::RoundEvent& event) {
+  for (const rdzv::NodeLoss& loss : event.lost) {
+    events.emit(Event("node_lost")
+                    .with("node", loss.node)
+                    .with("detected_by", loss.detected_by)
+                    .with("after_ms", static_cast<std::int64_t>(loss.after.count())));
+  }
+  events.emit(Event("restart")
+                  .with("reason", event.detail)
+                  .with("restart_spent", 0)
+                  .with("round_change", round_change_name(event.change)));
+}
+
+std::set<int> handled_signals(const LaunchConfig& config) {
+  std::set<int> signals{SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+  signals.insert(config.signals_to_handle.begin(), config.signals_to_handle.end());
+  signals.erase(SIGQUIT);  // stack reports (StackService), never a stop
+  return signals;
+}
+
+// What the hang detector and the stack service watch: each worker, its pid and its files.
+std::vector<HangTarget> make_hang_targets(const std::vector<WorkerSpec>& specs,
+                                          const std::vector<pid_t>& pids) {
+  std::vector<HangTarget> targets;
+  for (std::size_t i = 0; i < specs.size() && i < pids.size(); ++i) {
+    HangTarget target;
+    target.worker = {specs[i].rank, specs[i].local_rank, pids[i], specs[i].log_dir};
+    target.progress_file = specs[i].ddprun_env.at(kProgressFileEnv);
+    targets.push_back(std::move(target));
+  }
+  return targets;
+}
+
+// Multi-node jobs with --hang_timeout: the detectors share long waits through the job's store.
+std::shared_ptr<HangPeers> hang_peers(const LaunchConfig& config,
+                                      const rdzv::RendezvousInfo& info, const std::string& addr,
+                                      std::uint16_t port) {
+  if (info.group_world_size <= 1 || config.hang_timeout.count() <= 0 || port == 0) return nullptr;
+  return make_store_hang_peers(addr, port, info.run_id, info.round);
+}
+
+// The failure a hang counts as: the first hung rank's exit, which the agent caused but which is
+// the root cause all the same.
+WorkerExit hung_exit(const std::vector<WorkerExit>& exits, const HangVerdict& verdict) {
+  for (const auto& exit : exits) {
+    if (exit.rank == verdict.lagging.front()) {
+      WorkerExit hung = exit;
+      hung.stopped_by_agent = false;
+      return hung;
+    }
+  }
+  WorkerExit hung;
+  hung.rank = verdict.lagging.front();
+  hung.exit_code = 1;
+  return hung;
+}
+
+}  // namespace
+
+std::string local_host_name() {
+  // Set by a --hostfile launcher: the name the hostfile gave this node.
+  if (const char* given = std::getenv("DDPRUN_NODE_NAME"); given != nullptr && *given != '\0') {
+    return given;
+  }
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0) return "localhost";
+  return name;
+}
+
+ElasticAgent::ElasticAgent(asio::io_context& io, const LaunchConfig& config,
+                           std::map<std::string, std::string> parent_env,
+                           rdzv::Rendezvous& rendezvous, EventSink& events,
+                           WorkerLauncher* launcher)
+    : config_(config),
+      parent_env_(std::move(parent_env)),
+      rendezvous_(rendezvous),
+      events_(events),
+      own_launcher_(launcher != nullptr ? nullptr : std::make_unique<ProcessLauncher>(io)),
+      launcher_(launcher != nullptr ? *launcher : *own_launcher_),
+      signals_(io),
+      host_(local_host_name()),
+      stacks_(io, events, host_) {
+  for (int signal : handled_signals(config)) signals_.add(signal);
+}
+
+ElasticAgent::~ElasticAgent() {
+  if (hang_peers_) hang_peers_->close();
+}
+
+asio::awaitable<int> ElasticAgent::wait_signal() {
+  // Cancelled when another branch of the agent's race wins, which then ignores this branch's
+  // value: 0 then, not an operation_aborted exception at the end of every round.
+  boost::system::error_code ec;
+  const int signal = co_await signals_.async_wait(asio::redirect_error(use_awaitable, ec));
+  co_return ec ? 0 : signal;
+}
+
+asio::awaitable<bool> ElasticAgent::finish_success() {
+  co_await rendezvous_.finish(true);
+  co_return true;
+}
+
+asio::awaitable<int> ElasticAgent::run() {
+  auto log = log::get("agent");
+  const std::string run_dir = create_run_log_dir(config_.log_dir, config_.rdzv_id, parent_env_);
+  const TemporaryLogDir temporary_log_dir(config_.log_dir, run_dir);  // gone after `group`
+  log->info("log directory {}", run_dir);
+  stacks_.start(run_dir);
+  if (sets_omp_num_threads(config_, parent_env_) && log->should_log(spdlog::level::warn)) {
+    const std::string banner = omp_num_threads_banner();  // one block, as torchrun prints it
+    std::fwrite(banner.data(), 1, banner.size(), stderr);
+  }
+
+  std::unique_ptr<AttemptWorkers> group;
+  for (;;) {
+    stacks_.set_workers({});
+    auto joined = co_await (
+        caught(rdzv::abandonable(rendezvous_.next_round(config_.nproc_per_node))) || wait_signal());
+    if (joined.index() == 1) {
+      const int signal = std::get<1>(joined);
+      log->warn("received {} during rendezvous; no workers running", signal_name(signal));
+      emit_finish(events_, 128 + signal, "signal");
+      co_return 128 + signal;
+    }
+    const rdzv::RendezvousInfo info = std::get<0>(std::move(joined)).get();
+    events_.emit(Event("rendezvous")
+                     .with("round", info.round)
+                     .with("group_rank", info.group_rank)
+                     .with("group_world_size", info.group_world_size)
+                     .with("world_size", info.world_size)
+                     .with("restart_count", info.restart_count)
+                     .with("master_addr", info.master_addr)
+                     .with("master_port", static_cast<std::int64_t>(info.master_port)));
+    const auto [stack_addr, stack_port] = stack_store_of(config_, info);
+    stacks_.on_round(info, stack_addr, stack_port);
+
+    const std::string attempt_dir = attempt_log_dir(run_dir, info.restart_count);
+    prepare_attempt_log_dir(attempt_dir, config_.nproc_per_node);
+    auto specs = make_worker_specs(config_, info, parent_env_, attempt_dir);
+    apply_numa_bindings(numa_bindings_for(config_, parent_env_), specs);
+    group.reset();  // the previous attempt's processes are all gone by now
+    OutputOptions output;
+    output.host = host_;
+    output.label = config_.label;
+    output.log_line_prefix_template = config_.log_line_prefix_template;
+    group = launcher_.launch(specs, output);
+    std::vector<std::int64_t> pids;
+    for (pid_t pid : group->pids()) pids.push_back(pid);
+    events_.emit(Event("workers_started")
+                     .with("restart_count", info.restart_count)
+                     .with("rank_base", info.rank_base)
+                     .with("pids", pids));
+    log->info("workers started restart_count={} ranks={}..{} world_size={}", info.restart_count,
+              info.rank_base, info.rank_base + config_.nproc_per_node - 1, info.world_size);
+    std::size_t emitted = 0;
+    const auto hang_targets = make_hang_targets(specs, group->pids());
+    if (hang_peers_) hang_peers_->close();
+    hang_peers_ = hang_peers(config_, info, stack_addr, stack_port);
+    std::vector<StackTarget> stack_targets;
+    for (const auto& target : hang_targets) stack_targets.push_back(target.worker);
+    stacks_.set_workers(stack_targets);
+
+    auto outcome = co_await (caught(group->wait_first_failure()) ||
+                             caught(rendezvous_.watch_round()) || wait_signal() ||
+                             caught(watch_for_hang(hang_targets, config_.hang_timeout,
+                                                   hang_peers_, info.group_rank)));
+
+    if (outcome.index() == 2) {  // a handled signal: forward it, grace, kill, exit 128+N
+      const int signal = std::get<2>(outcome);
+      log->warn("received {}: forwarding it to every worker, then SIGKILL after {}s",
+                signal_name(signal), config_.shutdown_timeout.count() / 1000.0);
+      co_await group->stop(signal, config_.shutdown_timeout);
+      emit_stopped(events_, *group, emitted, "signal");
+      emit_finish(events_, 128 + signal, "signal");
+      co_return 128 + signal;
+    }
+
+    if (outcome.index() == 1) {  // another node: restart with it, no restart spent
+      const auto event = std::get<1>(std::move(outcome)).get();
+      log->warn(
+          "round ended by another node: {}; stopping workers, then joining the next round if the "
+          "job goes on",
+          event.detail);
+      co_await group->stop(SIGTERM, config_.shutdown_timeout);
+      emit_stopped(events_, *group, emitted, "round_change");
+      emit_round_change(events_, event);
+      continue;
+    }
+
+    std::optional<WorkerExit> failure;
+    std::string reason;  // what the failure is reported as (restart event, other nodes)
+    if (outcome.index() == 3) {  // a hang: report it, then fail the attempt as the hung rank
+      const HangVerdict verdict = std::get<3>(std::move(outcome)).get();
+      log->error("{}; stopping the workers", verdict.summary);
+      const auto detected = std::chrono::steady_clock::now();
+      co_await stacks_.report("hang", verdict.lines, true);
+      const auto report_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+          std::chrono::steady_clock::now() - detected);
+      events_.emit(Event("hang")
+                       .with("summary", verdict.summary)
+                       .with("ranks", std::vector<std::int64_t>(verdict.lagging.begin(),
+                                                                 verdict.lagging.end()))
+                       .with("idle_ms", std::llround(verdict.idle_s * 1000))
+                       .with("report_ms", static_cast<std::int64_t>(report_ms.count())));
+      group->signal_all(SIGCONT);  // a stopped worker must run to take SIGTERM
+      failure = hung_exit(co_await group->stop(SIGTERM, config_.shutdown_timeout), verdict);
+      emit_stopped(events_, *group, emitted, "hang");
+      reason = fmt::format("{} ({})", verdict.summary, host_);
+    } else {
+      failure = std::get<0>(std::move(outcome)).get();
+    }
+    if (!failure) {  // every worker exited 0: the exit barrier, unless another node fails now
+      emit_exits(events_, *group, emitted);
+      auto done = co_await (caught(rdzv::abandonable(finish_success())) ||
+                            caught(rendezvous_.watch_round()) || wait_signal());
+      if (done.index() == 0) {
+        std::get<0>(std::move(done)).get();
+        log->info("workers succeeded");
+        emit_finish(events_, 0, "succeeded");
+        co_return 0;
+      }
+      if (done.index() == 2) {
+        const int signal = std::get<2>(done);
+        emit_finish(events_, 128 + signal, "signal");
+        co_return 128 + signal;
+      }
+      const auto event = std::get<1>(std::move(done)).get();
+      log->warn("workers succeeded but another node failed: {}; restarting", event.detail);
+      emit_round_change(events_, event);
+      continue;
+    }
+
+    if (outcome.index() != 3) {
+      reason = describe(*failure);
+      log->error("worker failed {}; stopping the other workers", describe(*failure));
+      co_await group->stop(SIGTERM, config_.shutdown_timeout);
+      emit_stopped(events_, *group, emitted, "failure");
+    }
+    // Workers fail when a peer node dies (their collectives break): that is the loss, which
+    // spends no restart. The rendezvous tells within its grace whether a node was lost, or
+    // whether another node failed first (and spent the restart).
+    if (const auto cause = co_await rendezvous_.failure_verdict(failure->mono_time)) {
+      log->warn("the failure follows from another node ({}); re-forming without spending a "
+                "restart", cause->detail);
+      emit_round_change(events_, *cause);
+      continue;
+    }
+    const int restart_count = co_await rendezvous_.report_failure(reason);
+    if (restart_count <= config_.max_restarts) {
+      log->warn("restarting workers restart_count={} max_restarts={}", restart_count,
+                config_.max_restarts);
+      events_.emit(Event("restart")
+                       .with("reason", reason)
+                       .with("restart_spent", 1)
+                       .with("restart_count", restart_count));
+      continue;
+    }
+
+    auto failures = reportable_failures(group->exits());
+    if (failures.empty()) failures.push_back(*failure);
+    const std::string report = format_failure_report(
+        entrypoint_name(config_), host_, failures,
+        make_report_context(config_, parent_env_, temporary_log_dir.kept_dir()));
+    std::fwrite(report.data(), 1, report.size(), stderr);
+    std::fflush(stderr);
+    co_await rendezvous_.finish(false);
+    const int exit_code = exit_code_for(failures.front());
+    emit_finish(events_, exit_code, "failed");
+    co_return exit_code;
+  }
+}
+
+}  // namespace ddp::agent

@@ -1,0 +1,75 @@
+#pragma once
+// ElasticAgent: the supervision loop of one node. Owned by main(); runs on main's io_context
+// (single thread); never blocks the loop.
+//
+//             +-------------------------------------------------------------+
+//             v                                                             |
+//   [rendezvous] --round--> [start workers] --> race: first failure          |
+//        |                                          | rendezvous watch_round |
+//      signal -> exit 128+N                         | signal                 |
+//                                                   |                        |
+//   all exited 0 --> [exit barrier] -- finished --> exit 0                   |
+//                        | peer failed -------------------------------------+ (no restart spent)
+//   worker failed --> stop others (SIGTERM, grace, SIGKILL) --> a node was lost? ---+ (no restart spent)
+//                        | every node alive --> report_failure
+//                        | restarts remain --> restart (count+1) ------------+
+//                        | spent --> failure report, finish(false) --> exit root cause's code
+//   round event (peer failed, node lost/waiting) --> stop workers -----------+ (no restart spent)
+//   signal S --> forward S to every worker's group, grace, SIGKILL --> exit 128+S
+//   hang (--hang_timeout) --> stack report, then as a worker failure (the hung rank)
+//   SIGQUIT (any state) --> stack report (StackService); the job keeps running
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "agent/core/event_log.hpp"
+#include "agent/stacks/hang_peers.hpp"
+#include "agent/cli/launch_config.hpp"
+#include "agent/stacks/stack_service.hpp"
+#include "agent/core/worker_launcher.hpp"
+#include "rendezvous/rendezvous.hpp"
+
+namespace ddp::agent {
+
+class ElasticAgent {
+ public:
+  // Installs the signal handlers (SIGINT, SIGTERM, SIGHUP, --signals_to_handle, and SIGQUIT for
+  // stack reports) at once, so a signal during the first rendezvous is handled too. `config`, `rendezvous` and
+  // `events` must outlive the agent, and `launcher` too when given (tests); null: worker
+  // processes (ProcessLauncher).
+  ElasticAgent(boost::asio::io_context& io, const LaunchConfig& config,
+               std::map<std::string, std::string> parent_env, rdzv::Rendezvous& rendezvous,
+               EventSink& events, WorkerLauncher* launcher = nullptr);
+  ~ElasticAgent();  // closes the hang detector's store connection before the io_context goes
+
+  // Runs the job to its end and returns ddprun's exit code: 0 when every worker of the last
+  // attempt succeeded; the root-cause worker's exit code (128+N for signal N) when restarts ran
+  // out; 128+S for a handled signal S. Throws what the rendezvous throws (TimeoutError, IoError,
+  // RendezvousClosedError) and IoError when a worker cannot be started.
+  boost::asio::awaitable<int> run();
+
+ private:
+  boost::asio::awaitable<int> wait_signal();
+  boost::asio::awaitable<bool> finish_success();  // finish(true) as a value, for abandonable()
+
+  const LaunchConfig& config_;
+  std::map<std::string, std::string> parent_env_;
+  rdzv::Rendezvous& rendezvous_;
+  EventSink& events_;
+  std::unique_ptr<WorkerLauncher> own_launcher_;  // the default, when none was given
+  WorkerLauncher& launcher_;
+  boost::asio::signal_set signals_;
+  std::string host_;
+  StackService stacks_;
+  std::shared_ptr<HangPeers> hang_peers_;  // this round's (multi-node --hang_timeout), or null
+};
+
+// This machine's host name (reports, "[host:rank]" prefixes), or $DDPRUN_NODE_NAME when set.
+std::string local_host_name();
+
+}  // namespace ddp::agent

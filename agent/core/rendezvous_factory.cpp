@@ -1,0 +1,119 @@
+// make_rendezvous: maps the LaunchConfig's rendezvous options onto a backend.
+
+#include "agent/core/rendezvous_factory.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include "ddp/error.hpp"
+#include "rendezvous/c10d/c10d_backend.hpp"
+#include "rendezvous/etcd/etcd_backend.hpp"
+#include "rendezvous/static/static_rendezvous.hpp"
+
+namespace ddp::agent {
+namespace {
+
+std::string host_name() {
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0) return "localhost";
+  return name;
+}
+
+std::unique_ptr<rdzv::Rendezvous> make_static(const LaunchConfig& config,
+                                              boost::asio::io_context& io) {
+  rdzv::StaticRendezvousOptions options;
+  options.run_id = config.rdzv_id;
+  options.nnodes = config.nnodes_max;
+  options.node_rank = config.node_rank;
+  // As torchrun: --rdzv_endpoint if given, else master_addr:master_port (parse_launch_config
+  // folds both into rdzv_endpoint). No port on one node: node 0 binds a free one.
+  options.master_addr = config.rdzv_endpoint.host;
+  // (Multi-node always has a port: parse_launch_config defaults it to 29500.)
+  options.master_port = static_cast<std::uint16_t>(config.rdzv_endpoint.port.value_or(0));
+  options.timeout = config.rdzv_conf.timeout();
+  options.max_restarts = config.max_restarts;
+  options.connection_grace = config.rdzv_conf.connection_grace();
+  options.node_name = host_name();
+  return std::make_unique<rdzv::StaticRendezvous>(io, std::move(options));
+}
+
+// c10d: --nnodes MIN:MAX, --rdzv_endpoint (default port 29400) and torchrun's --rdzv_conf keys.
+std::unique_ptr<rdzv::Rendezvous> make_c10d(const LaunchConfig& config,
+                                            boost::asio::io_context& io) {
+  const RdzvConf& conf = config.rdzv_conf;
+  rdzv::C10dOptions options;
+  options.settings.run_id = config.rdzv_id;
+  options.settings.min_nodes = config.nnodes_min;
+  options.settings.max_nodes = config.nnodes_max;
+  options.settings.join_timeout = conf.join_timeout();
+  options.settings.last_call_timeout = conf.last_call_timeout();
+  options.settings.close_timeout = conf.close_timeout();
+  options.settings.keep_alive_interval = conf.keep_alive_interval();
+  options.settings.keep_alive_max_attempt = conf.keep_alive_max_attempt();
+  options.settings.connection_grace = conf.connection_grace();
+  options.endpoint_host = config.rdzv_endpoint.host;
+  options.endpoint_port = static_cast<std::uint16_t>(config.rdzv_endpoint.port.value_or(29400));
+  options.is_host = conf.is_host();
+  options.local_addr = config.local_addr ? config.local_addr : conf.get("local_addr");
+  options.read_timeout = conf.read_timeout();
+  // torchrun ignores --node_rank under c10d; here a given one orders the members (--hostfile
+  // passes the file order).
+  const ValueSource node_rank = config.source_of("node_rank");
+  if (node_rank == ValueSource::kCli || node_rank == ValueSource::kEnv) {
+    options.rank_hint = config.node_rank;
+  }
+  return rdzv::make_c10d_rendezvous(options, io);
+}
+
+// etcd (also etcd-v2, etcd-v3): --rdzv_endpoint lists the members; torchrun's etcd keys.
+std::unique_ptr<rdzv::Rendezvous> make_etcd(const LaunchConfig& config,
+                                            boost::asio::io_context& io) {
+  const RdzvConf& conf = config.rdzv_conf;
+  for (const char* key : {"protocol", "cacert", "cert", "key"}) {
+    const auto value = conf.get(key);
+    if (!value || (std::string_view(key) == "protocol" && *value == "http")) continue;
+    throw ConfigError(fmt::format("--rdzv_conf {}={}: TLS connections to etcd (protocol=https) are "
+                                  "not supported yet; use protocol=http",
+                                  key, *value));
+  }
+  rdzv::etcd::EtcdOptions options;
+  rdzv::etcd::EtcdSettings& s = options.settings;
+  s.run_id = config.rdzv_id;
+  s.min_nodes = config.nnodes_min;
+  s.max_nodes = config.nnodes_max;
+  // torchrun's etcd backend calls the whole-round timeout `timeout`; c10d calls it join_timeout.
+  s.join_timeout = conf.is_given("join_timeout") || !conf.is_given("timeout")
+                       ? conf.join_timeout()
+                       : conf.timeout();
+  s.last_call_timeout = conf.last_call_timeout();
+  s.lease_ttl = conf.lease_ttl();
+  options.failover_window = std::min<std::chrono::milliseconds>(conf.read_timeout(),
+                                                                s.join_timeout);
+  options.attempt_timeout =
+      std::min<std::chrono::milliseconds>(std::chrono::seconds(5), options.failover_window);
+  const std::string& raw =
+      config.rdzv_endpoint_raw.empty() ? std::string("localhost") : config.rdzv_endpoint_raw;
+  for (std::size_t start = 0; start <= raw.size();) {
+    const std::size_t comma = std::min(raw.find(',', start), raw.size());
+    const std::string_view item = std::string_view(raw).substr(start, comma - start);
+    start = comma + 1;
+    if (item.find_first_not_of(" \t") == std::string_view::npos) continue;
+    const Endpoint member = parse_endpoint(item, 2379, "--rdzv_endpoint");
+    options.members.push_back(
+        {member.host, static_cast<std::uint16_t>(member.port.value_or(2379))});
+  }
+  options.local_addr = config.local_addr ? config.local_addr : conf.get("local_addr");
+  return rdzv::etcd::make_etcd_rendezvous(options, io);
+}
+
+}  // namespace
+
+std::unique_ptr<rdzv::Rendezvous> make_rendezvous(const LaunchConfig& config,
+                                                  boost::asio::io_context& io) {
+  if (config.rdzv_backend == "static") return make_static(config, io);
+  if (config.rdzv_backend == "c10d") return make_c10d(config, io);
+  if (config.rdzv_backend.starts_with("etcd")) return make_etcd(config, io);
+  throw ConfigError(fmt::format("--rdzv_backend={}: not supported yet", config.rdzv_backend));
+}
+
+}  // namespace ddp::agent

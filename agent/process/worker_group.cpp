@@ -1,0 +1,317 @@
+// WorkerGroup: ties the spawner, the child watch, the output routers, the OOM counter and the
+// orphan guard into one attempt's workers. Everything runs on the agent's io_context thread;
+// a steady_timer that never expires serves as the condition variable waiters sleep on.
+
+#include "agent/process/worker_group.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <csignal>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "agent/process/child_watch.hpp"
+#include "agent/process/oom_watch.hpp"
+#include "agent/process/orphan_guard.hpp"
+#include "agent/process/output_router.hpp"
+#include "agent/process/process_spawner.hpp"
+#include "agent/cli/signal_names.hpp"
+#include "common/check.hpp"
+#include "common/log.hpp"
+#include "ddp/error.hpp"
+
+namespace ddp::agent {
+
+namespace asio = boost::asio;
+
+namespace {
+
+constexpr size_t kReadBufferBytes = 64 * 1024;
+
+struct Worker {
+  int local_rank = 0;
+  int rank = 0;
+  pid_t pid = -1;  // also its process group
+  std::string error_file;
+  std::shared_ptr<OutputRouter> out;
+  std::shared_ptr<OutputRouter> err;
+  bool exited = false;
+  bool signalled = false;  // the agent sent it a signal (stop, signal_all)
+  int sent_signal = 0;     // the last one
+};
+
+std::string_view role_of(const WorkerSpec& spec) {
+  const auto it = spec.ddprun_env.find("ROLE_NAME");
+  return it == spec.ddprun_env.end() ? std::string_view("default") : std::string_view(it->second);
+}
+
+}  // namespace
+
+struct WorkerGroup::Impl {
+  asio::io_context& io;
+  OutputOptions options;
+  std::vector<char> buffer = std::vector<char>(kReadBufferBytes);
+  std::vector<Worker> workers;
+  std::vector<WorkerExit> exits;
+  OomWatch oom;
+  asio::steady_timer changed;      // cancelled whenever an exit is recorded
+  asio::steady_timer grace_timer;  // stop(): SIGKILL when it fires
+  bool stop_started = false;
+  bool stop_finished = false;
+  std::shared_ptr<bool> alive = std::make_shared<bool>(true);  // weakly held by timer handlers
+  ChildWatch watch;  // last: its handler uses the members above
+
+  Impl(asio::io_context& io_context, OutputOptions output)
+      : io(io_context),
+        options(std::move(output)),
+        changed(io_context, asio::steady_timer::time_point::max()),
+        grace_timer(io_context),
+        watch(io_context, [this](const ChildStatus& s) { on_exit(s); }) {}
+
+  OutputRoute route_for(const WorkerSpec& spec, int stream) const {
+    const bool redirected = (spec.redirect_mask & stream) != 0;
+    const bool teed = (spec.tee_mask & stream) != 0;
+    OutputRoute route;
+    if (spec.console_visible && (!redirected || teed)) {
+      route.console_fd = stream == kStdOut ? options.stdout_fd : options.stderr_fd;
+    }
+    if (options.label) route.console_prefix = fmt::format("[{}:{}]: ", options.host, spec.rank);
+    if (teed) {
+      route.console_prefix += tee_line_prefix(options.log_line_prefix_template, role_of(spec),
+                                              spec.rank, spec.local_rank);
+    }
+    if (redirected) route.file_path = stream == kStdOut ? spec.stdout_path : spec.stderr_path;
+    route.keep_tail = stream == kStdErr;
+    return route;
+  }
+
+  void on_exit(const ChildStatus& status) {
+    Worker* worker = nullptr;
+    for (auto& w : workers) {
+      if (w.pid == status.pid) worker = &w;
+    }
+    if (worker == nullptr || worker->exited) return;
+    worker->exited = true;
+    // A dead process has nothing in flight: what it wrote is in the pipe now. Read it before the
+    // exit is reported, so the stderr tail is complete and output precedes any report.
+    worker->out->drain_and_flush();
+    worker->err->drain_and_flush();
+    WorkerExit& e = exits.emplace_back();
+    e.local_rank = worker->local_rank;
+    e.rank = worker->rank;
+    e.pid = worker->pid;
+    e.exit_code = status.exit_code;
+    e.signal = status.signal;
+    e.wall_time = std::chrono::system_clock::now();
+    e.mono_time = std::chrono::steady_clock::now();
+    e.stopped_by_agent = worker->signalled;
+    e.agent_signal = worker->sent_signal;
+    e.oom_suspected = status.signal == SIGKILL && oom.rose_since_mark();
+    e.stderr_tail = worker->err->tail_lines();
+    e.error_file = worker->error_file;
+    if (status.signal != 0) {
+      log::get("agent")->debug("worker exited local_rank={} pid={} signal={}", e.local_rank, e.pid,
+                               signal_name(status.signal));
+    } else {
+      log::get("agent")->debug("worker exited local_rank={} pid={} exit_code={}", e.local_rank,
+                               e.pid, e.exit_code);
+    }
+    changed.cancel();
+  }
+
+  bool any_running() const {
+    for (const auto& w : workers) {
+      if (!w.exited) return true;
+    }
+    return false;
+  }
+
+  void signal_running(int signal) {
+    for (auto& w : workers) {
+      if (w.exited) continue;
+      w.signalled = true;
+      w.sent_signal = signal;
+      signal_process_group(w.pid, signal);
+    }
+  }
+
+  // SIGKILL to every group, exited leaders' too: their children may live on in the group.
+  void kill_all_groups() {
+    for (auto& w : workers) {
+      if (!w.exited) {
+        w.signalled = true;
+        w.sent_signal = SIGKILL;
+      }
+      signal_process_group(w.pid, SIGKILL);
+    }
+  }
+
+  // Sleeps until the next recorded exit. Throws operation_aborted when the caller's operation is
+  // cancelled (the wake-up itself is a timer cancel, so the cancellation state tells them apart).
+  asio::awaitable<void> wait_changed() {
+    co_await changed.async_wait(asio::as_tuple(asio::use_awaitable));
+    const auto state = co_await asio::this_coro::cancellation_state;
+    if (state.cancelled() != asio::cancellation_type::none) {
+      throw boost::system::system_error(asio::error::operation_aborted);
+    }
+  }
+
+  // Kills and reaps what is still running: the destructor and a failed start().
+  void kill_and_reap_now() {
+    kill_all_groups();
+    for (auto& w : workers) {
+      if (!w.exited && w.pid > 0) reap_process(w.pid, true);
+      w.exited = true;
+    }
+    watch.sweep();  // orphans adopted into the groups
+  }
+
+  ~Impl() {
+    kill_and_reap_now();
+    for (auto& w : workers) OrphanGuard::instance().remove(w.pid);
+  }
+};
+
+WorkerGroup::WorkerGroup(asio::io_context& io, OutputOptions options)
+    : impl_(std::make_unique<Impl>(io, std::move(options))) {}
+
+WorkerGroup::~WorkerGroup() = default;
+
+void WorkerGroup::start(const std::vector<WorkerSpec>& specs) {
+  Impl& g = *impl_;
+  DDP_CHECK(g.workers.empty(), "WorkerGroup::start called twice");
+  // Resolve every program first: a missing one fails the start before anything runs.
+  std::vector<ExecImage> images;
+  std::vector<CpuPlacement> placements;  // built before any child starts (no allocation there)
+  images.reserve(specs.size());
+  for (const auto& spec : specs) {
+    images.emplace_back(spec.argv, spec.env);
+    placements.push_back(spec.numa.cpus.empty()
+                             ? CpuPlacement{}
+                             : CpuPlacement::of(spec.numa.cpus, spec.numa.memory_node));
+  }
+
+  g.oom.mark();
+  OrphanGuard& guard = OrphanGuard::instance();
+  std::vector<std::unique_ptr<ForkedChild>> children;
+  children.reserve(specs.size());
+  g.workers.reserve(specs.size());
+  try {
+    for (size_t i = 0; i < specs.size(); ++i) {
+      const WorkerSpec& spec = specs[i];
+      Worker w;
+      w.local_rank = spec.local_rank;
+      w.rank = spec.rank;
+      w.error_file = spec.error_file;
+      w.out = std::make_shared<OutputRouter>(g.io, g.route_for(spec, kStdOut), g.buffer);
+      w.err = std::make_shared<OutputRouter>(g.io, g.route_for(spec, kStdErr), g.buffer);
+      // The child registers its group with the guard itself, before exec (see add_self).
+      const CpuPlacement* placement = placements[i].cpu_mask.empty() ? nullptr : &placements[i];
+      const ChildSetup setup{.stdout_fd = w.out->child_end(),
+                             .stderr_fd = w.err->child_end(),
+                             .guard_socket = guard.socket(),
+                             .placement = placement};
+      auto child = std::make_unique<ForkedChild>(images[i], setup);
+      w.pid = child->pid();
+      w.out->close_child_end();
+      w.err->close_child_end();
+      g.watch.watch(w.pid);
+      w.out->start();
+      w.err->start();
+      g.workers.push_back(std::move(w));
+      children.push_back(std::move(child));
+    }
+  } catch (...) {
+    g.kill_and_reap_now();
+    throw;
+  }
+  // Every child is forked before any exec is awaited: the execs overlap.
+  std::string failure;
+  for (size_t i = 0; i < children.size(); ++i) {
+    const int error = children[i]->await_exec();
+    if (error != 0 && failure.empty()) {
+      failure = fmt::format("cannot start worker local_rank={}: exec {}: {}", specs[i].local_rank,
+                            images[i].program(), std::strerror(error));
+    }
+  }
+  if (!failure.empty()) {
+    g.kill_and_reap_now();
+    throw IoError(failure);
+  }
+  log::get("agent")->debug("started {} workers", g.workers.size());
+}
+
+asio::awaitable<std::optional<WorkerExit>> WorkerGroup::wait_first_failure() {
+  Impl& g = *impl_;
+  while (true) {
+    for (const auto& e : g.exits) {
+      if (e.failed()) co_return e;
+    }
+    if (!g.any_running()) co_return std::nullopt;
+    co_await g.wait_changed();
+  }
+}
+
+void WorkerGroup::signal_all(int signal) { impl_->signal_running(signal); }
+
+asio::awaitable<std::vector<WorkerExit>> WorkerGroup::stop(int signal,
+                                                           std::chrono::milliseconds grace) {
+  Impl& g = *impl_;
+  if (!g.stop_started) {
+    g.stop_started = true;
+    g.signal_running(signal);
+    if (g.any_running()) {
+      g.grace_timer.expires_after(grace);
+      g.grace_timer.async_wait([&g, alive = std::weak_ptr<bool>(g.alive)](
+                                   boost::system::error_code ec) {
+        if (ec || alive.expired()) return;
+        log::get("agent")->debug("grace period over: killing the workers' process groups");
+        g.kill_all_groups();
+      });
+    }
+  }
+  while (g.any_running()) co_await g.wait_changed();
+  if (!g.stop_finished) {
+    g.stop_finished = true;
+    g.grace_timer.cancel();
+    g.kill_all_groups();  // grandchildren left in the groups
+    g.watch.sweep();
+    for (auto& w : g.workers) {
+      w.out->drain_and_flush();
+      w.err->drain_and_flush();
+    }
+  }
+  co_return g.exits;
+}
+
+const std::vector<WorkerExit>& WorkerGroup::exits() const { return impl_->exits; }
+
+std::vector<pid_t> WorkerGroup::pids() const {
+  std::vector<pid_t> out;
+  out.reserve(impl_->workers.size());
+  for (const auto& w : impl_->workers) out.push_back(w.pid);
+  return out;
+}
+
+bool WorkerGroup::running() const { return impl_->any_running(); }
+
+std::unique_ptr<AttemptWorkers> ProcessLauncher::launch(const std::vector<WorkerSpec>& specs,
+                                                        const OutputOptions& output) {
+  auto group = std::make_unique<WorkerGroup>(io_, output);
+  group->start(specs);
+  return group;
+}
+
+void become_child_subreaper() {
+  make_child_subreaper();
+  // A console reader that goes away (ddprun ... | head) must not kill the supervisor: console
+  // writes then fail with EPIPE and that stream stops. Workers get SIGPIPE back at exec.
+  std::signal(SIGPIPE, SIG_IGN);
+  OrphanGuard::instance();  // fork the watchdog now, while the agent is small
+}
+
+}  // namespace ddp::agent

@@ -1,0 +1,75 @@
+#pragma once
+// WorkerGroup: the processes of one attempt on this node. Spawns them (vfork-style clone + exec, own process
+// group each, parent-death signal), routes their output line by line (console, tee, redirect
+// files), keeps the last lines of every worker's stderr, and learns of exits on the io_context
+// (pidfd or SIGCHLD; never a polling sleep). If the agent dies, even by SIGKILL, every worker and
+// grandchild dies within a second.
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/io_context.hpp>
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "agent/core/worker_launcher.hpp"
+#include "agent/cli/worker_spec.hpp"
+
+namespace ddp::agent {
+
+class WorkerGroup final : public AttemptWorkers {
+ public:
+  WorkerGroup(boost::asio::io_context& io, OutputOptions options);
+  ~WorkerGroup() override;  // kills (SIGKILL) whatever still runs
+  WorkerGroup(const WorkerGroup&) = delete;
+  WorkerGroup& operator=(const WorkerGroup&) = delete;
+
+  // Spawns every spec (log dirs already prepared). Throws IoError naming argv[0] when exec fails
+  // (reported through a CLOEXEC pipe, so a missing program is an error, not exit 127).
+  void start(const std::vector<WorkerSpec>& specs);
+
+  // Completes when the first worker fails (returns that exit) or when every worker has exited
+  // successfully (returns nullopt). Cancellable (per-operation cancellation).
+  boost::asio::awaitable<std::optional<WorkerExit>> wait_first_failure() override;
+
+  // Sends `signal` to every running worker's process group.
+  void signal_all(int signal) override;
+
+  // Sends `signal` to every running worker's process group, waits up to `grace` for them to
+  // exit, then SIGKILLs the process groups, waits for every exit and drains their output.
+  // Returns every worker's exit, in order of time. Idempotent.
+  boost::asio::awaitable<std::vector<WorkerExit>> stop(int signal,
+                                                       std::chrono::milliseconds grace) override;
+
+  // Every exit seen so far, in order of time.
+  const std::vector<WorkerExit>& exits() const override;
+  std::vector<pid_t> pids() const override;
+  bool running() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The real launcher: a WorkerGroup per attempt, started at once.
+class ProcessLauncher final : public WorkerLauncher {
+ public:
+  explicit ProcessLauncher(boost::asio::io_context& io) : io_(io) {}
+  std::unique_ptr<AttemptWorkers> launch(const std::vector<WorkerSpec>& specs,
+                                         const OutputOptions& output) override;
+
+ private:
+  boost::asio::io_context& io_;
+};
+
+// Makes this process a child subreaper (grandchildren whose parent dies are reparented to us and
+// reaped), starts the orphan guard's watchdog, and ignores SIGPIPE (a closed console must not
+// kill the agent). Call once from main before any worker starts. Throws IoError if the kernel
+// refuses the subreaper attribute.
+void become_child_subreaper();
+
+}  // namespace ddp::agent

@@ -1,0 +1,108 @@
+// The store side of multi-node stack reports. An answer loop holds one store connection in a
+// wait; it wakes for each request key in turn, so every agent answers each request once, and a
+// request made while it was collecting is still waiting for it under the next key.
+
+#include "agent/stacks/stack_exchange.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "ddp/error.hpp"
+
+namespace ddp::agent {
+namespace {
+
+namespace asio = boost::asio;
+using nlohmann::json;
+constexpr auto kAnswerPoll = std::chrono::seconds(30);
+
+}  // namespace
+
+std::string stacks_key(const std::string& run_id, const std::string& leaf) {
+  return fmt::format("/ddprun/{}/stacks/{}", run_id, leaf);
+}
+
+std::string encode_node_stacks(int node, const std::string& host,
+                               const std::vector<RankStack>& stacks) {
+  json ranks = json::array();
+  for (const auto& s : stacks) {
+    ranks.push_back({{"rank", s.rank},
+                     {"local_rank", s.local_rank},
+                     {"pid", s.pid},
+                     {"host", s.host},
+                     {"kind", s.kind},
+                     {"text", s.text}});
+  }
+  return json{{"version", 1}, {"node", node}, {"host", host}, {"ranks", ranks}}.dump();
+}
+
+bool decode_node_stacks(const std::string& text, std::vector<RankStack>& stacks) {
+  const json doc = json::parse(text, nullptr, false);
+  if (doc.is_discarded() || !doc.is_object() || !doc.contains("ranks") ||
+      !doc["ranks"].is_array()) {
+    return false;
+  }
+  for (const auto& r : doc["ranks"]) {
+    if (!r.is_object()) return false;
+    RankStack s;
+    s.rank = r.value("rank", 0);
+    s.local_rank = r.value("local_rank", 0);
+    s.pid = r.value("pid", 0);
+    s.host = r.value("host", std::string{});
+    s.kind = r.value("kind", std::string{"none"});
+    s.text = r.value("text", std::string{});
+    stacks.push_back(std::move(s));
+  }
+  return true;
+}
+
+asio::awaitable<GatheredStacks> request_stacks(rdzv::Store& store, std::string run_id,
+                                               std::chrono::milliseconds timeout) {
+  GatheredStacks gathered;
+  const std::string nodes_key = stacks_key(run_id, "nodes");
+  // (Keys go through named vectors: GCC 12 miscompiles braced lists inside co_await.)
+  std::vector<std::string> wanted{nodes_key};
+  if (!co_await store.wait_for(wanted, timeout)) {
+    throw ConfigError(fmt::format("no job with --rdzv_id={} runs at this store", run_id));
+  }
+  gathered.nodes = std::stoi(rdzv::to_string(co_await store.get(nodes_key)));
+  const std::int64_t n = co_await store.add(stacks_key(run_id, "count"), 1);
+  co_await store.set(stacks_key(run_id, fmt::format("{}/request", n)), rdzv::to_bytes("stacks"));
+  std::vector<std::string> keys;
+  for (int g = 0; g < gathered.nodes; ++g) {
+    keys.push_back(stacks_key(run_id, fmt::format("{}/node_{}", n, g)));
+  }
+  co_await store.wait_for(keys, timeout);  // false: some node is silent; gather the rest
+  for (int g = 0; g < gathered.nodes; ++g) {
+    const auto& key = keys[static_cast<std::size_t>(g)];
+    wanted = {key};
+    if (!co_await store.check(wanted) ||
+        !decode_node_stacks(rdzv::to_string(co_await store.get(key)), gathered.stacks)) {
+      gathered.silent_nodes.push_back(g);
+    }
+  }
+  co_return gathered;
+}
+
+asio::awaitable<void> answer_stack_requests(rdzv::Store& store, std::string run_id,
+                                            std::function<int()> node, std::string host,
+                                            CollectNodeStacks collect) {
+  // Start at the latest request, not after it: a loop that connects late (a new node, or the
+  // connection spread after the round) still answers a request its asker is gathering now.
+  // Answering a request whose asker has gone only leaves one key behind.
+  std::int64_t next = std::max<std::int64_t>(co_await store.add(stacks_key(run_id, "count"), 0), 1);
+  for (;;) {
+    const std::string request = stacks_key(run_id, fmt::format("{}/request", next));
+    std::vector<std::string> wanted{request};
+    if (!co_await store.wait_for(wanted, kAnswerPoll)) continue;
+    const auto stacks = co_await collect();
+    const int g = node();
+    co_await store.set(stacks_key(run_id, fmt::format("{}/node_{}", next, g)),
+                       rdzv::to_bytes(encode_node_stacks(g, host, stacks)));
+    ++next;
+  }
+}
+
+}  // namespace ddp::agent

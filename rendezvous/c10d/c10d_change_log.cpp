@@ -1,0 +1,129 @@
+// Lines are "<verb> <rest>\n"; <rest> never holds a newline (callers' text is flattened).
+
+#include "rendezvous/c10d/c10d_change_log.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+
+namespace ddp::rdzv {
+
+namespace {
+
+std::string one_line(std::string text) {
+  std::replace(text.begin(), text.end(), '\n', ' ');
+  return text;
+}
+
+Bytes line(const std::string& verb, const std::string& rest) {
+  return to_bytes(verb + " " + one_line(rest) + "\n");
+}
+
+void add_distinct(std::vector<std::string>& names, const std::string& name) {
+  if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+}
+
+// "<node> by=<how> after_ms=<n>" (older writers: "<node>" alone).
+NodeLoss parse_loss(const std::string& rest) {
+  NodeLoss loss;
+  std::size_t start = 0;
+  bool first = true;
+  while (start <= rest.size()) {
+    const std::size_t end = std::min(rest.find(' ', start), rest.size());
+    const std::string field = rest.substr(start, end - start);
+    start = end + 1;
+    if (first) {
+      loss.node = field;
+      first = false;
+    } else if (field.starts_with("by=")) {
+      loss.detected_by = field.substr(3);
+    } else if (field.starts_with("after_ms=")) {
+      long long ms = 0;
+      const char* begin = field.data() + 9;
+      if (std::from_chars(begin, field.data() + field.size(), ms).ec == std::errc{}) {
+        loss.after = std::chrono::milliseconds(ms);
+      }
+    }
+  }
+  return loss;
+}
+
+std::string joined(const std::vector<std::string>& names) {
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
+}  // namespace
+
+Bytes lost_line(const std::string& node, const std::string& how, const std::string& after_ms) {
+  return line("lost", node + " by=" + how + " after_ms=" + after_ms);
+}
+Bytes waiting_line(const std::string& node) { return line("waiting", node); }
+Bytes failed_line(const std::string& node, const std::string& what) {
+  return line("failed", node + " " + what);
+}
+Bytes closed_line(const std::string& why) { return line("closed", why); }
+
+C10dChanges parse_changes(const Bytes& log) {
+  C10dChanges changes;
+  const std::string text = to_string(log);
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) break;  // a line being appended: read it next time
+    const std::string entry = text.substr(start, end - start);
+    start = end + 1;
+    const std::size_t space = entry.find(' ');
+    if (space == std::string::npos) continue;
+    const std::string verb = entry.substr(0, space);
+    const std::string rest = entry.substr(space + 1);
+    if (verb == "lost") {
+      NodeLoss loss = parse_loss(rest);
+      if (std::find(changes.lost.begin(), changes.lost.end(), loss.node) == changes.lost.end()) {
+        changes.lost.push_back(loss.node);
+        changes.losses.push_back(std::move(loss));
+      }
+    } else if (verb == "waiting") {
+      add_distinct(changes.waiting, rest);
+    } else if (verb == "failed") {
+      changes.failed.push_back(rest);
+    } else if (verb == "closed" && !changes.closed) {
+      changes.closed = rest;
+    }
+  }
+  return changes;
+}
+
+std::optional<RoundEvent> C10dChanges::first_event(bool finishing) const {
+  if (closed && !(finishing && finished())) {
+    return RoundEvent{RoundChange::kPeerFailed, "job closed: " + *closed};
+  }
+  if (!failed.empty()) {
+    return RoundEvent{RoundChange::kPeerFailed, "workers failed on " + failed.front()};
+  }
+  if (finishing) return std::nullopt;
+  if (!lost.empty()) return loss_event();
+  if (!waiting.empty()) {
+    return RoundEvent{RoundChange::kNodeWaiting, "node(s) waiting to join: " + joined(waiting)};
+  }
+  return std::nullopt;
+}
+
+std::optional<RoundEvent> C10dChanges::loss_event() const {
+  if (lost.empty()) return std::nullopt;
+  return RoundEvent{RoundChange::kNodeLost, "lost node(s): " + joined(lost), losses};
+}
+
+std::optional<RoundEvent> C10dChanges::failure_cause() const {
+  // A loss wins over a failure: the failures a loss causes on other nodes spend nothing either.
+  if (auto loss = loss_event()) return loss;
+  if (auto event = first_event(); event && event->change == RoundChange::kPeerFailed) return event;
+  return std::nullopt;
+}
+
+int C10dChanges::expected_next(int size, int max_nodes) const {
+  const int expected = size - static_cast<int>(lost.size()) + static_cast<int>(waiting.size());
+  return std::min(expected, max_nodes);
+}
+
+}  // namespace ddp::rdzv

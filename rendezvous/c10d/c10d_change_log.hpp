@@ -1,0 +1,50 @@
+#pragma once
+// The change log of a running c10d round: an append-only store value, one line per event
+// ("lost <node> by=<how> after_ms=<n>", "waiting <node>", "failed <node> <what>", "closed <why>").
+// Every member polls it; whoever sees a line first ends its round. Pure parsing; no store.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "rendezvous/rendezvous.hpp"
+#include "rendezvous/store/store.hpp"
+
+namespace ddp::rdzv {
+
+inline constexpr const char* kJobFinished = "job finished";
+
+struct C10dChanges {
+  std::vector<std::string> lost;     // nodes declared lost (distinct)
+  std::vector<NodeLoss> losses;      // the same nodes, with how and when (first line of each)
+  std::vector<std::string> waiting;  // late nodes waiting to join (distinct)
+  std::vector<std::string> failed;   // "<node> <what>" lines, in order
+  std::optional<std::string> closed; // the job ended: why
+
+  bool empty() const { return lost.empty() && waiting.empty() && failed.empty() && !closed; }
+  // The job ended because every node finished (not because one failed).
+  bool finished() const { return closed && *closed == kJobFinished; }
+  // The event the agent acts on: failure or close first, then loss, then waiting nodes. While
+  // this node is in the exit barrier (`finishing`) only failures count: a waiting node does not
+  // restart a job that is done, and a lost node only shortens the barrier.
+  std::optional<RoundEvent> first_event(bool finishing = false) const;
+  // The kNodeLost event when a node was lost (whatever else happened), else nullopt.
+  std::optional<RoundEvent> loss_event() const;
+  // Why this node's worker failure follows from another node (failure_verdict): a lost node,
+  // else another node's failure or the job's end. nullopt: nothing outside this node explains it.
+  std::optional<RoundEvent> failure_cause() const;
+  // Members the next round should expect: this round's size minus the lost plus the waiting,
+  // at most max_nodes.
+  int expected_next(int size, int max_nodes) const;
+};
+
+C10dChanges parse_changes(const Bytes& log);
+
+// `how` is "connection" or "heartbeat"; `after_ms` is a number, or kLeaseAfterMs in a lease's
+// value (the store fills it in).
+Bytes lost_line(const std::string& node, const std::string& how, const std::string& after_ms);
+Bytes waiting_line(const std::string& node);
+Bytes failed_line(const std::string& node, const std::string& what);
+Bytes closed_line(const std::string& why);
+
+}  // namespace ddp::rdzv

@@ -1,0 +1,400 @@
+// Joining and closing c10d rounds. Every node does O(1) store operations per round (an add for
+// its arrival index, its own descriptor and heartbeat keys, one wait, one read of the round's
+// header and one of its own place) and reads O(1) bytes; the node whose compare_set closes the
+// round reads the descriptors once and writes the places and the header. Nothing is
+// read-modify-written by every node.
+
+#include "rendezvous/c10d/c10d_rendezvous.hpp"
+
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+
+#include "common/log.hpp"
+#include "ddp/error.hpp"
+#include "rendezvous/c10d/c10d_keys.hpp"
+#include "rendezvous/store/store_lease.hpp"
+
+namespace ddp::rdzv {
+
+namespace keys = c10d_keys;
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+namespace {
+
+std::shared_ptr<spdlog::logger> logger() { return log::get("rdzv"); }
+
+// Leading decimal integer of a value ("3 node_name" -> 3); nullopt when there is none.
+std::optional<std::int64_t> leading_int(const Bytes& value) {
+  const std::string text = to_string(value);
+  std::int64_t n = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (ec != std::errc{} || end == text.data()) return std::nullopt;
+  return n;
+}
+
+// (Messages are built outside coroutines: GCC 12 miscompiles some format calls inside them.)
+std::string too_few_left(const std::vector<std::string>& lost, int left, int min_nodes) {
+  return fmt::format("only {} node(s) remain after losing {} (--nnodes min is {})", left,
+                     fmt::join(lost, ", "), min_nodes);
+}
+
+std::string closed_message(const std::string& run_id, const std::string& why) {
+  return fmt::format("c10d rendezvous run={} is closed: {}", run_id, why);
+}
+
+double seconds(Clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
+
+}  // namespace
+
+C10dRendezvous::C10dRendezvous(asio::any_io_executor executor, Store& store,
+                               C10dSettings settings, C10dNode self,
+                               WorkerStoreOpener open_worker_store)
+    : executor_(std::move(executor)),
+      store_(keys::prefix(settings.run_id), store),
+      settings_(std::move(settings)),
+      self_(std::move(self)),
+      open_worker_store_(std::move(open_worker_store)) {}
+
+C10dRendezvous::~C10dRendezvous() { stop_monitor(); }
+
+asio::awaitable<RendezvousInfo> C10dRendezvous::next_round(int local_world_size) {
+  stop_monitor();
+  if (current_ && co_await store_.check(c10d_keys::one(keys::kClosed))) {
+    // Tell a store host that is failing the job that we have read why, so it may exit.
+    co_await store_.add(keys::left(current_->header.round), 1);
+  }
+  co_await throw_if_closed();
+  const Clock::time_point deadline = Clock::now() + settings_.join_timeout;
+  int round = 0;
+  int expected = 0;
+  if (current_) {
+    round = current_->header.round + 1;
+    expected = co_await expected_members(current_->header.round);
+  } else {
+    round = co_await first_round();
+  }
+  current_.reset();
+  Joined joined;
+  C10dRoundHeader header;
+  for (;;) {
+    joined = co_await join(round, local_world_size, expected);
+    header = co_await wait_closed(joined, expected, deadline);
+    if (joined.index <= header.size) break;  // the members are the arrivals 1..size
+    // Late: the round closed without us. Running members restart for us when there is room
+    // ("waiting"); a full round only learns that we stand by for the next one.
+    joined.size = header.size;
+    if (joined.size < settings_.max_nodes) {
+      co_await store_.append(keys::change(round), waiting_line(self_.name));
+      logger()->info("round {} of run {} closed with {} node(s) before this node joined; waiting "
+                     "for the next round (the running nodes restart to admit it)",
+                     round, settings_.run_id, joined.size);
+    } else {
+      co_await store_.add(keys::standby(round), 1);
+      logger()->info("round {} of run {} is full ({} nodes); standing by for a free slot", round,
+                     settings_.run_id, joined.size);
+    }
+    expected = co_await expected_members(round);
+    ++round;
+  }
+  const std::string place_key = keys::place(round, joined.index);
+  const C10dPlace place = decode_place(co_await store_.get(place_key), place_key);
+  current_ = Member{header, place};
+  current_index_ = joined.index;
+  RendezvousInfo info = info_for(header, place, settings_.run_id);
+  logger()->info("round closed run={} round={} group_rank={} group_world_size={} world_size={} "
+                 "restart_count={} master={}:{}", settings_.run_id, round, info.group_rank,
+                 info.group_world_size, info.world_size, info.restart_count, info.master_addr,
+                 info.master_port);
+  co_await write_lease(round);
+  start_monitor(*current_);
+  co_return info;
+}
+
+asio::awaitable<void> C10dRendezvous::write_lease(int round) {
+  // The store host needs no lease: when it dies, the store goes with it. The others' lease
+  // points at this round's change log, where the members look for lost nodes.
+  if (self_.is_host) co_return;
+  Lease lease;
+  lease.grace = settings_.connection_grace;
+  lease.append_key = keys::prefix(settings_.run_id) + "/" + keys::change(round);
+  lease.value = to_string(lost_line(self_.name, "connection", std::string(kLeaseAfterMs)));
+  co_await store_.set(lease_key(keys::lease_base(self_.name)), encode(lease));
+}
+
+asio::awaitable<int> C10dRendezvous::first_round() {
+  // A node that arrives while the job runs starts at the last closed round: it is late there,
+  // says so, and joins the next one.
+  const std::string latest_key = keys::kLatest;
+  std::vector<std::string> probe{latest_key};
+  const bool has_latest = co_await store_.check(std::move(probe));
+  if (!has_latest) co_return 0;
+  const Bytes value = co_await store_.get(latest_key);
+  const auto latest = leading_int(value);
+  co_return latest && *latest >= 0 ? static_cast<int>(*latest) : 0;
+}
+
+asio::awaitable<int> C10dRendezvous::expected_members(int round) {
+  const auto size_value = co_await store_.get(keys::size(round));
+  const int size = static_cast<int>(leading_int(size_value).value_or(0));
+  Bytes log;
+  if (co_await store_.check(c10d_keys::one(keys::change(round)))) {
+    log = co_await store_.get(keys::change(round));
+  }
+  const C10dChanges changes = parse_changes(log);
+  const auto standby = co_await store_.add(keys::standby(round), 0);
+  const int expected =
+      std::min(changes.expected_next(size, settings_.max_nodes) + static_cast<int>(standby),
+               settings_.max_nodes);
+  if (!changes.lost.empty() && expected < settings_.min_nodes) {
+    const std::string why = too_few_left(changes.lost, expected, settings_.min_nodes);
+    co_await close_job(why);
+    throw RendezvousClosedError(closed_message(settings_.run_id, why));
+  }
+  co_return expected;
+}
+
+asio::awaitable<C10dRendezvous::Joined> C10dRendezvous::join(int round, int local_world_size,
+                                                            int expected) {
+  Joined joined;
+  joined.round = round;
+  C10dNodeDesc desc{self_.name, self_.addr, local_world_size, self_.is_host,
+                    {},          0,           self_.rank_hint};
+  if (self_.is_host && open_worker_store_) {
+    std::tie(desc.master_addr, desc.master_port) = open_worker_store_(round);
+  }
+  joined.index = static_cast<int>(co_await store_.add(keys::join(round), 1));
+  // The heartbeat key first: once the descriptor exists, the closer may publish the round and a
+  // neighbour may start reading it.
+  co_await store_.set(keys::heartbeat(round, joined.index), to_bytes("0"));
+  co_await store_.set(keys::node(round, joined.index), encode(desc));
+  logger()->debug("joined round={} arrival={} expected={} node={} addr={}", round, joined.index,
+                  expected, self_.name, self_.addr);
+  co_return joined;
+}
+
+asio::awaitable<C10dRoundHeader> C10dRendezvous::wait_closed(const Joined& joined, int expected,
+                                                             Clock::time_point deadline) {
+  const int round = joined.round;
+  if (joined.index == settings_.max_nodes ||
+      (expected >= settings_.min_nodes && joined.index == expected)) {
+    co_await close_round(round, joined.index);
+  }
+  std::optional<Clock::time_point> last_call;
+  if (joined.index >= settings_.min_nodes) last_call = Clock::now() + settings_.last_call_timeout;
+  // While more nodes are expected than have arrived, one of them may have died since this node
+  // read the previous round's change log (its lease still points there): look again this often.
+  const milliseconds recount = std::clamp(settings_.keep_alive_interval / 2, milliseconds(50),
+                                          milliseconds(1000));
+  int arrived = joined.index;
+  Clock::time_point next_progress = Clock::now() + settings_.progress_interval;
+  for (;;) {
+    const Clock::time_point now = Clock::now();
+    Clock::time_point wake = std::min(deadline, next_progress);
+    if (round > 0 && expected > arrived) wake = std::min(wake, now + recount);
+    if (last_call) wake = std::min(wake, *last_call);
+    const auto wait_for = std::max(milliseconds(1),
+                                   std::chrono::duration_cast<milliseconds>(wake - now));
+    // The header, not the size: one wake-up and one read per node when the round closes.
+    if (co_await store_.wait_for(c10d_keys::one(keys::assignment(round)), wait_for)) {
+      const Bytes value = co_await store_.get(keys::assignment(round));
+      if (value == to_bytes(keys::kClosedSize)) {
+        co_await throw_if_closed();
+        throw RendezvousClosedError(fmt::format("c10d rendezvous run={} round={} was closed",
+                                                settings_.run_id, round));
+      }
+      co_return decode_round_header(value, keys::assignment(round));
+    }
+    arrived = static_cast<int>(co_await store_.add(keys::join(round), 0));
+    if (round > 0 && expected > arrived) {
+      const int live = co_await expected_members(round - 1);  // throws when below min_nodes
+      if (live < expected) {
+        logger()->info("round {} of run {} now expects {} node(s): a node was lost", round,
+                       settings_.run_id, live);
+        expected = live;
+      }
+      if (expected >= settings_.min_nodes && arrived >= expected) {
+        co_await close_round(round, std::min(arrived, settings_.max_nodes));
+        continue;
+      }
+    }
+    if (last_call && Clock::now() >= *last_call) {
+      co_await close_round(round, std::min(arrived, settings_.max_nodes));
+      continue;
+    }
+    if (Clock::now() >= deadline) {
+      std::string report = co_await joined_names(round, arrived);  // (not inside throw: GCC 12)
+      throw TimeoutError(report);
+    }
+    co_await throw_if_closed();
+    if (!last_call && arrived >= settings_.min_nodes) {
+      last_call = Clock::now() + settings_.last_call_timeout;
+    }
+    const int target = expected >= settings_.min_nodes ? expected
+                       : arrived < settings_.min_nodes ? settings_.min_nodes
+                                                       : settings_.max_nodes;
+    if (Clock::now() < next_progress) continue;
+    next_progress = Clock::now() + settings_.progress_interval;
+    const Clock::time_point until = last_call ? std::min(*last_call, deadline) : deadline;
+    // Progress shows at the default (warning) level. Under a second left, the round closes or
+    // fails at the next wake-up: "waiting up to 0 s" would say nothing.
+    const double left = seconds(until - Clock::now());
+    if (left >= 1) {
+      logger()->warn("{}/{} nodes joined round {} of run {}; waiting up to {:.0f} s{}", arrived,
+                     target, round, settings_.run_id, left,
+                     last_call ? " (then the round closes with the nodes that came)" : "");
+    }
+  }
+}
+
+asio::awaitable<void> C10dRendezvous::close_round(int round, int size) {
+  // The value carries the closer's name so that exactly one node sees its own write come back
+  // and publishes the round.
+  const Bytes desired = to_bytes(fmt::format("{} {}", size, self_.name));
+  const Bytes stored = co_await store_.compare_set(keys::size(round), {}, desired);
+  if (stored != desired) co_return;
+  logger()->debug("closing round={} size={} closer={}", round, size, self_.name);
+  co_await publish_assignment(round, size);
+}
+
+asio::awaitable<void> C10dRendezvous::publish_assignment(int round, int size) {
+  // In chunks: a round of 100,000 nodes would exceed the store's keys-per-request limit.
+  const auto chunk = static_cast<std::size_t>(std::max(settings_.max_keys_per_request, 1));
+  std::vector<std::string> node_keys;
+  for (int i = 1; i <= size; ++i) node_keys.push_back(keys::node(round, i));
+  std::vector<Bytes> values;
+  for (std::size_t at = 0; at < node_keys.size(); at += chunk) {
+    const auto end = node_keys.begin() + static_cast<std::ptrdiff_t>(
+                                             std::min(at + chunk, node_keys.size()));
+    std::vector<std::string> part(node_keys.begin() + static_cast<std::ptrdiff_t>(at), end);
+    for (Bytes& value : co_await store_.multi_get(std::move(part))) {
+      values.push_back(std::move(value));
+    }
+  }
+  std::vector<std::pair<int, C10dNodeDesc>> nodes;
+  for (int i = 1; i <= size; ++i) {
+    nodes.emplace_back(i, decode_node_desc(values[static_cast<std::size_t>(i - 1)],
+                                           node_keys[static_cast<std::size_t>(i - 1)]));
+  }
+  const auto restarts = co_await store_.add(keys::kRestarts, 0);
+  const C10dAssignment assignment =
+      assign_ranks(round, static_cast<int>(restarts), nodes,
+                   {settings_.store_host, settings_.store_port});
+  const std::vector<C10dPlace> member_places = places_of(assignment);
+  // append, not set: a late node may already have logged that it waits.
+  co_await store_.append(keys::change(round), {});
+  // The places first: members read theirs once the header, which they wait on, exists.
+  for (std::size_t at = 0; at < member_places.size(); at += chunk) {
+    std::vector<std::pair<std::string, Bytes>> places;
+    for (std::size_t g = at; g < std::min(at + chunk, member_places.size()); ++g) {
+      places.emplace_back(keys::place(round, assignment.members[g].join_index),
+                          encode(member_places[g]));
+    }
+    co_await store_.multi_set(std::move(places));
+  }
+  co_await store_.set(keys::assignment(round), encode(header_of(assignment)));
+  co_await store_.set(keys::kLatest, to_bytes(std::to_string(round)));
+}
+
+asio::awaitable<void> C10dRendezvous::throw_if_closed() {
+  if (!co_await store_.check(c10d_keys::one(keys::kClosed))) co_return;
+  const std::string why = to_string(co_await store_.get(keys::kClosed));
+  throw RendezvousClosedError(
+      fmt::format("c10d rendezvous run={} is closed: {}", settings_.run_id, why));
+}
+
+asio::awaitable<std::string> C10dRendezvous::joined_names(int round, int count) {
+  constexpr int kMaxNamed = 16;
+  std::vector<std::string> names;
+  for (int i = 1; i <= std::min(count, kMaxNamed); ++i) {
+    if (!co_await store_.check(c10d_keys::one(keys::node(round, i)))) continue;
+    names.push_back(decode_node_desc(co_await store_.get(keys::node(round, i)),
+                                     keys::node(round, i)).name);
+  }
+  if (count > kMaxNamed) names.push_back(fmt::format("and {} more", count - kMaxNamed));
+  co_return fmt::format(
+      "{}; joined: {}", missing_report(round, count),
+      names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", ")));
+}
+
+std::string C10dRendezvous::missing_report(int round, int joined) const {
+  const int need = std::max(settings_.min_nodes - joined, 0);
+  return fmt::format(
+      "c10d rendezvous run={} round={} timed out after {:.0f} s (join_timeout): {}/{} nodes joined "
+      "(--nnodes {}:{}), {} more needed", settings_.run_id, round,
+      std::chrono::duration<double>(settings_.join_timeout).count(), joined, settings_.min_nodes,
+      settings_.min_nodes, settings_.max_nodes, need);
+}
+
+asio::awaitable<int> C10dRendezvous::report_failure(std::string what) {
+  failure_ = what;
+  if (!current_) co_return static_cast<int>(co_await store_.add(keys::kRestarts, 1));
+  const int round = current_->header.round;
+  const Bytes desired = to_bytes(self_.name + " " + what);
+  const Bytes stored = co_await store_.compare_set(keys::failed(round), {}, desired);
+  if (stored == desired) {
+    const auto count = co_await store_.add(keys::kRestarts, 1);
+    co_await store_.set(keys::restart_count(round), to_bytes(std::to_string(count)));
+    co_await store_.append(keys::change(round), failed_line(self_.name, what));
+    logger()->info("reported failure round={} restart_count={}: {}", round, count, what);
+    co_return static_cast<int>(count);
+  }
+  // Another node spent this round's restart; it writes the count right after its add.
+  const auto count = leading_int(co_await store_.get(keys::restart_count(round)));
+  co_return static_cast<int>(count.value_or(0));
+}
+
+asio::awaitable<void> C10dRendezvous::close_job(const std::string& why) {
+  co_await store_.compare_set(keys::kClosed, {}, to_bytes(why));
+  if (current_) {
+    co_await store_.append(keys::change(current_->header.round), closed_line(why));
+    // Nodes already waiting for the next round wake up and see the job closed.
+    const Bytes closed = to_bytes(keys::kClosedSize);
+    if (co_await store_.compare_set(keys::size(current_->header.round + 1), {}, closed) == closed) {
+      co_await store_.set(keys::assignment(current_->header.round + 1), closed);
+    }
+  }
+}
+
+asio::awaitable<void> C10dRendezvous::finish(bool success) {
+  if (!success) {
+    stop_monitor();
+    const std::string why = fmt::format("workers failed on node {}{}", self_.name,
+                                        failure_ ? ": " + *failure_ : std::string{});
+    co_await close_job(why);
+    if (self_.is_host && current_) co_await wait_until_read(current_->header.round);
+    co_return;
+  }
+  // Finishing is not being lost: the lease goes first (while the store host surely waits in the
+  // barrier), so that this agent's exit appends nothing. A restart writes it again.
+  if (current_ && !self_.is_host) {
+    co_await store_.delete_key(lease_key(keys::lease_base(self_.name)));
+  }
+  if (current_) co_await exit_barrier();
+  stop_monitor();
+  // Nodes still waiting for a next round learn that the job is over. A store host in the round
+  // does it alone: the exit barrier keeps it until every member has passed, so the others leave
+  // without another store operation (which could meet a host that has just gone).
+  if (current_ && (self_.is_host || !current_->header.host_first)) co_await close_job(kJobFinished);
+}
+
+asio::awaitable<void> C10dRendezvous::wait_until_read(int round) {
+  // The other members learn why the job failed from this store: keep it up until each has read
+  // it (they count themselves in r<N>/left), at most close_timeout.
+  const auto others = static_cast<std::int64_t>(current_->header.size) - 1;
+  const Clock::time_point until = Clock::now() + settings_.close_timeout;
+  asio::steady_timer tick(executor_);
+  while (co_await store_.add(keys::left(round), 0) < others && Clock::now() < until) {
+    tick.expires_after(milliseconds(20));
+    co_await tick.async_wait(asio::use_awaitable);
+  }
+}
+
+}  // namespace ddp::rdzv

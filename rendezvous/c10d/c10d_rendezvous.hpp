@@ -1,0 +1,88 @@
+#pragma once
+// C10dRendezvous: the elastic rendezvous protocol (--rdzv_backend=c10d) over any Store. Rounds
+// close at max_nodes at once, at the size the previous round's changes predict at once, or at
+// min_nodes after the last call; the store host gets group rank 0. While a round runs, a
+// background monitor heartbeats, watches one neighbour's heartbeat (a ring: linear cost) and
+// polls the round's change log. Runs on one io_context thread; the store must outlive it.
+// The backend that owns the store server or client is C10dBackend (c10d_backend.hpp).
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "rendezvous/c10d/c10d_assignment.hpp"
+#include "rendezvous/c10d/c10d_change_log.hpp"
+#include "rendezvous/c10d/c10d_settings.hpp"
+#include "rendezvous/store/prefix_store.hpp"
+#include "rendezvous/rendezvous.hpp"
+
+namespace ddp::rdzv {
+
+// Hosts only: opens a fresh store for the workers of `round` and returns where they reach it
+// (MASTER_ADDR, MASTER_PORT). A fresh store per round keeps rounds that spend no restart (and so
+// share TORCHELASTIC_RESTART_COUNT) from reading each other's worker keys.
+using WorkerStoreOpener = std::function<std::pair<std::string, std::uint16_t>(int round)>;
+
+class C10dRendezvous final : public Rendezvous {
+ public:
+  // `store` is the un-prefixed rendezvous store; keys go under /ddprun/<run_id>/.
+  C10dRendezvous(asio::any_io_executor executor, Store& store, C10dSettings settings,
+                 C10dNode self, WorkerStoreOpener open_worker_store = {});
+  ~C10dRendezvous() override;
+
+  asio::awaitable<RendezvousInfo> next_round(int local_world_size) override;
+  asio::awaitable<RoundEvent> watch_round() override;
+  asio::awaitable<int> report_failure(std::string what) override;
+  asio::awaitable<std::optional<RoundEvent>> failure_verdict(
+      std::chrono::steady_clock::time_point failed_at) override;
+  asio::awaitable<void> finish(bool success) override;
+
+  const C10dNode& self() const { return self_; }
+
+ private:
+  struct Joined {  // this node's place in a round it joined
+    int round = 0;
+    int index = 0;  // join index
+    int size = 0;   // members of the closed round
+  };
+  struct Member {  // this node in the closed round it runs in
+    C10dRoundHeader header;
+    C10dPlace place;
+  };
+  struct Monitor;  // the running round's heartbeat and change watcher (c10d_monitor.cpp)
+
+  asio::awaitable<int> first_round();
+  asio::awaitable<int> expected_members(int round);
+  asio::awaitable<Joined> join(int round, int local_world_size, int expected);
+  asio::awaitable<C10dRoundHeader> wait_closed(const Joined& joined, int expected,
+                                               std::chrono::steady_clock::time_point deadline);
+  asio::awaitable<void> close_round(int round, int size);
+  asio::awaitable<void> publish_assignment(int round, int size);
+  asio::awaitable<void> write_lease(int round);
+  asio::awaitable<void> throw_if_closed();
+  asio::awaitable<std::string> joined_names(int round, int count);
+  std::string missing_report(int round, int joined) const;
+
+  void start_monitor(const Member& member);
+  void stop_monitor();
+  asio::awaitable<void> exit_barrier();
+  asio::awaitable<void> wait_until_read(int round);
+  asio::awaitable<void> close_job(const std::string& why);
+
+  asio::any_io_executor executor_;
+  PrefixStore store_;
+  C10dSettings settings_;
+  C10dNode self_;
+  WorkerStoreOpener open_worker_store_;
+  std::optional<Member> current_;  // the round this node runs in
+  int current_index_ = 0;
+  std::optional<std::string> failure_;    // what report_failure was told last
+  std::shared_ptr<Monitor> monitor_;
+};
+
+}  // namespace ddp::rdzv

@@ -1,0 +1,259 @@
+// ServerConnection: reads use async_wait(wait_read) + a non-blocking read_some into the server's
+// shared buffer, so idle connections hold no buffers. One turn reads at most one buffer and then
+// yields, so a 256 MiB value or a flood of pipelined requests is interleaved with every other
+// connection. Output is written in pieces of at most kWriteBytes per completion for the same
+// reason, and each written chunk is freed at once.
+
+#include "rendezvous/store_server/server_connection.hpp"
+
+#include "common/log.hpp"
+#include "ddp/error.hpp"
+#include "rendezvous/store_server/server_stats.hpp"
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <fmt/format.h>
+
+namespace ddp::rdzv {
+namespace asio = boost::asio;
+namespace {
+
+// The most one write (synchronous or one async_write_some) hands to the kernel.
+constexpr std::size_t kWriteBytes = std::size_t{1} << 20;
+
+std::string format_peer(const asio::ip::tcp::socket& socket) {
+  boost::system::error_code ec;
+  const auto endpoint = socket.remote_endpoint(ec);
+  if (ec) return "unknown peer";
+  const auto address = endpoint.address();
+  if (address.is_v6() && !address.to_v6().is_v4_mapped()) {
+    return fmt::format("[{}]:{}", address.to_string(), endpoint.port());
+  }
+  const auto v4 = address.is_v6() ? asio::ip::make_address_v4(asio::ip::v4_mapped,
+                                                               address.to_v6())
+                                  : address.to_v4();
+  return fmt::format("{}:{}", v4.to_string(), endpoint.port());
+}
+
+}  // namespace
+
+ServerConnection::ServerConnection(asio::ip::tcp::socket socket, KeyTable& table,
+                                   ConnectionLimits limits, std::span<std::uint8_t> read_buffer)
+    : socket_(std::move(socket)),
+      peer_(format_peer(socket_)),
+      limits_(limits),
+      parser_(limits.wire),
+      session_(table, [this](wire::Buffer bytes) { push(std::move(bytes)); }, limits.wire),
+      read_buffer_(read_buffer),
+      drained_(socket_.get_executor()),
+      partial_(socket_.get_executor()) {
+  parser_.set_admit_value([this](const wire::Request& partial, std::uint64_t length) {
+    return session_.refuse_value(partial, length);
+  });
+}
+
+void ServerConnection::close() {
+  if (closed_) return;
+  closed_ = true;
+  ServerStats::add(server_stats().connections_closed);
+  session_.close();
+  boost::system::error_code ignored;
+  socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
+  socket_.close(ignored);
+  drained_.cancel();
+  partial_.cancel();
+  out_ = OutputQueue();
+  unread_ = {};
+  if (auto on_close = std::exchange(on_close_, nullptr)) on_close();
+}
+
+asio::awaitable<void> ServerConnection::serve() {
+  auto self = shared_from_this();
+  boost::system::error_code ec;
+  socket_.non_blocking(true, ec);
+  socket_.set_option(asio::ip::tcp::no_delay(true), ec);
+  // Asio's reactor is edge-triggered and an async_wait is not speculative: readiness that the
+  // reactor saw while no wait was queued is not reported again. So after every yield (the start,
+  // a full buffer, a backpressure pause) a read is tried before waiting; only a short read
+  // (the kernel's buffer drained) waits for the next edge.
+  bool read_before_waiting = true;
+  while (!closed_) {
+    if (!read_before_waiting) {
+      co_await socket_.async_wait(asio::ip::tcp::socket::wait_read,
+                                  asio::redirect_error(asio::use_awaitable, ec));
+      if (closed_ || ec) break;
+    }
+    const Turn turn = read_turn();
+    flush();
+    if (turn == Turn::kClosed || closed_) break;
+    watch_partial_request();
+    if (turn == Turn::kPaused) {
+      while (!closed_ && is_paused()) {
+        drained_.expires_at(asio::steady_timer::time_point::max());
+        co_await drained_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+      }
+    } else if (turn == Turn::kMore) {
+      // Others' turn: the rest of this connection's input waits in the kernel (or in unread_).
+      co_await asio::post(socket_.get_executor(), asio::use_awaitable);
+    }
+    read_before_waiting = turn != Turn::kDrained;
+  }
+  // Let queued replies (e.g. to the request before a bad one) go out before closing.
+  finished_ = true;
+  session_.close();
+  if (!writing_) close();
+}
+
+ServerConnection::Turn ServerConnection::read_turn() {
+  if (!unread_.empty()) {
+    const wire::Buffer input = std::exchange(unread_, {});
+    const Turn turn = serve_input(input);
+    return turn == Turn::kDrained ? Turn::kMore : turn;  // the kernel may hold more
+  }
+  boost::system::error_code ec;
+  const std::size_t n =
+      socket_.read_some(asio::buffer(read_buffer_.data(), read_buffer_.size()), ec);
+  if (ec == asio::error::would_block || ec == asio::error::try_again) return Turn::kDrained;
+  if (ec || n == 0) {
+    if (ec && ec != asio::error::eof && ec != asio::error::connection_reset) {
+      log::get("store")->debug("connection from {} failed: {}", peer_, ec.message());
+    }
+    return Turn::kClosed;
+  }
+  after_read(n);
+  const Turn turn = serve_input(std::span<const std::uint8_t>(read_buffer_.data(), n));
+  if (turn == Turn::kDrained && n == read_buffer_.size()) return Turn::kMore;
+  return turn;
+}
+
+void ServerConnection::after_read(std::size_t n) {
+  last_input_ = std::chrono::steady_clock::now();
+  ServerStats::add(server_stats().bytes_received, n);
+}
+
+ServerConnection::Turn ServerConnection::serve_input(std::span<const std::uint8_t> data) {
+  in_turn_ = true;
+  Turn turn = Turn::kDrained;
+  while (!data.empty()) {
+    if (is_paused()) {
+      // Backpressure: keep the rest (at most one read buffer) until the client reads.
+      unread_.assign(data.begin(), data.end());
+      turn = Turn::kPaused;
+      break;
+    }
+    const auto result = parser_.feed(data);
+    data = data.subspan(result.consumed);
+    if (result.status == wire::ParseStatus::kNeedMore) break;
+    if (result.status == wire::ParseStatus::kBad) {
+      log::get("store")->warn("closing store connection from {}: {}", peer_, parser_.error());
+      ServerStats::add(server_stats().bad_requests);
+      turn = Turn::kClosed;
+      break;
+    }
+    if (!serve_request(parser_.take_request())) {
+      turn = Turn::kClosed;
+      break;
+    }
+  }
+  in_turn_ = false;
+  return turn;
+}
+
+bool ServerConnection::serve_request(wire::Request request) {
+  server_stats().count_request(request.command);
+  try {
+    session_.handle(std::move(request), out_);
+    return true;
+  } catch (const std::exception& e) {  // ddp::Error, or bad_alloc
+    log::get("store")->warn("closing store connection from {}: {}", peer_, e.what());
+    ServerStats::add(server_stats().bad_requests);
+    return false;
+  }
+}
+
+void ServerConnection::push(wire::Buffer bytes) {
+  if (closed_ || closing_) return;
+  if (out_.size() > limits_.max_queued_bytes) {
+    // Called from inside another connection's request (a KeyTable callback): close later.
+    close_later(fmt::format("{} bytes of output are queued for it, over the limit of {} (it "
+                            "does not read what it watches)",
+                            out_.size(), limits_.max_queued_bytes));
+    return;
+  }
+  out_.append(bytes);
+  if (!in_turn_) flush();
+}
+
+void ServerConnection::close_later(std::string why) {
+  closing_ = true;
+  log::get("store")->warn("closing store connection from {}: {}", peer_, why);
+  asio::post(socket_.get_executor(), [self = shared_from_this()] { self->close(); });
+}
+
+std::size_t ServerConnection::gather() {
+  std::size_t count = 0;
+  out_.for_each_front(pieces_.size(), kWriteBytes, [&](std::span<const std::uint8_t> piece) {
+    pieces_[count++] = asio::const_buffer(piece.data(), std::min(piece.size(), kWriteBytes));
+  });
+  return count;
+}
+
+void ServerConnection::flush() {
+  if (writing_ || closed_ || out_.empty()) return;
+  // Most replies fit the socket buffer: write them now, without a completion handler. An error
+  // here is reported by the async write (never close from inside a KeyTable callback).
+  boost::system::error_code ec;
+  const std::size_t count = gather();
+  const std::size_t n = socket_.write_some(std::span(pieces_.data(), count), ec);
+  if (!ec) after_write(n);
+  start_write();
+}
+
+void ServerConnection::start_write() {
+  if (writing_ || closed_ || out_.empty()) return;
+  writing_ = true;
+  const std::size_t count = gather();
+  out_.seal();
+  socket_.async_write_some(std::span(pieces_.data(), count),
+                           [self = shared_from_this()](boost::system::error_code ec,
+                                                       std::size_t n) {
+                             self->writing_ = false;
+                             if (self->closed_) return;
+                             if (ec) {
+                               self->close();
+                               return;
+                             }
+                             self->after_write(n);
+                             self->start_write();
+                           });
+}
+
+void ServerConnection::after_write(std::size_t n) {
+  ServerStats::add(server_stats().bytes_sent, n);
+  out_.consume(n);
+  if (!is_paused()) drained_.cancel();
+  if (out_.empty() && finished_) close();
+}
+
+void ServerConnection::watch_partial_request() {
+  if (parser_.is_idle() || partial_armed_ || closed_) return;
+  if (limits_.partial_request_timeout.count() <= 0) return;  // no limit
+  partial_armed_ = true;
+  partial_.expires_at(last_input_ + limits_.partial_request_timeout);
+  partial_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+    self->partial_armed_ = false;
+    if (ec || self->closed_ || self->parser_.is_idle()) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (self->is_paused() || now - self->last_input_ < self->limits_.partial_request_timeout) {
+      // Progress since the timer was set, or the server stopped reading it: look again later.
+      if (self->is_paused()) self->last_input_ = now;
+      self->watch_partial_request();
+      return;
+    }
+    self->close_later(fmt::format("it sent part of a request and nothing more for {} ms",
+                                  self->limits_.partial_request_timeout.count()));
+  });
+}
+
+}  // namespace ddp::rdzv

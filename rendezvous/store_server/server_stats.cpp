@@ -1,0 +1,80 @@
+// ServerStats: the process-wide instance and the live-table list. A function-local static, so
+// servers created during static initialisation (none today) would still find it constructed.
+
+#include "rendezvous/store_server/server_stats.hpp"
+
+#include <algorithm>
+
+#include "rendezvous/store_server/server_key_table.hpp"
+
+namespace ddp::rdzv {
+
+const char* command_label(wire::Command command) {
+  using C = wire::Command;
+  switch (command) {
+    case C::kValidate:
+      return "validate";
+    case C::kSet:
+      return "set";
+    case C::kCompareSet:
+      return "compare_set";
+    case C::kGet:
+      return "get";
+    case C::kAdd:
+      return "add";
+    case C::kCheck:
+      return "check";
+    case C::kWait:
+      return "wait";
+    case C::kGetNumKeys:
+      return "get_num_keys";
+    case C::kWatchKey:
+      return "watch_key";
+    case C::kDeleteKey:
+      return "delete_key";
+    case C::kAppend:
+      return "append";
+    case C::kMultiGet:
+      return "multi_get";
+    case C::kMultiSet:
+      return "multi_set";
+    case C::kCancelWait:
+      return "cancel_wait";
+    case C::kPing:
+      return "ping";
+  }
+  return "unknown";
+}
+
+ServerStats& server_stats() {
+  static ServerStats stats;
+  return stats;
+}
+
+std::size_t ServerStats::key_count() const {
+  const std::lock_guard lock(tables_mutex_);
+  std::size_t keys = 0;
+  for (const KeyTable* table : tables_) keys += table->size();
+  return keys;
+}
+
+std::size_t ServerStats::waiter_count() const {
+  const std::lock_guard lock(tables_mutex_);
+  std::size_t waiters = 0;
+  for (const KeyTable* table : tables_) waiters += table->waiter_count();
+  return waiters;
+}
+
+ServerStats::TableRegistration::TableRegistration(const KeyTable& table) : table_(&table) {
+  ServerStats& stats = server_stats();
+  const std::lock_guard lock(stats.tables_mutex_);
+  stats.tables_.push_back(table_);
+}
+
+ServerStats::TableRegistration::~TableRegistration() {
+  ServerStats& stats = server_stats();
+  const std::lock_guard lock(stats.tables_mutex_);
+  std::erase(stats.tables_, table_);
+}
+
+}  // namespace ddp::rdzv

@@ -1,0 +1,148 @@
+#pragma once
+// FakeLauncher: a WorkerLauncher whose workers are scripted outcomes, not processes (exit codes,
+// signals, "runs until stopped"), so the agent's state machine runs in a unit test on one
+// io_context. The fake of the seam in agent/core/worker_launcher.hpp (ninja's FakeCommandRunner).
+
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "agent/core/worker_launcher.hpp"
+#include "ddp/error.hpp"
+
+namespace ddp::agent::test {
+
+// What one worker does once launched.
+struct FakeOutcome {
+  int exit_code = 0;
+  int signal = 0;                      // killed by this signal (exit_code then unused)
+  std::chrono::milliseconds after{0};  // since launch
+  bool runs_until_stopped = false;     // exits only when the agent stops it
+
+  static FakeOutcome exits(int code, std::chrono::milliseconds after = {}) {
+    return {code, 0, after, false};
+  }
+  static FakeOutcome killed_by(int signal, std::chrono::milliseconds after = {}) {
+    return {0, signal, after, false};
+  }
+  static FakeOutcome until_stopped() { return {0, 0, {}, true}; }
+};
+
+using FakeAttempt = std::vector<FakeOutcome>;  // one outcome per local rank
+
+// One attempt's scripted workers. Scripted exits happen while the agent waits for them
+// (wait_first_failure); stop() ends the others as if the signal killed them.
+class FakeWorkers final : public AttemptWorkers {
+ public:
+  FakeWorkers(std::vector<WorkerSpec> specs, FakeAttempt script, pid_t first_pid,
+              std::vector<int>& stop_signals, std::vector<int>& sent_signals)
+      : specs_(std::move(specs)),
+        script_(std::move(script)),
+        first_pid_(first_pid),
+        exited_(specs_.size(), false),
+        started_(std::chrono::steady_clock::now()),
+        stop_signals_(stop_signals),
+        sent_signals_(sent_signals) {}
+
+  boost::asio::awaitable<std::optional<WorkerExit>> wait_first_failure() override {
+    namespace asio = boost::asio;
+    asio::steady_timer timer(co_await asio::this_coro::executor);
+    for (;;) {
+      std::optional<std::size_t> next;  // the earliest scripted exit still to come
+      for (std::size_t i = 0; i < specs_.size(); ++i) {
+        if (exited_[i] || script_[i].runs_until_stopped) continue;
+        if (!next || script_[i].after < script_[*next].after) next = i;
+      }
+      if (!next) {
+        if (exits_.size() == specs_.size()) co_return std::nullopt;  // every one exited 0
+        timer.expires_at(std::chrono::steady_clock::time_point::max());
+        co_await timer.async_wait(asio::use_awaitable);  // until the agent's race cancels it
+      }
+      timer.expires_at(started_ + script_[*next].after);
+      co_await timer.async_wait(asio::use_awaitable);  // throws when cancelled
+      record(*next, script_[*next].exit_code, script_[*next].signal, false);
+      if (exits_.back().failed()) co_return exits_.back();
+    }
+  }
+
+  void signal_all(int signal) override { sent_signals_.push_back(signal); }
+
+  boost::asio::awaitable<std::vector<WorkerExit>> stop(int signal,
+                                                       std::chrono::milliseconds) override {
+    stop_signals_.push_back(signal);
+    for (std::size_t i = 0; i < specs_.size(); ++i) {
+      if (!exited_[i]) record(i, 0, signal, true);
+    }
+    co_return exits_;
+  }
+
+  const std::vector<WorkerExit>& exits() const override { return exits_; }
+
+  std::vector<pid_t> pids() const override {
+    std::vector<pid_t> out;
+    for (std::size_t i = 0; i < specs_.size(); ++i)
+      out.push_back(first_pid_ + static_cast<pid_t>(i));
+    return out;
+  }
+
+ private:
+  void record(std::size_t i, int exit_code, int signal, bool by_agent) {
+    WorkerExit exit;
+    exit.local_rank = specs_[i].local_rank;
+    exit.rank = specs_[i].rank;
+    exit.pid = first_pid_ + static_cast<pid_t>(i);
+    exit.exit_code = exit_code;
+    exit.signal = signal;
+    exit.wall_time = std::chrono::system_clock::now();
+    exit.mono_time = std::chrono::steady_clock::now();
+    exit.stopped_by_agent = by_agent;
+    exit.agent_signal = by_agent ? signal : 0;
+    exit.error_file = specs_[i].error_file;
+    exits_.push_back(std::move(exit));
+    exited_[i] = true;
+  }
+
+  std::vector<WorkerSpec> specs_;
+  FakeAttempt script_;
+  pid_t first_pid_;
+  std::vector<bool> exited_;
+  std::chrono::steady_clock::time_point started_;
+  std::vector<WorkerExit> exits_;
+  std::vector<int>& stop_signals_;
+  std::vector<int>& sent_signals_;
+};
+
+// Launches attempt i with the i-th script; a launch past the script throws IoError, so an
+// unexpected restart fails the test instead of looping.
+class FakeLauncher final : public WorkerLauncher {
+ public:
+  explicit FakeLauncher(std::vector<FakeAttempt> attempts) : attempts_(std::move(attempts)) {}
+
+  std::unique_ptr<AttemptWorkers> launch(const std::vector<WorkerSpec>& specs,
+                                         const OutputOptions&) override {
+    const std::size_t attempt = launched.size();
+    if (attempt >= attempts_.size()) throw IoError("fake launcher: no attempt scripted");
+    if (attempts_[attempt].size() != specs.size()) {
+      throw IoError("fake launcher: the script's worker count differs from the specs'");
+    }
+    launched.push_back(specs);
+    return std::make_unique<FakeWorkers>(specs, attempts_[attempt],
+                                         static_cast<pid_t>(1000 * (attempt + 1)), stop_signals,
+                                         sent_signals);
+  }
+
+  std::vector<std::vector<WorkerSpec>> launched;  // each launch's specs, in order
+  std::vector<int> stop_signals;                  // each stop()'s signal, over all attempts
+  std::vector<int> sent_signals;                  // each signal_all()'s signal
+
+ private:
+  std::vector<FakeAttempt> attempts_;
+};
+
+}  // namespace ddp::agent::test

@@ -1,0 +1,152 @@
+#pragma once
+// Helpers for the WorkerGroup tests: temp dirs, /bin/sh worker specs, running the loop until an
+// awaitable completes, and checking whether a pid is gone.
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "agent/cli/worker_spec.hpp"
+
+extern char** environ;
+
+namespace ddp::agent::test {
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string templ = (std::filesystem::temp_directory_path() / "agent_test_XXXXXX").string();
+    path_ = ::mkdtemp(templ.data());
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+inline std::vector<std::string> current_env() {
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
+  return env;
+}
+
+// A worker running `/bin/sh -c script`.
+inline WorkerSpec sh_worker(const std::string& script, int local_rank = 0) {
+  WorkerSpec spec;
+  spec.local_rank = local_rank;
+  spec.rank = local_rank;
+  spec.role_rank = local_rank;
+  spec.argv = {"/bin/sh", "-c", script};
+  spec.env = current_env();
+  return spec;
+}
+
+inline std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+inline std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) lines.push_back(line);
+  return lines;
+}
+
+// A file the group writes its console lines to (a file, not a pipe: nobody reads while the loop
+// runs, and a full pipe would block the agent).
+class ConsoleCapture {
+ public:
+  explicit ConsoleCapture(const std::string& path)
+      : path_(path), fd_(::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) {}
+  ~ConsoleCapture() { ::close(fd_); }
+  ConsoleCapture(const ConsoleCapture&) = delete;
+  ConsoleCapture& operator=(const ConsoleCapture&) = delete;
+  int fd() const { return fd_; }
+  std::string text() const { return read_file(path_); }
+
+ private:
+  std::string path_;
+  int fd_;
+};
+
+// Runs the loop until `aw` completes (rethrowing what it threw) or `limit` passes (then throws).
+template <typename T>
+T run_until_done(boost::asio::io_context& io, boost::asio::awaitable<T> aw,
+                 std::chrono::milliseconds limit = std::chrono::seconds(20)) {
+  std::optional<T> result;
+  std::exception_ptr error;
+  bool done = false;
+  boost::asio::co_spawn(io, std::move(aw), [&](std::exception_ptr e, T value) {
+    done = true;
+    error = e;
+    if (!e) result.emplace(std::move(value));
+  });
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!done && std::chrono::steady_clock::now() < deadline) {
+    io.restart();
+    io.run_one_for(std::chrono::milliseconds(50));
+  }
+  if (!done) throw std::runtime_error("test awaitable did not complete in time");
+  if (error) std::rethrow_exception(error);
+  return std::move(*result);
+}
+
+// Runs the loop until `pred()` holds or `limit` passes; returns pred().
+template <typename Pred>
+bool run_until(boost::asio::io_context& io, Pred pred,
+               std::chrono::milliseconds limit = std::chrono::seconds(20)) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!pred() && std::chrono::steady_clock::now() < deadline) {
+    io.restart();
+    io.run_one_for(std::chrono::milliseconds(10));
+  }
+  return pred();
+}
+
+// The message of the `E` that `f` throws; "" when it throws nothing (another type propagates).
+template <typename E, typename F>
+std::string thrown_message(F&& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// True when `pid` no longer runs: gone, or a zombie nobody reaped yet.
+inline bool is_dead(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  if (!stat) return true;
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const size_t paren = text.rfind(')');
+  if (paren == std::string::npos || paren + 2 >= text.size()) return true;
+  const char state = text[paren + 2];
+  return state == 'Z' || state == 'X';
+}
+
+}  // namespace ddp::agent::test

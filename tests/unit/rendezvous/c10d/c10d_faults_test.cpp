@@ -1,0 +1,156 @@
+// Node loss on one io_context: a node "dies" when its C10dRendezvous is destroyed mid-round (its
+// heartbeats stop, as when its agent is SIGKILLed).
+
+#include <catch2/catch.hpp>
+
+#include <set>
+
+#include "c10d_test_util.hpp"
+#include "ddp/error.hpp"
+#include "rendezvous/store_server/server_key_table.hpp"
+#include "rendezvous/c10d/c10d_keys.hpp"
+
+using namespace ddp::rdzv;
+using namespace ddp::rdzv::test;
+
+TEST_CASE("a node that stops heartbeating is lost and the survivors re-form at once", "[c10d]") {
+  C10dSettings s = fast_settings(2, 3);
+  s.last_call_timeout = 60s;  // rounds close at max, then at the size the change log predicts
+  Cluster c(s);
+  for (int i = 0; i < 3; ++i) c.add_node();
+  REQUIRE(all_done(c.next_round({0, 1, 2})));
+
+  auto w0 = spawn(c.io, c.nodes[0]->watch_round());
+  auto w1 = spawn(c.io, c.nodes[1]->watch_round());
+  c.nodes[2].reset();  // killed
+  REQUIRE(run_until(c.io, [&] { return w0->done && w1->done; }));
+  CHECK(w0->get().change == RoundChange::kNodeLost);
+  CHECK(w1->get().change == RoundChange::kNodeLost);
+  CHECK_THAT(w0->get().detail, Catch::Contains("n2"));
+
+  auto next = c.next_round({0, 1});
+  REQUIRE(all_done(next));
+  std::set<int> ranks;
+  for (const auto& o : next) {
+    CHECK(o->get().group_world_size == 2);
+    CHECK(o->get().restart_count == 0);  // losing a node spends no restart
+    ranks.insert(o->get().group_rank);
+  }
+  CHECK(ranks == std::set<int>{0, 1});
+}
+
+TEST_CASE("losing nodes below the minimum fails naming the lost node", "[c10d]") {
+  Cluster c(fast_settings(3, 3));
+  for (int i = 0; i < 3; ++i) c.add_node();
+  REQUIRE(all_done(c.next_round({0, 1, 2})));
+  auto w0 = spawn(c.io, c.nodes[0]->watch_round());
+  auto w1 = spawn(c.io, c.nodes[1]->watch_round());
+  c.nodes[2].reset();
+  REQUIRE(run_until(c.io, [&] { return w0->done && w1->done; }));
+  auto next = c.next_round({0, 1});
+  REQUIRE(all_done(next));
+  for (const auto& o : next) {
+    CHECK_THROWS_AS(o->get(), ddp::RendezvousClosedError);
+    CHECK_THAT(o->error_text(), Catch::Contains("n2") && Catch::Contains("min is 3"));
+  }
+}
+
+TEST_CASE("a node arriving at a full round stands by and fills the next free slot", "[c10d]") {
+  C10dSettings s = fast_settings(2, 2);
+  Cluster c(s);
+  for (int i = 0; i < 3; ++i) c.add_node();
+  REQUIRE(all_done(c.next_round({0, 1})));
+  auto w0 = spawn(c.io, c.nodes[0]->watch_round());
+  auto w1 = spawn(c.io, c.nodes[1]->watch_round());
+  auto standby = spawn(c.io, c.nodes[2]->next_round(1));
+  run_until(c.io, [&] { return w0->done || w1->done || standby->done; }, 300ms);
+  CHECK_FALSE(w0->done);  // a full job is not restarted for a spare node
+  CHECK_FALSE(standby->done);
+
+  c.nodes[1].reset();
+  REQUIRE(run_until(c.io, [&] { return w0->done; }));
+  CHECK(w0->get().change == RoundChange::kNodeLost);
+  auto next = c.next_round({0});
+  REQUIRE(all_done(next));
+  REQUIRE(run_until(c.io, [&] { return standby->done; }));
+  CHECK(next[0]->get().group_world_size == 2);
+  CHECK(standby->get().group_world_size == 2);
+  CHECK(standby->get().round == 1);
+  w1.reset();
+}
+
+TEST_CASE("a node slow to leave an ending round does not declare the others lost", "[c10d]") {
+  C10dSettings s = fast_settings(2, 4);
+  s.last_call_timeout = 60s;  // every round must close by max or by the predicted size
+  Cluster c(s);
+  for (int i = 0; i < 4; ++i) c.add_node();
+  REQUIRE(all_done(c.next_round({0, 1, 2, 3})));
+  auto w1 = spawn(c.io, c.nodes[1]->watch_round());
+  c.nodes[3].reset();  // lost
+  REQUIRE(run_until(c.io, [&] { return w1->done; }));
+  CHECK(w1->get().change == RoundChange::kNodeLost);
+  // Nodes 0 and 2 leave at once (their heartbeats stop); node 1 takes its time, longer than the
+  // loss threshold, and must not count them as lost too.
+  auto fast = std::vector<std::shared_ptr<Outcome<RendezvousInfo>>>{
+      spawn(c.io, c.nodes[0]->next_round(1)), spawn(c.io, c.nodes[2]->next_round(1))};
+  run_until(c.io, [] { return false; }, 400ms);
+  auto slow = spawn(c.io, c.nodes[1]->next_round(1));
+  REQUIRE(run_until(c.io, [&] { return all_done(fast) && slow->done; }));
+  for (const auto& o : {fast[0], fast[1], slow}) {
+    CHECK(o->get().round == 1);
+    CHECK(o->get().group_world_size == 3);
+  }
+}
+
+TEST_CASE("issue 16: a node lost between rounds is not waited for until the last call",
+          "[c10d][loss]") {
+  C10dSettings s = fast_settings(2, 3);
+  s.last_call_timeout = 60s;
+  Cluster c(s);
+  for (int i = 0; i < 3; ++i) c.add_node();
+  REQUIRE(all_done(c.next_round({0, 1, 2})));
+  // Nodes 0 and 1 go to the next round expecting all three; node 2 dies before it joins, and
+  // only then does its lease say so, in the round the others have left.
+  std::vector<std::shared_ptr<Outcome<RendezvousInfo>>> next;
+  for (int i : {0, 1}) next.push_back(spawn(c.io, c.nodes[i]->next_round(1)));
+  run_for(c.io, 100ms);
+  REQUIRE_FALSE(all_done(next));
+  c.nodes[2].reset();
+  c.store.table().append("/ddprun/test/r0/change", lost_line("n2", "connection", "300"));
+  REQUIRE(run_until(c.io, [&] { return all_done(next); }, 10s));  // not the 60 s last call
+  for (const auto& o : next) {
+    CHECK(o->get().group_world_size == 2);
+    CHECK(o->get().restart_count == 0);
+  }
+}
+
+TEST_CASE("a neighbour that has not beaten since it joined is lost only after join_timeout",
+          "[c10d]") {
+  // At 100,000 members the last members read their places long after the first started
+  // watching: a neighbour whose heartbeat is still its join's "0" is not yet lost.
+  C10dSettings s = fast_settings(1, 2);
+  s.join_timeout = 1s;  // lost_after is 3 x 40 ms
+  Cluster c(s);
+  for (int i = 0; i < 2; ++i) c.add_node();
+  REQUIRE(all_done(c.next_round({0, 1})));
+  auto w0 = spawn(c.io, c.nodes[0]->watch_round());
+  c.nodes[1].reset();  // as if it had joined and never started its monitor
+  const auto reset_at = std::chrono::steady_clock::now();
+  for (int index = 1; index <= 2; ++index) {  // node 1's join index (node 0 beats its own over it)
+    auto beat = spawn(c.io, c.store.set("/ddprun/test/" + c10d_keys::heartbeat(0, index),
+                                        to_bytes("0")));
+    REQUIRE(run_until(c.io, [&] { return beat->done; }));
+  }
+  REQUIRE(run_until(c.io, [&] { return w0->done; }, 5s));
+  CHECK(w0->get().change == RoundChange::kNodeLost);
+  CHECK(std::chrono::steady_clock::now() - reset_at >= 900ms);  // not after lost_after (120 ms)
+}
+
+TEST_CASE("a round's polls stay within the store's budget however many members it has",
+          "[c10d]") {
+  CHECK(c10d_poll_period(5s, 4) == 1s);  // half the interval, at most 1 s
+  CHECK(c10d_poll_period(40ms, 4) == 50ms);
+  CHECK(c10d_poll_period(5s, 10000) == 1s);
+  // 100,000 members polling once a second would be 200,000 requests a second: every 10 s.
+  CHECK(c10d_poll_period(5s, 100000) == 10s);
+}
