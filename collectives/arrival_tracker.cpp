@@ -7,6 +7,7 @@
 #include <string>
 
 #include "common/log.hpp"
+#include "common/parse_number.hpp"
 
 namespace ddp::coll {
 namespace {
@@ -14,10 +15,8 @@ namespace {
 std::string key_of(int rank) { return "arrived/" + std::to_string(rank); }
 
 std::uint64_t parse_seq(const StoreBytes& value) {
-  std::uint64_t seq = 0;
-  const auto* begin = reinterpret_cast<const char*>(value.data());
-  std::from_chars(begin, begin + value.size(), seq);
-  return seq;
+  const std::string_view text(reinterpret_cast<const char*>(value.data()), value.size());
+  return parse_number<std::uint64_t>(text).value_or(0);
 }
 
 }  // namespace

@@ -13,8 +13,8 @@
 
 #include "agent/cli/endpoint.hpp"
 #include "agent/cli/rdzv_conf.hpp"
-#include "agent/slurm/slurm.hpp"
 #include "agent/cli/std_streams.hpp"
+#include "agent/slurm/slurm.hpp"
 
 namespace ddp::agent {
 

@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <memory>
 
-#include "agent/core/event_log.hpp"
 #include "agent/cli/launch_config.hpp"
+#include "agent/core/event_log.hpp"
 #include "common/metrics/http_server.hpp"
 #include "common/metrics/registry.hpp"
 

@@ -17,12 +17,12 @@
 #include <optional>
 #include <set>
 
-#include "agent/core/failure_report.hpp"
-#include "agent/stacks/hang_detector.hpp"
 #include "agent/cli/log_dirs.hpp"
 #include "agent/cli/signal_names.hpp"
-#include "agent/process/worker_group.hpp"
 #include "agent/cli/worker_spec.hpp"
+#include "agent/core/failure_report.hpp"
+#include "agent/process/worker_group.hpp"
+#include "agent/stacks/hang_detector.hpp"
 #include "common/log.hpp"
 #include "rendezvous/abandonable.hpp"
 

@@ -27,11 +27,11 @@
 #include <memory>
 #include <string>
 
-#include "agent/core/event_log.hpp"
-#include "agent/stacks/hang_peers.hpp"
 #include "agent/cli/launch_config.hpp"
-#include "agent/stacks/stack_service.hpp"
+#include "agent/core/event_log.hpp"
 #include "agent/core/worker_launcher.hpp"
+#include "agent/stacks/hang_peers.hpp"
+#include "agent/stacks/stack_service.hpp"
 #include "rendezvous/rendezvous.hpp"
 
 namespace ddp::agent {

@@ -13,8 +13,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "agent/process/process_spawner.hpp"
 #include "agent/cli/signal_names.hpp"
+#include "agent/process/process_spawner.hpp"
 
 namespace ddp::agent {
 namespace {

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "agent/hostfile/fanout_plan.hpp"
 #include "agent/cli/launch_config.hpp"
+#include "agent/hostfile/fanout_plan.hpp"
 
 namespace ddp::agent {
 

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "agent/cli/cli_args.hpp"
-#include "agent/hostfile/hostfile.hpp"
 #include "agent/cli/launch_config.hpp"
+#include "agent/hostfile/hostfile.hpp"
 
 namespace ddp::agent {
 

@@ -14,11 +14,11 @@
 #include <csignal>
 #include <cstring>
 
-#include "agent/process/child_watch.hpp"
+#include "agent/cli/signal_names.hpp"
 #include "agent/hostfile/fanout_supervisor.hpp"
+#include "agent/process/child_watch.hpp"
 #include "agent/process/output_router.hpp"
 #include "agent/process/process_spawner.hpp"
-#include "agent/cli/signal_names.hpp"
 #include "common/log.hpp"
 #include "common/unique_fd.hpp"
 #include "ddp/error.hpp"

@@ -12,9 +12,9 @@
 #include <csignal>
 #include <cstring>
 
-#include "agent/process/line_splitter.hpp"
 #include "agent/cli/signal_names.hpp"
 #include "agent/hostfile/stdin_signals.hpp"
+#include "agent/process/line_splitter.hpp"
 #include "common/log.hpp"
 #include "ddp/error.hpp"
 

@@ -4,6 +4,7 @@
 // kill on the host, a coarse but honest last resort.
 
 #include "agent/process/oom_watch.hpp"
+#include "common/parse_number.hpp"
 
 #include <charconv>
 #include <fstream>
@@ -99,10 +100,7 @@ std::optional<uint64_t> parse_oom_kill_count(const std::string& text) {
     const size_t nl = rest.find('\n');
     const std::string_view line = rest.substr(0, nl);
     if (line.starts_with("oom_kill ")) {
-      const std::string_view digits = line.substr(9);
-      uint64_t value = 0;
-      const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
-      if (ec == std::errc{} && end != digits.data()) return value;
+      if (const auto value = parse_leading_number<uint64_t>(line.substr(9))) return value;
     }
     if (nl == std::string_view::npos) break;
     rest.remove_prefix(nl + 1);

@@ -10,8 +10,8 @@
 
 #include <fmt/format.h>
 
-#include "agent/process/output_fds.hpp"
 #include "agent/core/write_failure.hpp"
+#include "agent/process/output_fds.hpp"
 #include "common/log.hpp"
 
 namespace ddp::agent {

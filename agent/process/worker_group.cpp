@@ -14,12 +14,12 @@
 
 #include <fmt/format.h>
 
+#include "agent/cli/signal_names.hpp"
 #include "agent/process/child_watch.hpp"
 #include "agent/process/oom_watch.hpp"
 #include "agent/process/orphan_guard.hpp"
 #include "agent/process/output_router.hpp"
 #include "agent/process/process_spawner.hpp"
-#include "agent/cli/signal_names.hpp"
 #include "common/check.hpp"
 #include "common/log.hpp"
 #include "ddp/error.hpp"

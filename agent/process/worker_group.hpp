@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "agent/core/worker_launcher.hpp"
 #include "agent/cli/worker_spec.hpp"
+#include "agent/core/worker_launcher.hpp"
 
 namespace ddp::agent {
 

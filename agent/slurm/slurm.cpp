@@ -6,6 +6,7 @@
 #include <string>
 
 #include "agent/slurm/slurm.hpp"
+#include "common/parse_number.hpp"
 #include "ddp/error.hpp"
 
 namespace ddp::agent {
@@ -24,14 +25,10 @@ const std::string* lookup(const std::map<std::string, std::string>& env, const s
 int to_int(const std::map<std::string, std::string>& env, const std::string& key) {
   const std::string* value = lookup(env, key);
   if (value == nullptr) return -1;
-  try {
-    std::size_t used = 0;
-    int n = std::stoi(*value, &used);
-    // Why: SLURM_TASKS_PER_NODE looks like "2(x3)"; only the leading count matters here.
-    return used > 0 ? n : -1;
-  } catch (const std::exception&) {
-    throw ConfigError(key + "='" + *value + "' is not a number");
-  }
+  // Why: SLURM_TASKS_PER_NODE looks like "2(x3)"; only the leading count matters here.
+  const auto n = parse_leading_number<int>(*value);
+  if (!n) throw ConfigError(key + "='" + *value + "' is not a number");
+  return *n;
 }
 
 int first_int(const std::map<std::string, std::string>& env,
@@ -84,13 +81,9 @@ std::optional<SlurmDefaults> detect_slurm(const std::map<std::string, std::strin
   } else if (nodelist != nullptr) {
     out.master_addr = expand_hostlist(*nodelist).front();
   }
-  unsigned long long id = 0;
-  try {
-    id = std::stoull(*job_id);
-  } catch (const std::exception&) {
-    throw ConfigError("SLURM_JOB_ID='" + *job_id + "' is not a number");
-  }
-  out.master_port = kPortBase + static_cast<int>(id % kPortSpan);
+  const auto id = parse_number<unsigned long long>(*job_id);
+  if (!id) throw ConfigError("SLURM_JOB_ID='" + *job_id + "' is not a number");
+  out.master_port = kPortBase + static_cast<int>(*id % kPortSpan);
   out.run_id = "slurm-" + *job_id + (in_step ? "." + *step_id : "");
   out.summary = "SLURM job " + *job_id +
                 (in_step ? " step " + *step_id : " batch script (no srun step)") +

@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "agent/core/event_log.hpp"
 #include "agent/cli/launch_config.hpp"
+#include "agent/core/event_log.hpp"
 #include "agent/stacks/stack_collector.hpp"
 #include "rendezvous/rendezvous.hpp"
 #include "rendezvous/store_client/tcp_store_client.hpp"

@@ -12,6 +12,7 @@
 #include <iostream>
 #include <optional>
 
+#include "common/parse_number.hpp"
 #include "ddp/error.hpp"
 #include "rendezvous/store_client/blocking_store.hpp"
 
@@ -55,14 +56,12 @@ Endpoint parse_addr(const std::string& text) {
     ep.host = ep.host.substr(1, ep.host.size() - 2);
   }
   const std::string port = text.substr(colon + 1);
-  if (port.empty() || port.size() > 5 || !std::all_of(port.begin(), port.end(), ::isdigit)) {
-    throw bad();
+  const auto value = parse_number<int>(port);
+  if (!value || port.size() > 5) throw bad();
+  if (*value < 1 || *value > 65535) {
+    throw ConfigError(fmt::format("--addr: port {} is out of range 1..65535", *value));
   }
-  const int value = std::stoi(port);
-  if (value < 1 || value > 65535) {
-    throw ConfigError(fmt::format("--addr: port {} is out of range 1..65535", value));
-  }
-  ep.port = static_cast<std::uint16_t>(value);
+  ep.port = static_cast<std::uint16_t>(*value);
   return ep;
 }
 

@@ -13,14 +13,14 @@
 #include <iostream>
 #include <optional>
 
-#include "agent/core/agent_metrics.hpp"
 #include "agent/cli/dry_run.hpp"
-#include "agent/core/elastic_agent.hpp"
-#include "agent/core/event_log.hpp"
-#include "agent/hostfile/fanout.hpp"
 #include "agent/cli/launch_config.hpp"
 #include "agent/cli/numa_binding.hpp"
+#include "agent/core/agent_metrics.hpp"
+#include "agent/core/elastic_agent.hpp"
+#include "agent/core/event_log.hpp"
 #include "agent/core/rendezvous_factory.hpp"
+#include "agent/hostfile/fanout.hpp"
 #include "agent/hostfile/stdin_signals.hpp"
 #include "agent/process/worker_group.hpp"
 #include "common/log.hpp"

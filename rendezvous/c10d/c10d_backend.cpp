@@ -18,9 +18,9 @@
 #include "ddp/error.hpp"
 #include "rendezvous/c10d/c10d_keys.hpp"
 #include "rendezvous/c10d/c10d_rendezvous.hpp"
-#include "rendezvous/store_client/lease_holder.hpp"
-#include "rendezvous/store/memory_store.hpp"
 #include "rendezvous/net_address.hpp"
+#include "rendezvous/store/memory_store.hpp"
+#include "rendezvous/store_client/lease_holder.hpp"
 #include "rendezvous/store_client/tcp_store_client.hpp"
 #include "rendezvous/store_server/tcp_store_server.hpp"
 

@@ -18,8 +18,8 @@
 #include "rendezvous/c10d/c10d_assignment.hpp"
 #include "rendezvous/c10d/c10d_change_log.hpp"
 #include "rendezvous/c10d/c10d_settings.hpp"
-#include "rendezvous/store/prefix_store.hpp"
 #include "rendezvous/rendezvous.hpp"
+#include "rendezvous/store/prefix_store.hpp"
 
 namespace ddp::rdzv {
 

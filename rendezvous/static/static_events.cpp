@@ -6,6 +6,7 @@
 
 #include <charconv>
 
+#include "common/parse_number.hpp"
 #include "rendezvous/store/store_lease.hpp"
 
 namespace ddp::rdzv {
@@ -41,13 +42,9 @@ StaticRoundEvents parse_static_events(const Bytes& value) {
       loss.node = fmt::format("node {} ({})", field(line, "node"), field(line, "host"));
       loss.detected_by = field(line, "by");
       const std::string ms = field(line, "after_ms");
-      long long n = 0;
-      if (std::from_chars(ms.data(), ms.data() + ms.size(), n).ec == std::errc{}) {
-        loss.after = std::chrono::milliseconds(n);
-      }
+      if (const auto n = parse_number<long long>(ms)) loss.after = std::chrono::milliseconds(*n);
       events.lost = std::move(loss);
-      const std::string rank = field(line, "node");
-      std::from_chars(rank.data(), rank.data() + rank.size(), events.lost_rank);
+      events.lost_rank = parse_number<int>(field(line, "node")).value_or(events.lost_rank);
     } else if (line == "restart" || line == "failed") {
       events.failed = true;
     }

@@ -15,13 +15,14 @@
 #include <optional>
 
 #include "common/log.hpp"
+#include "common/parse_number.hpp"
 #include "ddp/error.hpp"
 #include "rendezvous/abandonable.hpp"
-#include "rendezvous/store_client/lease_holder.hpp"
+#include "rendezvous/static/static_events.hpp"
 #include "rendezvous/store/memory_store.hpp"
 #include "rendezvous/store/prefix_store.hpp"
-#include "rendezvous/static/static_events.hpp"
 #include "rendezvous/store/store_lease.hpp"
+#include "rendezvous/store_client/lease_holder.hpp"
 #include "rendezvous/store_client/tcp_store_client.hpp"
 #include "rendezvous/store_server/tcp_store_server.hpp"
 
@@ -420,7 +421,10 @@ asio::awaitable<int> StaticRendezvous::report_failure(std::string what) {
   const auto current = co_await store.compare_set(round_key(round, "failed"), {}, to_bytes(mine));
   if (to_string(current) != mine) {
     // Another node reported this round first and spends the restart for both of us.
-    co_return std::stoi(to_string(co_await store.get(round_key(round, "restart"))));
+    const std::string restart = to_string(co_await store.get(round_key(round, "restart")));
+    const auto count = parse_number<int>(restart);
+    if (!count) throw Error(fmt::format("round {}: restart count '{}' is not a number", round, restart));
+    co_return *count;
   }
   const auto count = static_cast<int>(co_await store.add("restart_count", 1));
   if (count > s->options.max_restarts) {

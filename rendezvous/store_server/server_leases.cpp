@@ -12,8 +12,8 @@
 #include <unordered_map>
 
 #include "common/log.hpp"
-#include "rendezvous/store_server/server_key_table.hpp"
 #include "rendezvous/store/store_lease.hpp"
+#include "rendezvous/store_server/server_key_table.hpp"
 
 namespace ddp::rdzv {
 

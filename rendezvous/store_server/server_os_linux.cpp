@@ -1,6 +1,7 @@
 // Linux specifics of the store server: setrlimit, /proc/sys/net/core/somaxconn, and mapping a
 // listening port to its process through /proc/net/tcp{,6} (socket inode) and /proc/<pid>/fd.
 
+#include "common/parse_number.hpp"
 #include "rendezvous/store_server/server_os.hpp"
 
 #include <fcntl.h>
@@ -31,7 +32,7 @@ void listening_inodes(const char* table, std::uint16_t port, std::set<std::strin
         timeout >> inode;
     const auto colon = local.rfind(':');
     if (colon == std::string::npos || state != "0A") continue;
-    if (std::stoul(local.substr(colon + 1), nullptr, 16) == port) inodes.insert(inode);
+    if (parse_number<unsigned>(local.substr(colon + 1), 16) == port) inodes.insert(inode);
   }
 }
 

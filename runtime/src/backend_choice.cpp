@@ -6,8 +6,8 @@
 
 #include <cstdlib>
 
-#include "ddp/error.hpp"
 #include "ddp/devices.hpp"
+#include "ddp/error.hpp"
 
 namespace ddp::runtime {
 

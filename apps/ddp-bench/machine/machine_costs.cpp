@@ -22,6 +22,8 @@
 #include <ctime>
 #include <vector>
 
+#include "common/parse_number.hpp"
+
 extern char** environ;
 
 namespace {
@@ -148,7 +150,7 @@ double process_start(char* self) {
 bool parse(int argc, char** argv, Options& options) {
   for (int i = 1; i < argc; i += 2) {
     if (i + 1 >= argc) return false;
-    const long value = std::strtol(argv[i + 1], nullptr, 10);
+    const long value = ddp::parse_number<long>(argv[i + 1]).value_or(0);
     if (value <= 0) return false;
     if (std::strcmp(argv[i], "--pages") == 0) {
       options.pages = value;

@@ -17,6 +17,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/parse_number.hpp"
 #include "ddp/error.hpp"
 
 extern char** environ;
@@ -121,8 +122,8 @@ std::optional<double> process_cpu_seconds(pid_t pid) {
   double utime = 0;
   double stime = 0;
   for (int i = 3; i <= 15 && fields >> field; ++i) {  // field 3 (state) comes first
-    if (i == 14) utime = std::stod(field);
-    if (i == 15) stime = std::stod(field);
+    if (i == 14) utime = parse_number<double>(field).value_or(0);
+    if (i == 15) stime = parse_number<double>(field).value_or(0);
   }
   return (utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
 }

@@ -25,9 +25,10 @@
 #include <string>
 #include <vector>
 
+#include "common/parse_number.hpp"
 #include "ddp/error.hpp"
-#include "rendezvous/store_server/server_os.hpp"
 #include "rendezvous/store_client/tcp_store_client.hpp"
+#include "rendezvous/store_server/server_os.hpp"
 
 namespace {
 
@@ -227,11 +228,8 @@ int main(int argc, char** argv) {
     return app.exit(e);
   }
   const auto colon = o.addr.rfind(':');
-  int port = 0;
-  try {
-    port = colon == std::string::npos ? 0 : std::stoi(o.addr.substr(colon + 1));
-  } catch (const std::exception&) {
-  }
+  const int port =
+      colon == std::string::npos ? 0 : ddp::parse_number<int>(o.addr.substr(colon + 1)).value_or(0);
   if (colon == std::string::npos || colon == 0 || port < 1 || port > 65535) {
     std::fprintf(stderr, "ddp-bench store: --addr: expected HOST:PORT, got '%s'\n",
                  o.addr.c_str());

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "common/parse_number.hpp"
 #include "ddp/error.hpp"
 
 namespace ddp {
@@ -56,12 +57,7 @@ const std::string& Checkpoint::meta(const std::string& key) const {
 
 std::int64_t Checkpoint::meta_int(const std::string& key) const {
   const std::string& v = meta(key);
-  try {
-    std::size_t used = 0;
-    const long long n = std::stoll(v, &used);
-    if (used == v.size()) return n;
-  } catch (const std::exception&) {
-  }
+  if (const auto n = parse_number<std::int64_t>(v)) return *n;
   throw ConfigError(fmt::format("metadata '{}' is '{}', not an integer", key, v));
 }
 

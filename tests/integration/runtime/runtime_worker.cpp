@@ -21,8 +21,8 @@
 #include "ddp/error.hpp"
 #include "ddp/init.hpp"
 #include "op_checks.hpp"
-#include "rendezvous/store_client/blocking_store.hpp"
 #include "ddp/devices.hpp"
+#include "rendezvous/store_client/blocking_store.hpp"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// common/parse_number.hpp: whole-string integers and doubles, nullopt for anything else.
+// common/parse_number.hpp: whole-string integers (any base) and doubles, leading numbers; nullopt for anything else.
 
 #include "common/parse_number.hpp"
 
@@ -48,4 +48,22 @@ TEST_CASE("parse_number reads whole doubles", "[unit][parse_number]") {
 TEST_CASE("parse_number reads only the view it is given", "[unit][parse_number]") {
   const std::string_view text = "123456";
   CHECK(parse_number<int>(text.substr(1, 3)) == 234);
+}
+
+TEST_CASE("parse_number reads integers in another base", "[unit][parse_number]") {
+  CHECK(parse_number<unsigned>("1F90", 16) == 8080u);
+  CHECK(parse_number<unsigned>("ff", 16) == 255u);
+  CHECK_FALSE(parse_number<unsigned>("0x1F90", 16));
+  CHECK_FALSE(parse_number<unsigned>("1G", 16));
+}
+
+TEST_CASE("parse_leading_number reads the number a text starts with", "[unit][parse_number]") {
+  using ddp::parse_leading_number;
+  CHECK(parse_leading_number<int>("2(x3)") == 2);
+  CHECK(parse_leading_number<int>("16") == 16);
+  CHECK(parse_leading_number<std::uint64_t>("7 kills") == 7u);
+  CHECK_FALSE(parse_leading_number<int>(""));
+  CHECK_FALSE(parse_leading_number<int>("(x3)"));
+  CHECK_FALSE(parse_leading_number<int>(" 2"));
+  CHECK_FALSE(parse_leading_number<std::uint64_t>("-1"));
 }

@@ -13,8 +13,8 @@
 
 #include <fmt/format.h>
 
-#include "agent/process/output_router.hpp"
 #include "agent/cli/std_streams.hpp"
+#include "agent/process/output_router.hpp"
 #include "agent/process/worker_group.hpp"
 #include "common/unique_fd.hpp"
 #include "agent_test_util.hpp"

@@ -4,8 +4,8 @@
 #include <csignal>
 
 #include "agent/cli/launch_config.hpp"
-#include "agent/stacks/stack_hook.hpp"
 #include "agent/cli/worker_spec.hpp"
+#include "agent/stacks/stack_hook.hpp"
 #include "common/progress_record.hpp"
 
 using namespace ddp::agent;

@@ -10,9 +10,9 @@
 #include <sstream>
 
 #include "c10d_test_util.hpp"
-#include "rendezvous/c10d/c10d_keys.hpp"
 #include "common/log.hpp"
 #include "ddp/error.hpp"
+#include "rendezvous/c10d/c10d_keys.hpp"
 
 using namespace ddp::rdzv;
 using namespace ddp::rdzv::test;

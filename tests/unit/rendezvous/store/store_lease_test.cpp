@@ -3,12 +3,12 @@
 
 #include <catch2/catch.hpp>
 
-#include "tests/unit/rendezvous/c10d/c10d_test_util.hpp"
-#include "rendezvous/store_client/lease_holder.hpp"
-#include "rendezvous/store_server/server_key_table.hpp"
 #include "rendezvous/store/store_lease.hpp"
+#include "rendezvous/store_client/lease_holder.hpp"
 #include "rendezvous/store_client/tcp_store_client.hpp"
+#include "rendezvous/store_server/server_key_table.hpp"
 #include "rendezvous/store_server/tcp_store_server.hpp"
+#include "tests/unit/rendezvous/c10d/c10d_test_util.hpp"
 
 using namespace ddp::rdzv;
 using namespace ddp::rdzv::test;
