@@ -109,6 +109,42 @@ TEST_CASE("c10d: a lost node stops the workers and re-forms the round without sp
   }
 }
 
+TEST_CASE(
+    "c10d: a worker failure that follows a node's loss re-forms the round without spending a "
+    "restart",
+    "[elastic_agent]") {
+  TempLogDir logs;
+  const LaunchConfig config = agent_config(logs, 1, 0);  // a spent restart would end the job
+  rdzv::test::Cluster cluster(c10d_settings(2, 3));
+  // The workers fail 30 ms after their start, before heartbeats can tell that the third node is
+  // gone (their collectives broke with it): the failure waits for the loss verdict.
+  const std::vector<FakeAttempt> script{{FakeOutcome::exits(1, 30ms)},
+                                        {FakeOutcome::exits(0, 10ms)}};
+  C10dAgents rig(cluster, config, {script, script});
+  auto third = spawn(cluster.io, cluster.add_node().next_round(1));
+  rig.start(cluster.io);
+  REQUIRE(run_until(cluster.io, [&] {
+    return third->done && !rig.launchers[0]->launched.empty() &&
+           !rig.launchers[1]->launched.empty();
+  }));
+  cluster.nodes[2].reset();
+  REQUIRE(run_until(cluster.io, [&] { return rdzv::test::all_done(rig.runs); }));
+
+  for (int i = 0; i < 2; ++i) {
+    INFO("agent " << i);
+    CHECK(rig.runs[i]->get() == 0);
+    REQUIRE(rig.launchers[i]->launched.size() == 2);
+    CHECK(has_env(rig.launchers[i]->launched[1][0], "GROUP_WORLD_SIZE=2"));
+    CHECK(has_env(rig.launchers[i]->launched[1][0], "TORCHELASTIC_RESTART_COUNT=0"));
+    CHECK(field<std::string>(rig.events[i]->named("workers_stopped")[0], "reason") == "failure");
+    CHECK(field<std::string>(rig.events[i]->named("node_lost").at(0), "node") == "n2");
+    const auto restarts = rig.events[i]->named("restart");
+    REQUIRE(restarts.size() == 1);
+    CHECK(field<std::int64_t>(restarts[0], "restart_spent") == 0);
+    CHECK(field<std::string>(restarts[0], "round_change") == "node_lost");
+  }
+}
+
 TEST_CASE("c10d: one node's worker failure restarts both nodes and spends one job-wide restart",
           "[elastic_agent]") {
   OneRestartJob job({{{FakeOutcome::exits(1, 20ms)}, {FakeOutcome::exits(0)}},
@@ -140,6 +176,35 @@ TEST_CASE(
   CHECK(field<std::int64_t>(followed, "restart_spent") == 0);
   CHECK(field<std::string>(followed, "round_change") == "peer_failed");
   CHECK(field<std::int64_t>(rig.events[1]->named("restart")[0], "restart_spent") == 1);
+}
+
+TEST_CASE(
+    "c10d: a signal ends a node waiting in the exit barrier and a node with running workers alike",
+    "[elastic_agent]") {
+  TempLogDir logs;
+  const LaunchConfig config = agent_config(logs, 1, 1);
+  rdzv::test::Cluster cluster(c10d_settings(2, 2));
+  C10dAgents rig(cluster, config, {{{FakeOutcome::exits(0)}}, {{FakeOutcome::until_stopped()}}});
+  rig.start(cluster.io);
+  // Node 0's worker has succeeded (it waits for node 1 in the exit barrier); node 1's runs.
+  REQUIRE(run_until(cluster.io, [&] {
+    return !rig.events[0]->named("worker_exited").empty() && !rig.launchers[1]->launched.empty();
+  }));
+  rdzv::test::run_for(cluster.io, 50ms);
+  REQUIRE_FALSE(rig.runs[0]->done);
+  ::raise(SIGTERM);  // the process's signal: both agents' signal sets take it
+  REQUIRE(run_until(cluster.io, [&] { return rdzv::test::all_done(rig.runs); }));
+
+  for (int i = 0; i < 2; ++i) {
+    INFO("agent " << i);
+    CHECK(rig.runs[i]->get() == 128 + SIGTERM);
+    CHECK(rig.launchers[i]->launched.size() == 1);
+    const Event finish = rig.events[i]->events.back();
+    CHECK(finish.name == "finish");
+    CHECK(field<std::string>(finish, "reason") == "signal");
+  }
+  CHECK(rig.launchers[0]->stop_signals.empty());  // nothing left to stop
+  CHECK(rig.launchers[1]->stop_signals == std::vector<int>{SIGTERM});
 }
 
 TEST_CASE(

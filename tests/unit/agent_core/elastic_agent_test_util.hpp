@@ -65,11 +65,15 @@ inline rdzv::StaticRendezvousOptions one_static_node(int max_restarts) {
   return options;
 }
 
-// c10d settings whose rounds carry no worker store, so the agent's stack service stays idle.
+// c10d settings whose rounds carry no worker store, so the agent's stack service stays idle. A
+// worker failure waits connection_grace + verdict_margin for a loss verdict: 600 ms, well beyond
+// the 120 ms in which fast_settings' heartbeats find a lost node.
 inline rdzv::C10dSettings c10d_settings(int min_nodes, int max_nodes) {
   rdzv::C10dSettings s = rdzv::test::fast_settings(min_nodes, max_nodes);
   s.store_host = "";
   s.store_port = 0;
+  s.connection_grace = 100ms;
+  s.verdict_margin = 500ms;
   return s;
 }
 
