@@ -97,23 +97,20 @@ class StoreHangPeers final : public HangPeers,
 
 }  // namespace
 
+// Field for field; a field another build left out reads as its default.
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PeerWait, seq, op, ranks, node, waited_s)
+
 std::string PeerWait::encode() const {
-  return json{{"version", 1}, {"seq", seq},   {"op", op},
-              {"ranks", ranks}, {"node", node}, {"waited_s", waited_s}}
-      .dump();
+  json doc = *this;
+  doc["version"] = 1;
+  return doc.dump();
 }
 
 std::optional<PeerWait> PeerWait::decode(const std::string& text) {
   const json doc = json::parse(text, nullptr, false);
   if (doc.is_discarded() || !doc.is_object() || !doc.contains("seq")) return std::nullopt;
   try {
-    PeerWait wait;
-    wait.seq = doc.at("seq").get<std::uint64_t>();
-    wait.op = doc.value("op", std::string{});
-    wait.ranks = doc.value("ranks", std::vector<int>{});
-    wait.node = doc.value("node", 0);
-    wait.waited_s = doc.value("waited_s", 0.0);
-    return wait;
+    return doc.get<PeerWait>();
   } catch (const json::exception&) {
     return std::nullopt;
   }

@@ -24,18 +24,12 @@ std::string stacks_key(const std::string& run_id, const std::string& leaf) {
   return fmt::format("/ddprun/{}/stacks/{}", run_id, leaf);
 }
 
+// Field for field; a field another build left out reads as its default.
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RankStack, rank, local_rank, pid, host, kind, text)
+
 std::string encode_node_stacks(int node, const std::string& host,
                                const std::vector<RankStack>& stacks) {
-  json ranks = json::array();
-  for (const auto& s : stacks) {
-    ranks.push_back({{"rank", s.rank},
-                     {"local_rank", s.local_rank},
-                     {"pid", s.pid},
-                     {"host", s.host},
-                     {"kind", s.kind},
-                     {"text", s.text}});
-  }
-  return json{{"version", 1}, {"node", node}, {"host", host}, {"ranks", ranks}}.dump();
+  return json{{"version", 1}, {"node", node}, {"host", host}, {"ranks", stacks}}.dump();
 }
 
 bool decode_node_stacks(const std::string& text, std::vector<RankStack>& stacks) {
@@ -46,14 +40,7 @@ bool decode_node_stacks(const std::string& text, std::vector<RankStack>& stacks)
   }
   for (const auto& r : doc["ranks"]) {
     if (!r.is_object()) return false;
-    RankStack s;
-    s.rank = r.value("rank", 0);
-    s.local_rank = r.value("local_rank", 0);
-    s.pid = r.value("pid", 0);
-    s.host = r.value("host", std::string{});
-    s.kind = r.value("kind", std::string{"none"});
-    s.text = r.value("text", std::string{});
-    stacks.push_back(std::move(s));
+    stacks.push_back(r.get<RankStack>());
   }
   return true;
 }

@@ -15,8 +15,8 @@ struct RankStack {
   int local_rank = 0;
   pid_t pid = 0;
   std::string host;
-  std::string kind;  // "python", "native", or "none" (text then says why there is no stack)
-  std::string text;  // the dump as the tool wrote it
+  std::string kind = "none";  // "python", "native", or "none" (text then says why there is none)
+  std::string text;           // the dump as the tool wrote it
 };
 
 // The dump with what differs between processes that stand in the same place removed: thread

@@ -39,6 +39,14 @@ std::string node_key(int round, int node_rank) {
   return fmt::format("round/{}/node/{}", round, node_rank);
 }
 
+// A node's entry in a round, with "version": 1 beside its fields. A node that ends the job
+// writes {"version": 1, "closed": <why>} in the next round's place instead.
+struct NodeEntry {
+  std::string host;
+  int local_world_size = 0;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(NodeEntry, host, local_world_size)
+
 // Where node 0's store listens: every interface of the address family of master_addr, as
 // torchrun's TCPStore server does (workers on other nodes reach it by master_addr).
 std::string bind_host(const std::string& master_addr) {
@@ -355,9 +363,8 @@ asio::awaitable<RendezvousInfo> StaticRendezvous::next_round(int local_world_siz
     lease.value = static_lost_line(options.node_rank, options.node_name);
     co_await store.set(lease_key(s->lease_base()), encode(lease));
   }
-  const json mine = {{"version", 1},
-                     {"host", options.node_name},
-                     {"local_world_size", local_world_size}};
+  json mine = NodeEntry{options.node_name, local_world_size};
+  mine["version"] = 1;
   co_await store.set(node_key(round, options.node_rank), to_bytes(mine.dump()));
   const auto values = co_await s->wait_for_nodes(round);
 
@@ -382,10 +389,10 @@ asio::awaitable<RendezvousInfo> StaticRendezvous::next_round(int local_world_siz
       throw RendezvousClosedError("the job ended on another node: " +
                                   node["closed"].get<std::string>());
     }
-    const int lws = node.value("local_world_size", 0);
-    if (rank < options.node_rank) info.rank_base += lws;
-    info.world_size += lws;
-    info.node_names.push_back(node.value("host", std::string{}));
+    const auto entry = node.get<NodeEntry>();
+    if (rank < options.node_rank) info.rank_base += entry.local_world_size;
+    info.world_size += entry.local_world_size;
+    info.node_names.push_back(entry.host);
   }
   log::get("rdzv")->info("round {} closed: node_rank={} nodes={} world_size={} restart_count={}",
                          round, info.group_rank, info.group_world_size, info.world_size,

@@ -1,130 +1,24 @@
-// ElasticAgent's state machine with no processes: a FakeLauncher scripts the workers, a
-// RecordingEventSink reads back what the agent did, and the rendezvous is real (static on a
-// loopback store, c10d over MemoryStore), all on one io_context.
+// ElasticAgent's state machine on one node with no processes: a FakeLauncher scripts the workers,
+// a RecordingEventSink reads back what the agent did, and the static rendezvous is real (its own
+// loopback store), all on one io_context. The c10d cases are in elastic_agent_c10d_test.cpp.
 
 #include "agent/core/elastic_agent.hpp"
 
-#include <unistd.h>
-
-#include <algorithm>
 #include <catch2/catch.hpp>
 #include <csignal>
-#include <filesystem>
-#include <map>
-#include <memory>
 #include <string>
 #include <vector>
 
-#include "rendezvous/static/static_rendezvous.hpp"
-#include "tests/unit/agent/core/fake_launcher.hpp"
-#include "tests/unit/agent/core/recording_event_sink.hpp"
-#include "tests/unit/rendezvous/c10d/c10d_test_util.hpp"
+#include "tests/unit/agent/core/elastic_agent_test_util.hpp"
 
 namespace ddp::agent {
 namespace {
 
 using namespace std::chrono_literals;
-using rdzv::test::run_until;
-using rdzv::test::spawn;
-using test::FakeAttempt;
-using test::FakeLauncher;
 using test::FakeOutcome;
 using test::field;
-using test::RecordingEventSink;
-
-// A per-test log directory base, removed at the end.
-struct TempLogDir {
-  TempLogDir()
-      : path(std::filesystem::temp_directory_path() /
-             ("ddp_elastic_agent_test_" + std::to_string(::getpid()) + "_" +
-              std::to_string(counter()++))) {
-    std::filesystem::create_directories(path);
-  }
-  ~TempLogDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-  static int& counter() {
-    static int n = 0;
-    return n;
-  }
-  std::filesystem::path path;
-};
-
-LaunchConfig agent_config(const TempLogDir& logs, int nproc, int max_restarts) {
-  LaunchConfig config;
-  config.nproc_per_node = nproc;
-  config.max_restarts = max_restarts;
-  config.rdzv_id = "test";
-  config.no_python = true;
-  config.training_script = "/bin/true";  // never run: the launcher is a fake
-  config.log_dir = logs.path.string();
-  config.shutdown_timeout = 1s;
-  return config;
-}
-
-rdzv::StaticRendezvousOptions one_static_node(int max_restarts) {
-  rdzv::StaticRendezvousOptions options;
-  options.run_id = "test";
-  options.timeout = 10s;
-  options.leave_timeout = 2s;
-  options.max_restarts = max_restarts;
-  options.node_name = "node0";
-  return options;
-}
-
-// c10d settings whose rounds carry no worker store, so the agent's stack service stays idle.
-rdzv::C10dSettings c10d_settings(int min_nodes, int max_nodes) {
-  rdzv::C10dSettings s = rdzv::test::fast_settings(min_nodes, max_nodes);
-  s.store_host = "";
-  s.store_port = 0;
-  return s;
-}
-
-bool has_env(const WorkerSpec& spec, const std::string& entry) {
-  return std::find(spec.env.begin(), spec.env.end(), entry) != spec.env.end();
-}
-
-// One node's agent with two workers and --max_restarts=1 on the static rendezvous (its own loopback
-// store), run until it returns.
-struct StaticRun {
-  explicit StaticRun(std::vector<FakeAttempt> script) : launcher(std::move(script)) {
-    const LaunchConfig config = agent_config(logs, 2, 1);
-    boost::asio::io_context io;
-    rdzv::StaticRendezvous rendezvous(io, one_static_node(1));
-    ElasticAgent agent(io, config, {}, rendezvous, events, &launcher);
-    auto run = spawn(io, agent.run());
-    REQUIRE(run_until(io, [&] { return run->done; }));
-    exit_code = run->get();
-  }
-
-  TempLogDir logs;
-  RecordingEventSink events;
-  FakeLauncher launcher;
-  int exit_code = -1;
-};
-
-// Agents on nodes of one c10d Cluster, each with its own fake launcher and event sink.
-struct C10dAgents {
-  C10dAgents(rdzv::test::Cluster& cluster, const LaunchConfig& config,
-             const std::vector<std::vector<FakeAttempt>>& scripts) {
-    for (const auto& script : scripts) {
-      events.push_back(std::make_unique<RecordingEventSink>());
-      launchers.push_back(std::make_unique<FakeLauncher>(script));
-      agents.push_back(std::make_unique<ElasticAgent>(
-          cluster.io, config, std::map<std::string, std::string>{}, cluster.add_node(),
-          *events.back(), launchers.back().get()));
-    }
-  }
-  void start(boost::asio::io_context& io) {
-    for (auto& agent : agents) runs.push_back(spawn(io, agent->run()));
-  }
-
-  std::vector<std::unique_ptr<RecordingEventSink>> events;
-  std::vector<std::unique_ptr<FakeLauncher>> launchers;
-  std::vector<std::unique_ptr<ElasticAgent>> agents;
-  std::vector<std::shared_ptr<rdzv::test::Outcome<int>>> runs;
-};
+using test::has_env;
+using test::StaticRun;
 
 TEST_CASE(
     "static: a worker failure stops the others, spends a restart, and the next attempt "
@@ -132,11 +26,11 @@ TEST_CASE(
     "[elastic_agent]") {
   StaticRun job({{FakeOutcome::until_stopped(), FakeOutcome::exits(3, 10ms)},
                  {FakeOutcome::exits(0), FakeOutcome::exits(0, 5ms)}});
-  const RecordingEventSink& events = job.events;
-  const FakeLauncher& launcher = job.launcher;
-  const int exit_code = job.exit_code;
+  job.run();
+  const auto& events = job.events;
+  const auto& launcher = job.launcher;
 
-  CHECK(exit_code == 0);
+  CHECK(job.exit_code == 0);
   REQUIRE(launcher.launched.size() == 2);
   CHECK(has_env(launcher.launched[0][0], "TORCHELASTIC_RESTART_COUNT=0"));
   CHECK(has_env(launcher.launched[1][0], "TORCHELASTIC_RESTART_COUNT=1"));
@@ -164,13 +58,12 @@ TEST_CASE("static: when the restarts are spent the agent exits with the root cau
           "[elastic_agent]") {
   StaticRun job({{FakeOutcome::exits(7, 5ms), FakeOutcome::until_stopped()},
                  {FakeOutcome::until_stopped(), FakeOutcome::killed_by(SIGABRT, 5ms)}});
-  const RecordingEventSink& events = job.events;
-  const FakeLauncher& launcher = job.launcher;
-  const int exit_code = job.exit_code;
+  job.run();
+  const auto& events = job.events;
 
   // The last attempt's first failure (rank 1, SIGABRT), not the worker the agent stopped.
-  CHECK(exit_code == 128 + SIGABRT);
-  CHECK(launcher.launched.size() == 2);  // one restart, then no third launch
+  CHECK(job.exit_code == 128 + SIGABRT);
+  CHECK(job.launcher.launched.size() == 2);  // one restart, then no third launch
   CHECK(events.named("restart").size() == 1);
   const Event finish = events.events.back();
   CHECK(finish.name == "finish");
@@ -178,90 +71,98 @@ TEST_CASE("static: when the restarts are spent the agent exits with the root cau
   CHECK(field<std::string>(finish, "reason") == "failed");
 }
 
-TEST_CASE("c10d: a signal during the rendezvous ends the agent with 128+N and starts nothing",
+TEST_CASE("static: with --max_restarts=0 the first failure ends the job with its exit code",
           "[elastic_agent]") {
-  TempLogDir logs;
-  const LaunchConfig config = agent_config(logs, 1, 0);
-  rdzv::test::Cluster cluster(c10d_settings(2, 2));  // waits for a second node that never comes
-  RecordingEventSink events;
-  FakeLauncher launcher({});
-  ElasticAgent agent(cluster.io, config, {}, cluster.add_node(), events, &launcher);
-  auto run = spawn(cluster.io, agent.run());
-  rdzv::test::run_for(cluster.io, 100ms);  // the agent is waiting in next_round
-  REQUIRE_FALSE(run->done);
-  ::raise(SIGHUP);
-  REQUIRE(run_until(cluster.io, [&] { return run->done; }));
+  StaticRun job({{FakeOutcome::until_stopped(), FakeOutcome::exits(2, 5ms)}}, /*max_restarts=*/0);
+  job.run();
+  const auto& events = job.events;
 
-  CHECK(run->get() == 128 + SIGHUP);
-  CHECK(launcher.launched.empty());
-  CHECK(events.names() == std::vector<std::string>{"finish"});
+  CHECK(job.exit_code == 2);
+  CHECK(job.launcher.launched.size() == 1);
+  CHECK(job.launcher.stop_signals == std::vector<int>{SIGTERM});
+  CHECK(events.names() == std::vector<std::string>{"rendezvous", "workers_started", "worker_exited",
+                                                   "worker_exited", "workers_stopped", "finish"});
+  CHECK(field<std::int64_t>(events.events.back(), "exit_code") == 2);
+  CHECK(field<std::string>(events.events.back(), "reason") == "failed");
+}
+
+TEST_CASE(
+    "static: a signal while workers run is forwarded to them and the agent exits 128+N without "
+    "a restart",
+    "[elastic_agent]") {
+  const int signal = GENERATE(SIGTERM, SIGINT);
+  INFO("signal " << signal);
+  StaticRun job({{FakeOutcome::until_stopped(), FakeOutcome::until_stopped()}});
+  job.run([signal] { ::raise(signal); });
+  const auto& events = job.events;
+
+  CHECK(job.exit_code == 128 + signal);      // 143 for SIGTERM, 130 for SIGINT
+  CHECK(job.launcher.launched.size() == 1);  // a restart remained, and was not spent
+  CHECK(job.launcher.stop_signals == std::vector<int>{signal});
+  CHECK(events.names() == std::vector<std::string>{"rendezvous", "workers_started", "worker_exited",
+                                                   "worker_exited", "workers_stopped", "finish"});
+  for (const Event& exited : events.named("worker_exited")) {
+    CHECK(field<std::int64_t>(exited, "stopped_by_agent") == 1);
+  }
+  CHECK(field<std::string>(events.named("workers_stopped")[0], "reason") == "signal");
+  CHECK(field<std::int64_t>(events.events.back(), "exit_code") == 128 + signal);
   CHECK(field<std::string>(events.events.back(), "reason") == "signal");
 }
 
-TEST_CASE("c10d: a lost node stops the workers and re-forms the round without spending a restart",
-          "[elastic_agent]") {
-  TempLogDir logs;
-  const LaunchConfig config = agent_config(logs, 1, 0);  // no restart to spend
-  rdzv::test::Cluster cluster(c10d_settings(2, 3));
-  const std::vector<FakeAttempt> script{{FakeOutcome::until_stopped()},
-                                        {FakeOutcome::exits(0, 10ms)}};
-  C10dAgents rig(cluster, config, {script, script});
-  auto& events = rig.events;
-  auto& launchers = rig.launchers;
-  // The third node joins by hand (no agent), so that the test can kill it mid-round.
-  auto third = spawn(cluster.io, cluster.add_node().next_round(1));
-  rig.start(cluster.io);
-  REQUIRE(run_until(cluster.io, [&] {
-    return third->done && launchers[0]->launched.size() == 1 && launchers[1]->launched.size() == 1;
-  }));
-  REQUIRE(third->get().group_world_size == 3);
-  cluster.nodes[2].reset();  // its heartbeats stop, as when its agent is SIGKILLed
-  REQUIRE(run_until(cluster.io, [&] { return rdzv::test::all_done(rig.runs); }));
+// Rank 0 waits in all_reduce #5; rank 1 completed #4 and has made no progress since: both for an
+// hour already, as their progress records say, so the detector's first sample names rank 1.
+test::FakeAttempt hung_attempt() {
+  return {FakeOutcome::stuck_at(5, 4, 3600s), FakeOutcome::stuck_at(4, 4, 3600s)};
+}
 
-  for (int i = 0; i < 2; ++i) {
-    INFO("agent " << i);
-    CHECK(rig.runs[i]->get() == 0);
-    REQUIRE(launchers[i]->launched.size() == 2);
-    CHECK(launchers[i]->stop_signals == std::vector<int>{SIGTERM});
-    CHECK(has_env(launchers[i]->launched[1][0], "TORCHELASTIC_RESTART_COUNT=0"));
-    CHECK(has_env(launchers[i]->launched[1][0], "GROUP_WORLD_SIZE=2"));
-    const auto lost = events[i]->named("node_lost");
-    REQUIRE(lost.size() == 1);
-    CHECK(field<std::string>(lost[0], "node") == "n2");
-    CHECK(field<std::string>(lost[0], "detected_by") == "heartbeat");
-    const auto restarts = events[i]->named("restart");
-    REQUIRE(restarts.size() == 1);
-    CHECK(field<std::int64_t>(restarts[0], "restart_spent") == 0);
-    CHECK(field<std::string>(restarts[0], "round_change") == "node_lost");
-    CHECK(field<std::string>(events[i]->named("workers_stopped")[0], "reason") == "round_change");
+TEST_CASE("static: a hang stops the workers and fails the attempt as the hung rank",
+          "[elastic_agent]") {
+  SECTION("a restart remains: the job restarts and succeeds") {
+    StaticRun job({hung_attempt(), {FakeOutcome::exits(0), FakeOutcome::exits(0)}});
+    job.config.hang_timeout = 1s;
+    job.run();
+    const auto& events = job.events;
+
+    CHECK(job.exit_code == 0);
+    REQUIRE(job.launcher.launched.size() == 2);
+    const auto hangs = events.named("hang");
+    REQUIRE(hangs.size() == 1);
+    const std::string summary = "hang: rank 1 made no progress while rank 0 waits in all_reduce #5";
+    CHECK(field<std::string>(hangs[0], "summary") == summary);
+    CHECK(field<std::vector<std::int64_t>>(hangs[0], "ranks") == std::vector<std::int64_t>{1});
+    CHECK(field<std::int64_t>(hangs[0], "idle_ms") >= 3'600'000);
+    const auto stacks = events.named("stacks");
+    REQUIRE(stacks.size() == 1);  // the report, before the workers are stopped
+    CHECK(field<std::string>(stacks[0], "reason") == "hang");
+    // SIGCONT first, so that a stopped worker can take the SIGTERM.
+    CHECK(job.launcher.sent_signals == std::vector<int>{SIGCONT});
+    CHECK(job.launcher.stop_signals == std::vector<int>{SIGTERM});
+    CHECK(field<std::string>(events.named("workers_stopped")[0], "reason") == "hang");
+    const Event restart = events.named("restart")[0];
+    CHECK(field<std::int64_t>(restart, "restart_spent") == 1);
+    CHECK_THAT(field<std::string>(restart, "reason"), Catch::StartsWith(summary));
+  }
+  SECTION("the restarts are spent: the hung rank is the root cause") {
+    StaticRun job({hung_attempt()}, /*max_restarts=*/0);
+    job.config.hang_timeout = 1s;
+    job.run();
+
+    CHECK(job.exit_code == 128 + SIGTERM);  // the signal that ended the hung rank
+    CHECK(job.launcher.launched.size() == 1);
+    CHECK(job.events.named("hang").size() == 1);
+    CHECK(field<std::string>(job.events.events.back(), "reason") == "failed");
   }
 }
 
-TEST_CASE("c10d: one node's worker failure restarts both nodes and spends one job-wide restart",
-          "[elastic_agent]") {
-  TempLogDir logs;
-  const LaunchConfig config = agent_config(logs, 1, 1);
-  rdzv::test::Cluster cluster(c10d_settings(2, 2));
-  C10dAgents rig(cluster, config,
-                 {{{FakeOutcome::exits(1, 20ms)}, {FakeOutcome::exits(0)}},
-                  {{FakeOutcome::until_stopped()}, {FakeOutcome::exits(0, 10ms)}}});
-  rig.start(cluster.io);
-  REQUIRE(run_until(cluster.io, [&] { return rdzv::test::all_done(rig.runs); }));
-
-  for (int i = 0; i < 2; ++i) {
-    INFO("agent " << i);
-    CHECK(rig.runs[i]->get() == 0);
-    REQUIRE(rig.launchers[i]->launched.size() == 2);
-    CHECK(has_env(rig.launchers[i]->launched[1][0], "TORCHELASTIC_RESTART_COUNT=1"));
-    CHECK(rig.events[i]->named("restart").size() == 1);
-  }
-  // The failing node spent the restart; its peer restarted because of it, spending none.
-  const Event spent = rig.events[0]->named("restart")[0];
-  CHECK(field<std::int64_t>(spent, "restart_spent") == 1);
-  CHECK(field<std::int64_t>(spent, "restart_count") == 1);
-  const Event followed = rig.events[1]->named("restart")[0];
-  CHECK(field<std::int64_t>(followed, "restart_spent") == 0);
-  CHECK(field<std::string>(followed, "round_change") == "peer_failed");
+TEST_CASE(
+    "static: --monitor_interval is accepted but never waited for: the agent sees each exit "
+    "as it happens",
+    "[elastic_agent]") {
+  StaticRun job({{FakeOutcome::exits(1, 5ms)}, {FakeOutcome::exits(0, 5ms)}});
+  job.config.monitor_interval = 1h;  // a poll this slow would outlast run_until's 10 s budget
+  job.run();
+  CHECK(job.exit_code == 0);
+  CHECK(job.launcher.launched.size() == 2);
 }
 
 }  // namespace

@@ -3,17 +3,24 @@
 // signals, "runs until stopped"), so the agent's state machine runs in a unit test on one
 // io_context. The fake of the seam in agent/core/worker_launcher.hpp (ninja's FakeCommandRunner).
 
+#include <algorithm>
+#include <array>
+#include <bit>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <chrono>
 #include <cstddef>
+#include <cstring>
+#include <fstream>
 #include <memory>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "agent/core/worker_launcher.hpp"
+#include "common/progress_record.hpp"
 #include "ddp/error.hpp"
 
 namespace ddp::agent::test {
@@ -21,18 +28,47 @@ namespace ddp::agent::test {
 // What one worker does once launched.
 struct FakeOutcome {
   int exit_code = 0;
-  int signal = 0;                      // killed by this signal (exit_code then unused)
-  std::chrono::milliseconds after{0};  // since launch
-  bool runs_until_stopped = false;     // exits only when the agent stops it
+  int signal = 0;                          // killed by this signal (exit_code then unused)
+  std::chrono::milliseconds after{0};      // since launch
+  bool runs_until_stopped = false;         // exits only when the agent stops it
+  std::optional<ProgressRecord> progress;  // published at launch, as libddp publishes it
 
   static FakeOutcome exits(int code, std::chrono::milliseconds after = {}) {
-    return {code, 0, after, false};
+    return {code, 0, after, false, std::nullopt};
   }
   static FakeOutcome killed_by(int signal, std::chrono::milliseconds after = {}) {
-    return {0, signal, after, false};
+    return {0, signal, after, false, std::nullopt};
   }
-  static FakeOutcome until_stopped() { return {0, 0, {}, true}; }
+  static FakeOutcome until_stopped() { return {0, 0, {}, true, std::nullopt}; }
+  // Runs until stopped, its progress record unchanged for `idle` already: `seq` collectives
+  // issued (the last one `op`), `completed` of them done.
+  static FakeOutcome stuck_at(std::uint64_t seq, std::uint64_t completed, std::chrono::seconds idle,
+                              std::string op = "all_reduce") {
+    ProgressRecord record;
+    record.seq = seq;
+    record.completed = completed;
+    record.since_ns = progress_clock_ns() - std::chrono::nanoseconds(idle).count();
+    record.op = std::move(op);
+    return {0, 0, {}, true, std::move(record)};
+  }
 };
+
+// Writes `record` at `path` in the file format of common/progress_record.hpp (a whole record:
+// generation 0), as a worker's ProgressWriter would have left it.
+inline void write_progress_file(const std::string& path, const ProgressRecord& record) {
+  static_assert(std::endian::native == std::endian::little, "the format is little-endian");
+  std::array<char, kProgressRecordBytes> bytes{};
+  const auto put = [&](std::size_t offset, auto value) {
+    std::memcpy(bytes.data() + offset, &value, sizeof(value));
+  };
+  std::memcpy(bytes.data(), kProgressMagic, sizeof(kProgressMagic));
+  put(16, record.seq);
+  put(24, record.completed);
+  put(32, record.since_ns);
+  put(40, static_cast<std::uint32_t>(record.pid));
+  std::memcpy(bytes.data() + 48, record.op.data(), std::min<std::size_t>(record.op.size(), 15));
+  std::ofstream(path, std::ios::binary).write(bytes.data(), bytes.size());
+}
 
 using FakeAttempt = std::vector<FakeOutcome>;  // one outcome per local rank
 
@@ -132,8 +168,15 @@ class FakeLauncher final : public WorkerLauncher {
       throw IoError("fake launcher: the script's worker count differs from the specs'");
     }
     launched.push_back(specs);
-    return std::make_unique<FakeWorkers>(specs, attempts_[attempt],
-                                         static_cast<pid_t>(1000 * (attempt + 1)), stop_signals,
+    for (std::size_t i = 0; i < specs.size(); ++i) {
+      if (const auto& record = attempts_[attempt][i].progress) {
+        write_progress_file(specs[i].ddprun_env.at(kProgressFileEnv), *record);
+      }
+    }
+    // Pids above Linux's PID_MAX_LIMIT (2^22): no process has them, so what the agent reads in
+    // /proc or signals for a fake worker (stack reports, hang checks) finds nothing.
+    const auto first_pid = static_cast<pid_t>(10'000'000 + 1000 * attempt);
+    return std::make_unique<FakeWorkers>(specs, attempts_[attempt], first_pid, stop_signals,
                                          sent_signals);
   }
 

@@ -1,6 +1,6 @@
 #pragma once
-// Helpers for the WorkerGroup tests: temp dirs, /bin/sh worker specs, running the loop until an
-// awaitable completes, and checking whether a pid is gone.
+// Helpers for the WorkerGroup tests: temp dirs, /bin/sh worker specs, a captured console, running
+// the loop until an awaitable completes, and checking whether a pid is gone.
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "agent/cli/worker_spec.hpp"
+#include "agent/core/worker_launcher.hpp"
 
 extern char** environ;
 
@@ -91,6 +92,23 @@ class ConsoleCapture {
  private:
   std::string path_;
   int fd_;
+};
+
+// What the WorkerGroup tests start from: a temp dir, the console captured in two of its files,
+// and the loop. options() sends console lines to the captures, with "node7" as the host.
+struct ConsoleFixture {
+  TempDir dir;
+  ConsoleCapture out{dir.file("console.out")};
+  ConsoleCapture err{dir.file("console.err")};
+  boost::asio::io_context io;
+
+  OutputOptions options() const {
+    OutputOptions o;
+    o.host = "node7";
+    o.stdout_fd = out.fd();
+    o.stderr_fd = err.fd();
+    return o;
+  }
 };
 
 // Runs the loop until `aw` completes (rethrowing what it threw) or `limit` passes (then throws).

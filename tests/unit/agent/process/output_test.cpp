@@ -27,20 +27,7 @@ using test::lines_of;
 using test::run_until;
 using test::sh_worker;
 
-struct Fixture {
-  test::TempDir dir;
-  test::ConsoleCapture out{dir.file("console.out")};
-  test::ConsoleCapture err{dir.file("console.err")};
-  boost::asio::io_context io;
-
-  OutputOptions options() const {
-    OutputOptions o;
-    o.host = "node7";
-    o.stdout_fd = out.fd();
-    o.stderr_fd = err.fd();
-    return o;
-  }
-
+struct Fixture : test::ConsoleFixture {
   void run(WorkerGroup& group, const std::vector<WorkerSpec>& specs) {
     group.start(specs);
     REQUIRE(run_until(io, [&] { return !group.running(); }));

@@ -103,7 +103,10 @@ TEST_CASE("the worker starts with nothing blocked or ignored; the caller's mask 
   test::TempDir dir;
   const std::string out_path = dir.file("status");
   const int out_fd = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-  const std::vector<std::string> argv{"/bin/sh", "-c", "grep -E '^Sig(Blk|Ign)' /proc/$$/status"};
+  // grep reads its own status (exec): a shell that waits for a child blocks every signal while
+  // it waits, so the shell's own status would show that mask, not the one the spawner left.
+  const std::vector<std::string> argv{"/bin/sh", "-c",
+                                      "exec grep -E '^Sig(Blk|Ign)' /proc/$$/status"};
   ForkedChild child(ExecImage(argv, test::current_env()), out_fd, out_fd);
   REQUIRE(child.await_exec() == 0);
   CHECK(wait_exit_code(child.pid()) == 0);

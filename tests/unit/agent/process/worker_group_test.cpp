@@ -31,20 +31,7 @@ const WorkerExit* exit_of(const WorkerGroup& group, int local_rank) {
   return nullptr;
 }
 
-struct Fixture {
-  test::TempDir dir;
-  test::ConsoleCapture out{dir.file("console.out")};
-  test::ConsoleCapture err{dir.file("console.err")};
-  boost::asio::io_context io;
-
-  OutputOptions options() const {
-    OutputOptions o;
-    o.host = "testhost";
-    o.stdout_fd = out.fd();
-    o.stderr_fd = err.fd();
-    return o;
-  }
-};
+using Fixture = test::ConsoleFixture;
 
 TEST_CASE("worker exit codes and signals are reported", "[worker_group]") {
   Fixture f;

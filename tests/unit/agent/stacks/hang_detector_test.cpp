@@ -108,6 +108,19 @@ TEST_CASE("a published wait survives its encoding; other text reads as nothing",
   CHECK_FALSE(PeerWait::decode("{\"seq\": \"x\"}"));
 }
 
+TEST_CASE("a published wait has one byte form; absent fields read as defaults", "[hang]") {
+  // Agents of one job may run different ddprun builds: the form is fixed (keys sorted).
+  CHECK(PeerWait{42, "barrier", {3, 4}, 1, 12.5}.encode() ==
+        R"({"node":1,"op":"barrier","ranks":[3,4],"seq":42,"version":1,"waited_s":12.5})");
+  const auto bare = PeerWait::decode(R"({"seq":7})");
+  REQUIRE(bare);
+  CHECK(bare->seq == 7);
+  CHECK(bare->op.empty());
+  CHECK(bare->ranks.empty());
+  CHECK(bare->node == 0);
+  CHECK(bare->waited_s == 0);
+}
+
 TEST_CASE("the store keeps the highest published wait of a round", "[hang]") {
   boost::asio::io_context io;
   ddp::rdzv::TcpStoreServer server(io, "127.0.0.1", 0);

@@ -97,6 +97,20 @@ TEST_CASE("node answers survive encoding; other text is refused", "[stacks]") {
   CHECK_FALSE(decode_node_stacks("{\"ranks\": 3}", back));
 }
 
+TEST_CASE("a node answer has one byte form; absent fields read as defaults", "[stacks]") {
+  CHECK(encode_node_stacks(1, "h", {stack_of(3, "x\n")}) ==
+        R"({"host":"h","node":1,"ranks":[{"host":"node1","kind":"python","local_rank":1,)"
+        R"("pid":4003,"rank":3,"text":"x\n"}],"version":1})");
+  std::vector<RankStack> back;
+  REQUIRE(decode_node_stacks(R"({"ranks":[{"rank":5}]})", back));
+  REQUIRE(back.size() == 1);
+  CHECK(back[0].rank == 5);
+  CHECK(back[0].pid == 0);
+  CHECK(back[0].host.empty());
+  CHECK(back[0].kind == "none");  // no stack without a kind
+  CHECK(back[0].text.empty());
+}
+
 TEST_CASE("a node whose answer loop starts after the request still answers it", "[stacks]") {
   asio::io_context io;
   ddp::rdzv::MemoryStore store(io.get_executor());

@@ -22,6 +22,7 @@
 #include "common/log.hpp"
 #include "ddp/error.hpp"
 #include "rendezvous/static/static_rendezvous.hpp"
+#include "rendezvous/store_client/tcp_store_client.hpp"
 
 namespace ddp::rdzv {
 namespace {
@@ -88,6 +89,20 @@ TEST_CASE("one node gets a free port and a watch that only ends when cancelled",
     const int second = co_await node.report_failure("rank 0 exited with 1");
     CHECK(second == 2);
     CHECK_THROWS_AS(co_await node.next_round(4), RendezvousClosedError);
+  });
+}
+
+TEST_CASE("a node's entry in a round has one byte form", "[static]") {
+  // Nodes of one job may run different ddprun builds: the form is fixed (keys sorted).
+  boost::asio::io_context io;
+  StaticRendezvous node(io, node_options(1, 0, 0));
+  run(io, [&]() -> asio::awaitable<void> {
+    co_await node.next_round(4);
+    ConnectOptions options;
+    options.connect_timeout = std::chrono::seconds(5);
+    auto client = co_await TcpStoreClient::connect("127.0.0.1", node.store_port(), options);
+    const Bytes entry = co_await client->get("/ddprun/test/round/0/node/0");
+    CHECK(to_string(entry) == R"({"host":"node0","local_world_size":4,"version":1})");
   });
 }
 

@@ -1,0 +1,141 @@
+#pragma once
+// What the ElasticAgent tests share: a log directory per test, the agent's and the rendezvous'
+// settings for tests, and rigs that run agents over a fake launcher (one static node; c10d nodes
+// of one MemoryStore cluster) on one io_context until they return.
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "agent/core/elastic_agent.hpp"
+#include "rendezvous/static/static_rendezvous.hpp"
+#include "tests/unit/agent/core/fake_launcher.hpp"
+#include "tests/unit/agent/core/recording_event_sink.hpp"
+#include "tests/unit/rendezvous/c10d/c10d_test_util.hpp"
+
+namespace ddp::agent::test {
+
+using namespace std::chrono_literals;
+
+// A per-test log directory base, removed at the end.
+struct TempLogDir {
+  TempLogDir()
+      : path(std::filesystem::temp_directory_path() /
+             ("ddp_elastic_agent_test_" + std::to_string(::getpid()) + "_" +
+              std::to_string(counter()++))) {
+    std::filesystem::create_directories(path);
+  }
+  ~TempLogDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  static int& counter() {
+    static int n = 0;
+    return n;
+  }
+  std::filesystem::path path;
+};
+
+inline LaunchConfig agent_config(const TempLogDir& logs, int nproc, int max_restarts) {
+  LaunchConfig config;
+  config.nproc_per_node = nproc;
+  config.max_restarts = max_restarts;
+  config.rdzv_id = "test";
+  config.no_python = true;
+  config.training_script = "/bin/true";  // never run: the launcher is a fake
+  config.log_dir = logs.path.string();
+  config.shutdown_timeout = 1s;
+  return config;
+}
+
+inline rdzv::StaticRendezvousOptions one_static_node(int max_restarts) {
+  rdzv::StaticRendezvousOptions options;
+  options.run_id = "test";
+  options.timeout = 10s;
+  options.leave_timeout = 2s;
+  options.max_restarts = max_restarts;
+  options.node_name = "node0";
+  return options;
+}
+
+// c10d settings whose rounds carry no worker store, so the agent's stack service stays idle. A
+// worker failure waits connection_grace + verdict_margin for a loss verdict: 600 ms, well beyond
+// the 120 ms in which fast_settings' heartbeats find a lost node.
+inline rdzv::C10dSettings c10d_settings(int min_nodes, int max_nodes) {
+  rdzv::C10dSettings s = rdzv::test::fast_settings(min_nodes, max_nodes);
+  s.store_host = "";
+  s.store_port = 0;
+  s.connection_grace = 100ms;
+  s.verdict_margin = 500ms;
+  return s;
+}
+
+inline bool has_env(const WorkerSpec& spec, const std::string& entry) {
+  return std::find(spec.env.begin(), spec.env.end(), entry) != spec.env.end();
+}
+
+// One node's agent on the static rendezvous (its own loopback store), with as many workers as
+// the script's first attempt has and --max_restarts=1 unless `config` is changed before run().
+struct StaticRun {
+  explicit StaticRun(std::vector<FakeAttempt> script, int max_restarts = 1)
+      : launcher(script),
+        config(agent_config(logs, static_cast<int>(script.at(0).size()), max_restarts)) {}
+
+  // Runs the agent until it returns; `once_started`, when given, runs once the first attempt's
+  // workers are launched (to send the agent a signal, say).
+  void run(const std::function<void()>& once_started = {}) {
+    boost::asio::io_context io;
+    rdzv::StaticRendezvous rendezvous(io, one_static_node(config.max_restarts));
+    ElasticAgent agent(io, config, {}, rendezvous, events, &launcher);
+    auto run = rdzv::test::spawn(io, agent.run());
+    if (once_started) {
+      REQUIRE(rdzv::test::run_until(io, [&] { return !launcher.launched.empty(); }));
+      once_started();
+    }
+    REQUIRE(rdzv::test::run_until(io, [&] { return run->done; }));
+    exit_code = run->get();
+  }
+
+  TempLogDir logs;
+  RecordingEventSink events;
+  FakeLauncher launcher;
+  LaunchConfig config;
+  int exit_code = -1;
+};
+
+// Agents on nodes of one c10d Cluster, each with its own fake launcher and event sink.
+struct C10dAgents {
+  C10dAgents(rdzv::test::Cluster& cluster, const LaunchConfig& config,
+             const std::vector<std::vector<FakeAttempt>>& scripts) {
+    for (const auto& script : scripts) add(cluster, config, script);
+  }
+  // Adds an agent on a new node of `cluster`; start() or start_next() runs it.
+  void add(rdzv::test::Cluster& cluster, const LaunchConfig& config,
+           const std::vector<FakeAttempt>& script) {
+    events.push_back(std::make_unique<RecordingEventSink>());
+    launchers.push_back(std::make_unique<FakeLauncher>(script));
+    agents.push_back(
+        std::make_unique<ElasticAgent>(cluster.io, config, std::map<std::string, std::string>{},
+                                       cluster.add_node(), *events.back(), launchers.back().get()));
+  }
+  void start(boost::asio::io_context& io) {
+    while (runs.size() < agents.size()) start_next(io);
+  }
+  void start_next(boost::asio::io_context& io) {
+    runs.push_back(rdzv::test::spawn(io, agents[runs.size()]->run()));
+  }
+
+  std::vector<std::unique_ptr<RecordingEventSink>> events;
+  std::vector<std::unique_ptr<FakeLauncher>> launchers;
+  std::vector<std::unique_ptr<ElasticAgent>> agents;
+  std::vector<std::shared_ptr<rdzv::test::Outcome<int>>> runs;
+};
+
+}  // namespace ddp::agent::test
