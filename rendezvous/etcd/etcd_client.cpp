@@ -138,11 +138,13 @@ asio::awaitable<std::string> EtcdClient::call(std::string path, std::string body
     std::vector<bool> refused(n);  // members whose TLS failed in this turn
     for (std::size_t tried = 0; tried < n; ++tried) {
       const std::size_t member = current_;
-      // One member gets at most attempt_timeout, and never more than the window has left (a
-      // keep-alive must reach another member before its lease expires).
+      // One member gets at most attempt_timeout, and no more than its share of what the window
+      // has left among the members still to try in this turn: a keep-alive must reach another
+      // member before its lease expires when this one is silent (its node cut off: no RST).
       const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
-      const milliseconds timeout = std::clamp(
-          left, milliseconds(100), std::max(options_.attempt_timeout, milliseconds(100)));
+      const milliseconds timeout =
+          std::clamp(left / static_cast<int>(n - tried), milliseconds(100),
+                     std::max(options_.attempt_timeout, milliseconds(100)));
       Attempt a = co_await attempt(member, path, body, timeout);
       if (a.answered && a.status == 200) co_return std::move(a.body);
       const std::string& name = options_.members[member].to_string();
