@@ -82,7 +82,8 @@ std::optional<rdzv::etcd::TlsFiles> etcd_tls_files(const RdzvConf& conf) {
     return std::nullopt;
   }
   if (key && !cert) {
-    throw ConfigError(fmt::format("--rdzv_conf key={}: needs cert= (the client certificate)", *key));
+    throw ConfigError(
+        fmt::format("--rdzv_conf key={}: needs cert= (the client certificate)", *key));
   }
   return rdzv::etcd::TlsFiles{cacert.value_or(""), cert.value_or(""), key.value_or("")};
 }

@@ -41,7 +41,7 @@ struct ClientOptions {
   std::vector<Member> members;                                          // at least one
   std::chrono::milliseconds attempt_timeout{std::chrono::seconds(5)};   // one member, one call
   std::chrono::milliseconds failover_window{std::chrono::seconds(60)};  // every member failing
-  std::size_t first_member = 0;  // where calls start (modulo the members): spreads many agents
+  std::size_t first_member = 0;     // where calls start (modulo the members): spreads many agents
   std::shared_ptr<TlsContext> tls;  // https when set (make_tls_context), plain http otherwise
 };
 

@@ -82,7 +82,8 @@ asio::awaitable<void> Connection::send_all(const std::string& bytes) {
 
 asio::awaitable<std::tuple<boost::system::error_code, std::size_t>> Connection::read_some(
     asio::mutable_buffer buffer) {
-  if (tls_) co_return co_await tls_->stream.async_read_some(buffer, asio::as_tuple(asio::use_awaitable));
+  if (tls_)
+    co_return co_await tls_->stream.async_read_some(buffer, asio::as_tuple(asio::use_awaitable));
   co_return co_await plain_->async_read_some(buffer, asio::as_tuple(asio::use_awaitable));
 }
 
@@ -95,7 +96,8 @@ asio::awaitable<std::unique_ptr<Connection>> connect_member(
   if (rerr) throw IoError(fmt::format("resolve: {}", rerr.message()));
   beast::tcp_stream stream(executor);
   stream.expires_after(timeout);
-  auto [cerr, endpoint] = co_await stream.async_connect(endpoints, asio::as_tuple(asio::use_awaitable));
+  auto [cerr, endpoint] =
+      co_await stream.async_connect(endpoints, asio::as_tuple(asio::use_awaitable));
   if (cerr) throw IoError(fmt::format("connect: {}", cerr.message()));
   stream.socket().set_option(tcp::no_delay(true));
   auto connection = std::make_unique<Connection>(std::move(stream), tls);

@@ -59,9 +59,8 @@ std::shared_ptr<TlsContext> make_tls_context(const TlsFiles& files) {
          [&](auto& error) { context.use_certificate_chain_file(files.cert, error); });
     const std::string& key_path = files.key.empty() ? files.cert : files.key;
     // OpenSSL checks the key against the certificate loaded above ("key values mismatch").
-    load(files.key.empty() ? "cert" : "key", key_path, "the private key", [&](auto& error) {
-      context.use_private_key_file(key_path, ssl::context::pem, error);
-    });
+    load(files.key.empty() ? "cert" : "key", key_path, "the private key",
+         [&](auto& error) { context.use_private_key_file(key_path, ssl::context::pem, error); });
   }
   return tls;
 }
@@ -85,9 +84,10 @@ std::string tls_error_text(const boost::system::error_code& error, SSL* ssl,
   }
   // The member's verdict on our certificate comes as an alert: in the handshake under TLS 1.2,
   // on the first read under TLS 1.3.
-  const int alert = is_tls_error(error) ? ERR_GET_REASON(static_cast<unsigned long>(error.value())) -
-                                               SSL_AD_REASON_OFFSET
-                                         : -1;
+  const int alert =
+      is_tls_error(error)
+          ? ERR_GET_REASON(static_cast<unsigned long>(error.value())) - SSL_AD_REASON_OFFSET
+          : -1;
   const bool about_our_certificate =
       alert == SSL_AD_BAD_CERTIFICATE || alert == SSL_AD_UNSUPPORTED_CERTIFICATE ||
       alert == SSL_AD_CERTIFICATE_REVOKED || alert == SSL_AD_CERTIFICATE_EXPIRED ||

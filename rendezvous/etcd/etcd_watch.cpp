@@ -106,10 +106,10 @@ asio::awaitable<void> EtcdWatch::run() {
                     options.members[member].to_string(), errors[member]);
     client_->fail_over(member);
     if (now - *failing_since >= options.failover_window) {
-      throw IoError(fmt::format(
-          "etcd watch({}): no etcd member answered within {:.1f} s ({})", key_,
-          std::chrono::duration<double>(options.failover_window).count(),
-          client_->member_report(errors)));
+      throw IoError(fmt::format("etcd watch({}): no etcd member answered within {:.1f} s ({})",
+                                key_,
+                                std::chrono::duration<double>(options.failover_window).count(),
+                                client_->member_report(errors)));
     }
     timer.expires_after(backoff);
     co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
@@ -119,14 +119,14 @@ asio::awaitable<void> EtcdWatch::run() {
 
 asio::awaitable<void> EtcdWatch::stream_once(std::size_t member, bool& created) {
   const Member& target = client_->options_.members[member];
-  stream_ = co_await detail::connect_member(client_->executor_, target,
-                                            client_->options_.attempt_timeout,
-                                            client_->options_.tls);
+  stream_ = co_await detail::connect_member(
+      client_->executor_, target, client_->options_.attempt_timeout, client_->options_.tls);
   member_ = member;
   if (stopped_) co_return;
   stream_->expires_after(client_->options_.attempt_timeout);  // until the watch is created
-  co_await stream_->send_all(encode_post(
-      target.to_string(), "/v3/watch", watch_create_body(key_, range_end_, next_revision_, prev_kv_)));
+  co_await stream_->send_all(
+      encode_post(target.to_string(), "/v3/watch",
+                  watch_create_body(key_, range_end_, next_revision_, prev_kv_)));
   ResponseReader reader;
   JsonObjectStream messages;
   std::array<char, 16384> buffer;

@@ -110,14 +110,15 @@ TEST_CASE("etcd TLS files that cannot be loaded are usage errors naming the key"
   std::filesystem::create_directories(dir);
   const std::string not_pem = (dir / "not.pem").string();
   std::ofstream(not_pem) << "not a certificate\n";
-  const auto missing = parse({"--rdzv_backend=etcd", "--rdzv_conf=protocol=https,cacert=/no/ca.pem",
-                              "s"});
+  const auto missing =
+      parse({"--rdzv_backend=etcd", "--rdzv_conf=protocol=https,cacert=/no/ca.pem", "s"});
   CHECK_THROWS_MATCHES(make_rendezvous(missing, io), ConfigError,
                        Catch::Matchers::Message("--rdzv_conf cacert=/no/ca.pem: no such file"));
-  const auto bad = parse({"--rdzv_backend=etcd", "--rdzv_conf=protocol=https,cert=" + not_pem, "s"});
-  CHECK_THROWS_WITH(make_rendezvous(bad, io),
-                    Catch::StartsWith("--rdzv_conf cert=" + not_pem +
-                                      ": cannot load the client certificate: "));
+  const auto bad =
+      parse({"--rdzv_backend=etcd", "--rdzv_conf=protocol=https,cert=" + not_pem, "s"});
+  CHECK_THROWS_WITH(
+      make_rendezvous(bad, io),
+      Catch::StartsWith("--rdzv_conf cert=" + not_pem + ": cannot load the client certificate: "));
   std::filesystem::remove_all(dir);
 }
 
