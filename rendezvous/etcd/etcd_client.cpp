@@ -61,7 +61,12 @@ asio::awaitable<EtcdClient::Attempt> EtcdClient::attempt(std::size_t member,
                                                          milliseconds timeout) {
   Attempt result;
   const Member& target = options_.members[member];
-  for (int fresh = 0; fresh < 2; ++fresh) {
+  // `timeout` bounds the attempt, the retry on a fresh connection included: a member that let
+  // a kept-alive connection go silent (its node cut off) must not get the time twice.
+  const Clock::time_point until = Clock::now() + timeout;
+  for (int fresh = 0; fresh < 2 && Clock::now() < until; ++fresh) {
+    timeout =
+        std::max(milliseconds(1), std::chrono::duration_cast<milliseconds>(until - Clock::now()));
     std::unique_ptr<Stream> stream;
     const bool reused = fresh == 0 && member == current_ && !idle_.empty();
     if (reused) {
@@ -138,13 +143,13 @@ asio::awaitable<std::string> EtcdClient::call(std::string path, std::string body
     std::vector<bool> refused(n);  // members whose TLS failed in this turn
     for (std::size_t tried = 0; tried < n; ++tried) {
       const std::size_t member = current_;
-      // One member gets at most attempt_timeout, and no more than its share of what the window
-      // has left among the members still to try in this turn: a keep-alive must reach another
+      // One member gets at most attempt_timeout, and while other members remain to be tried in
+      // this turn, at most half of what the window has left: a keep-alive must reach another
       // member before its lease expires when this one is silent (its node cut off: no RST).
       const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
-      const milliseconds timeout =
-          std::clamp(left / static_cast<int>(n - tried), milliseconds(100),
-                     std::max(options_.attempt_timeout, milliseconds(100)));
+      const milliseconds share = tried + 1 < n ? left / 2 : left;
+      const milliseconds timeout = std::clamp(
+          share, milliseconds(100), std::max(options_.attempt_timeout, milliseconds(100)));
       Attempt a = co_await attempt(member, path, body, timeout);
       if (a.answered && a.status == 200) co_return std::move(a.body);
       const std::string& name = options_.members[member].to_string();
