@@ -3,7 +3,8 @@ one etcd 3.4 member and one ddprun agent (2 workers, --nnodes=2:3, --max_restart
 whose agent hosts the workers' store (group rank 0) is then lost, two ways, one job each:
 SIGKILL of that agent (its etcd member lives on), and its link cut (its etcd member and agent
 are cut off together; the cluster keeps its quorum). Each time the two other agents re-form at
-world 4 with a store on one of them, spend no restart, and finish.
+world 4 with a store on one of them, spend no restart, and finish; the cut-off agent ends with
+one line naming etcd.
 
 Needs root; run under `flock /tmp/ddprun-netns.lock` (ctest's RESOURCE_LOCK netns only orders
 the tests of one ctest run).
@@ -87,6 +88,14 @@ def lose_store_host(rig, work, run_id, how, ttl):
     new_masters = {e["MASTER_ADDR"] for e in world4}
     check(len(new_masters) == 1 and host_addr not in new_masters,
           f"{run_id}: world 4's store {new_masters} (the lost host was {host_addr})")
+    if how == "cut":
+        # The cut-off agent cannot keep its lease alive (its own member lost quorum): it ends
+        # with one line naming etcd, rather than running on as a ghost.
+        rc, err = netns_rig.finish(agents[host], 60, f"{run_id}: the cut-off agent")
+        errors = [l for l in err.splitlines() if l.startswith("ddprun: error:")]
+        check(rc != 0 and len(errors) == 1 and "etcd" in errors[0],
+              f"{run_id}: the cut-off agent exited {rc}:\n{err}")
+        print(f"ok cut: the cut-off agent ended: {errors[0]}")
     print(f"ok {how}: store host node {host} lost; nodes "
           f"{[i for i in NODES if i != host]} re-formed at world 4 with the store on "
           f"{new_masters.pop()}, no restart spent")
