@@ -4,7 +4,8 @@ whose agent hosts the workers' store (group rank 0) is then lost, two ways, one 
 SIGKILL of that agent (its etcd member lives on), and its link cut (its etcd member and agent
 are cut off together; the cluster keeps its quorum). Each time the two other agents re-form at
 world 4 with a store on one of them, spend no restart, and finish; the cut-off agent ends with
-one line naming etcd.
+one line naming etcd. The first job speaks plain http to etcd, the second https with mutual TLS
+(the members serve both, the https port with --client-cert-auth).
 
 Needs root; run under `flock /tmp/ddprun-netns.lock` (ctest's RESOURCE_LOCK netns only orders
 the tests of one ctest run).
@@ -26,17 +27,25 @@ import netns_rig  # noqa: E402
 
 HOLD = os.path.join(ddptest.SOURCE_DIR, "tests/integration/multinode/hold_worker.py")
 NODES = (1, 2, 3)
-CLIENT, PEER = 2379, 2380
-ENDPOINTS = ",".join(f"{netns_rig.addr(i)}:{CLIENT}" for i in NODES)
+CLIENT, PEER, CLIENT_TLS = 2379, 2380, 2381
 
 
-def start_etcd(rig, work, etcds):
+def endpoints(port):
+    return ",".join(f"{netns_rig.addr(i)}:{port}" for i in NODES)
+
+
+def start_etcd(rig, work, certs, etcds):
+    """Members serve plain http on CLIENT and https with --client-cert-auth on CLIENT_TLS."""
     cluster = ",".join(f"m{i}=http://{netns_rig.addr(i)}:{PEER}" for i in NODES)
     for i in NODES:
-        client, peer = f"http://{netns_rig.addr(i)}:{CLIENT}", f"http://{netns_rig.addr(i)}:{PEER}"
+        a = netns_rig.addr(i)
+        client = f"http://{a}:{CLIENT},https://{a}:{CLIENT_TLS}"
+        peer = f"http://{a}:{PEER}"
         cmd = ["ip", "netns", "exec", f"ddpn{i}", "etcd", "--name", f"m{i}",
                "--data-dir", os.path.join(work, f"m{i}"),
                "--listen-client-urls", client, "--advertise-client-urls", client,
+               "--cert-file", f"{certs}/server.crt", "--key-file", f"{certs}/server.key",
+               "--client-cert-auth", "--trusted-ca-file", f"{certs}/ca.crt",
                "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
                "--initial-cluster", cluster, "--initial-cluster-token", "ddprun-netns",
                "--initial-cluster-state", "new", "--log-level", "warn", "--logger", "zap"]
@@ -44,7 +53,7 @@ def start_etcd(rig, work, etcds):
             etcds.append(ddptest.spawn(cmd, stdout=log, stderr=subprocess.STDOUT))
 
     def has_leader():  # from the root namespace, over the bridge
-        return subprocess.run(["etcdctl", f"--endpoints={ENDPOINTS}", "--command-timeout=1s",
+        return subprocess.run(["etcdctl", f"--endpoints={endpoints(CLIENT)}", "--command-timeout=1s",
                                "get", "/probe"], env=dict(os.environ, ETCDCTL_API="3"),
                               capture_output=True, timeout=10).returncode == 0
     check(ddptest.wait_until(has_leader, 20, interval=0.1), "the netns etcd cluster has no leader")
@@ -55,12 +64,17 @@ def envs(out_dir, world):
             for f in glob.glob(os.path.join(out_dir, f"env_rank*_world{world}_attempt*.json"))]
 
 
-def lose_store_host(rig, work, run_id, how, ttl):
+def lose_store_host(rig, work, run_id, how, ttl, certs=None):
+    """certs: over https with mutual TLS (the members' certificates carry their IPs)."""
     out = os.path.join(work, run_id)
     os.makedirs(out)
+    conf = f"lease_ttl={ttl},last_call_timeout=1,join_timeout=30,read_timeout=10"
+    if certs:
+        conf += (f",protocol=https,cacert={certs}/ca.crt,cert={certs}/client.crt,"
+                 f"key={certs}/client.key")
     args = ["--nnodes=2:3", "--nproc_per_node=2", "--rdzv_backend=etcd",
-            f"--rdzv_endpoint={ENDPOINTS}", f"--rdzv_id={run_id}", "--max_restarts=0",
-            f"--rdzv_conf=lease_ttl={ttl},last_call_timeout=1,join_timeout=30,read_timeout=10",
+            f"--rdzv_endpoint={endpoints(CLIENT_TLS if certs else CLIENT)}",
+            f"--rdzv_id={run_id}", "--max_restarts=0", f"--rdzv_conf={conf}",
             "--log_level=info", "--python", sys.executable, HOLD, out, "6"]
     agents = {i: rig.start(i, args) for i in NODES}
     check(ddptest.wait_until(lambda: len(envs(out, 6)) == 6, 40),
@@ -96,7 +110,7 @@ def lose_store_host(rig, work, run_id, how, ttl):
         check(rc != 0 and len(errors) == 1 and "etcd" in errors[0],
               f"{run_id}: the cut-off agent exited {rc}:\n{err}")
         print(f"ok cut: the cut-off agent ended: {errors[0]}")
-    print(f"ok {how}: store host node {host} lost; nodes "
+    print(f"ok {how} ({'https' if certs else 'http'}): store host node {host} lost; nodes "
           f"{[i for i in NODES if i != host]} re-formed at world 4 with the store on "
           f"{new_masters.pop()}, no restart spent")
     return host
@@ -109,9 +123,11 @@ etcds = []
 try:
     with netns_rig.Cluster(len(NODES)) as rig:
         try:
-            start_etcd(rig, work, etcds)
+            certs = etcdtest.make_certs(os.path.join(work, "certs"),
+                                        *(netns_rig.addr(i) for i in NODES))
+            start_etcd(rig, work, certs, etcds)
             lose_store_host(rig, work, "netns-kill", "kill", ttl=2)
-            lose_store_host(rig, work, "netns-cut", "cut", ttl=5)
+            lose_store_host(rig, work, "netns-cut", "cut", ttl=5, certs=certs)
         finally:
             etcdtest.kill_all(etcds)
 finally:
