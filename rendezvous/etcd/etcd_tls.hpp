@@ -1,10 +1,9 @@
 #pragma once
 // TLS for the etcd client (--rdzv_conf protocol=https,cacert=,cert=,key=): the OpenSSL context
-// built once from the user's files, the per-connection checks (the member's certificate against
-// cacert, its name or IP against the member's address), and one-line texts for TLS failures.
+// built once from the user's files, and one-line texts for TLS failures. The per-connection
+// checks (the member's name or IP) are set in etcd_connect.cpp.
 
 #include <boost/asio/ssl/context.hpp>
-#include <boost/asio/ssl/stream_base.hpp>
 #include <boost/system/error_code.hpp>
 #include <memory>
 #include <string>
