@@ -18,8 +18,9 @@ packages=(
   slurmctld slurmd slurm-client munge
   # --hostfile tests: a real sshd per namespace node (started by the test with its own config)
   openssh-server openssh-client
-  # the etcd rendezvous tests (a 3-member etcd 3.4 cluster on loopback)
-  etcd-server etcd-client
+  # the etcd rendezvous tests (a 3-member etcd 3.4 cluster on loopback); OpenSSL for its https
+  # client (libssl-dev) and the tests' throwaway certificates (openssl)
+  etcd-server etcd-client libssl-dev openssl
   # benchmark scripts (perf: rendezvous.sh per_agent)
   bc linux-perf
   # native worker stacks (SIGQUIT, --hang_timeout reports): eu-stack

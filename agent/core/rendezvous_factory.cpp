@@ -65,18 +65,35 @@ std::unique_ptr<rdzv::Rendezvous> make_c10d(const LaunchConfig& config,
   return rdzv::make_c10d_rendezvous(options, io);
 }
 
+// protocol=https and its files. torchrun would quietly ignore the files under plain http; here
+// that is an error, as is a key without its certificate.
+std::optional<rdzv::etcd::TlsFiles> etcd_tls_files(const RdzvConf& conf) {
+  const auto cacert = conf.get("cacert");
+  const auto cert = conf.get("cert");
+  const auto key = conf.get("key");
+  if (conf.get("protocol").value_or("http") != "https") {
+    for (const auto& [name, value] : {std::pair{"cacert", cacert}, {"cert", cert}, {"key", key}}) {
+      if (value) {
+        throw ConfigError(fmt::format(
+            "--rdzv_conf {}={}: TLS files need protocol=https (etcd is reached over http)", name,
+            *value));
+      }
+    }
+    return std::nullopt;
+  }
+  if (key && !cert) {
+    throw ConfigError(
+        fmt::format("--rdzv_conf key={}: needs cert= (the client certificate)", *key));
+  }
+  return rdzv::etcd::TlsFiles{cacert.value_or(""), cert.value_or(""), key.value_or("")};
+}
+
 // etcd (also etcd-v2, etcd-v3): --rdzv_endpoint lists the members; torchrun's etcd keys.
 std::unique_ptr<rdzv::Rendezvous> make_etcd(const LaunchConfig& config,
                                             boost::asio::io_context& io) {
   const RdzvConf& conf = config.rdzv_conf;
-  for (const char* key : {"protocol", "cacert", "cert", "key"}) {
-    const auto value = conf.get(key);
-    if (!value || (std::string_view(key) == "protocol" && *value == "http")) continue;
-    throw ConfigError(fmt::format("--rdzv_conf {}={}: TLS connections to etcd (protocol=https) are "
-                                  "not supported yet; use protocol=http",
-                                  key, *value));
-  }
   rdzv::etcd::EtcdOptions options;
+  options.tls = etcd_tls_files(conf);
   rdzv::etcd::EtcdSettings& s = options.settings;
   s.run_id = config.rdzv_id;
   s.min_nodes = config.nnodes_min;

@@ -12,7 +12,8 @@
 
 namespace ddp::agent {
 
-// Throws ConfigError for options that are parsed but not supported (etcd over https), IoError
+// Throws ConfigError for options that are parsed but not usable (etcd TLS files under plain
+// http, or files that cannot be loaded), IoError
 // when a store this node must host cannot bind (naming the address and the owner of a taken
 // port).
 std::unique_ptr<rdzv::Rendezvous> make_rendezvous(const LaunchConfig& config,

@@ -15,6 +15,7 @@
 #include "common/log.hpp"
 #include "ddp/error.hpp"
 #include "rendezvous/etcd/etcd_rendezvous.hpp"
+#include "rendezvous/etcd/etcd_tls.hpp"
 #include "rendezvous/net_address.hpp"
 #include "rendezvous/store_server/tcp_store_server.hpp"
 
@@ -41,6 +42,8 @@ class EtcdBackend final : public Rendezvous {
     // Each agent starts at a member of its own (by pid), so a thousand agents spread their
     // watches and keep-alives over the members' gateways instead of all loading the first.
     client_options.first_member = static_cast<std::size_t>(::getpid());
+    if (options_.tls) tls_ = make_tls_context(*options_.tls);
+    client_options.tls = tls_;
     client_ = std::make_shared<EtcdClient>(io_.get_executor(), client_options);
     const Member& first = options_.members.front();
     self_.addr = options_.local_addr ? *options_.local_addr : route_address(first.host, first.port);
@@ -48,10 +51,10 @@ class EtcdBackend final : public Rendezvous {
     bind_host_ = is_v6(self_.addr) ? "::" : "0.0.0.0";
     std::vector<std::string> members;
     for (const Member& m : options_.members) members.push_back(m.to_string());
-    logger()->info("etcd rendezvous run={}: this node advertises {} ({}); etcd members {}",
+    logger()->info("etcd rendezvous run={}: this node advertises {} ({}); etcd members {} ({})",
                    options_.settings.run_id, self_.addr,
                    options_.local_addr ? "--local_addr" : "the interface routing to etcd",
-                   fmt::join(members, ","));
+                   fmt::join(members, ","), tls_ ? "https" : "http");
     core_ = std::make_unique<EtcdRendezvous>(
         io_.get_executor(), client_, options_.settings, self_, [this](int round) {
           worker_store_.reset();  // the previous round's workers are gone
@@ -96,6 +99,7 @@ class EtcdBackend final : public Rendezvous {
     boost::asio::io_context private_io;
     ClientOptions o;
     o.members = options_.members;
+    o.tls = tls_;
     o.attempt_timeout = std::chrono::milliseconds(500);
     o.failover_window = std::chrono::milliseconds(1000);
     auto client = std::make_shared<EtcdClient>(private_io.get_executor(), o);
@@ -115,6 +119,7 @@ class EtcdBackend final : public Rendezvous {
   EtcdOptions options_;
   EtcdNode self_;
   std::string bind_host_;
+  std::shared_ptr<TlsContext> tls_;  // https: shared by every connection
   std::shared_ptr<EtcdClient> client_;
   std::unique_ptr<TcpStoreServer> worker_store_;
   std::unique_ptr<EtcdRendezvous> core_;  // declared last: destroyed before the stores

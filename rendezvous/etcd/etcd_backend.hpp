@@ -21,13 +21,15 @@ struct EtcdOptions {
   EtcdSettings settings;
   std::vector<Member> members;            // --rdzv_endpoint, in the order given
   std::optional<std::string> local_addr;  // --local_addr / rdzv_conf local_addr
+  std::optional<TlsFiles> tls;            // protocol=https (cacert, cert, key)
   // How long an operation retries while no member answers (the agent: min(read_timeout,
   // join_timeout)), and how long one member gets for one call.
   std::chrono::milliseconds failover_window{std::chrono::seconds(60)};
   std::chrono::milliseconds attempt_timeout{std::chrono::seconds(5)};
 };
 
-// Throws IoError when no address routes to the first member.
+// Throws IoError when no address routes to the first member, ConfigError when a TLS file cannot
+// be used.
 std::unique_ptr<Rendezvous> make_etcd_rendezvous(const EtcdOptions& options,
                                                  boost::asio::io_context& io);
 

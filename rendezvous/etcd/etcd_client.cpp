@@ -17,6 +17,7 @@
 #include "ddp/error.hpp"
 #include "rendezvous/etcd/etcd_connect.hpp"
 #include "rendezvous/etcd/etcd_http.hpp"
+#include "rendezvous/etcd/etcd_tls.hpp"
 
 namespace ddp::rdzv::etcd {
 
@@ -43,6 +44,7 @@ struct EtcdClient::Attempt {
   int status = 0;
   std::string body;
   std::string error;
+  bool tls_refused = false;  // TLS failed (certificates): waiting will not mend it
 };
 
 EtcdClient::EtcdClient(asio::any_io_executor executor, ClientOptions options)
@@ -59,7 +61,12 @@ asio::awaitable<EtcdClient::Attempt> EtcdClient::attempt(std::size_t member,
                                                          milliseconds timeout) {
   Attempt result;
   const Member& target = options_.members[member];
-  for (int fresh = 0; fresh < 2; ++fresh) {
+  // `timeout` bounds the attempt, the retry on a fresh connection included: a member that let
+  // a kept-alive connection go silent (its node cut off) must not get the time twice.
+  const Clock::time_point until = Clock::now() + timeout;
+  for (int fresh = 0; fresh < 2 && Clock::now() < until; ++fresh) {
+    timeout =
+        std::max(milliseconds(1), std::chrono::duration_cast<milliseconds>(until - Clock::now()));
     std::unique_ptr<Stream> stream;
     const bool reused = fresh == 0 && member == current_ && !idle_.empty();
     if (reused) {
@@ -69,18 +76,22 @@ asio::awaitable<EtcdClient::Attempt> EtcdClient::attempt(std::size_t member,
     try {
       if (!stream) {
         fresh = 1;  // a failure of a fresh connection is the member's
-        stream = co_await detail::connect_member(executor_, target, timeout);
+        stream = co_await detail::connect_member(executor_, target, timeout, options_.tls);
       }
       stream->expires_after(timeout);
-      co_await detail::send_all(*stream, encode_post(target.to_string(), path, body));
+      co_await stream->send_all(encode_post(target.to_string(), path, body));
       ResponseReader reader;
       std::array<char, 16384> buffer;
       while (!reader.is_done()) {
-        auto [err, n] = co_await stream->async_read_some(asio::buffer(buffer),
-                                                         asio::as_tuple(asio::use_awaitable));
+        auto [err, n] = co_await stream->read_some(asio::buffer(buffer));
         if (err == asio::error::eof) {
           reader.feed_eof();
           break;
+        }
+        if (is_tls_error(err)) {
+          // An alert after the handshake: under TLS 1.3 a member that refuses our certificate
+          // says so only now ("certificate required", "unknown ca").
+          throw TlsError("TLS: " + tls_error_text(err, nullptr, target.host, *options_.tls));
         }
         if (err) {
           throw IoError(err == boost::beast::error::timeout
@@ -98,8 +109,12 @@ asio::awaitable<EtcdClient::Attempt> EtcdClient::attempt(std::size_t member,
         idle_.push_back(std::move(stream));
       }
       co_return result;
+    } catch (const TlsError& e) {
+      result.error = e.what();
+      result.tls_refused = true;
     } catch (const IoError& e) {
       result.error = e.what();
+      result.tls_refused = false;
       // A kept-alive connection the member closed while idle: try once on a fresh one.
     }
   }
@@ -125,13 +140,16 @@ asio::awaitable<std::string> EtcdClient::call(std::string path, std::string body
   milliseconds backoff(50);
   asio::steady_timer timer(executor_);
   for (;;) {
+    std::vector<bool> refused(n);  // members whose TLS failed in this turn
     for (std::size_t tried = 0; tried < n; ++tried) {
       const std::size_t member = current_;
-      // One member gets at most attempt_timeout, and never more than the window has left (a
-      // keep-alive must reach another member before its lease expires).
+      // One member gets at most attempt_timeout, and while other members remain to be tried in
+      // this turn, at most half of what the window has left: a keep-alive must reach another
+      // member before its lease expires when this one is silent (its node cut off: no RST).
       const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
+      const milliseconds share = tried + 1 < n ? left / 2 : left;
       const milliseconds timeout = std::clamp(
-          left, milliseconds(100), std::max(options_.attempt_timeout, milliseconds(100)));
+          share, milliseconds(100), std::max(options_.attempt_timeout, milliseconds(100)));
       Attempt a = co_await attempt(member, path, body, timeout);
       if (a.answered && a.status == 200) co_return std::move(a.body);
       const std::string& name = options_.members[member].to_string();
@@ -145,24 +163,34 @@ asio::awaitable<std::string> EtcdClient::call(std::string path, std::string body
         a.error = message;
       }
       errors[member] = a.error;
+      refused[member] = !a.answered && a.tls_refused;
       logger()->debug("etcd member {}: {} failed ({}); trying the next member", name, op, a.error);
       fail_over(member);
       if (Clock::now() >= deadline) break;
     }
     if (Clock::now() >= deadline) break;
+    // Certificates do not mend by waiting: when TLS failed on every member, say so now.
+    if (std::all_of(refused.begin(), refused.end(), [](bool r) { return r; })) {
+      throw IoError(fmt::format("etcd {}: TLS failed with every etcd member ({})", op,
+                                member_report(errors)));
+    }
     timer.expires_after(
         std::min(backoff, std::chrono::duration_cast<milliseconds>(deadline - Clock::now())));
     co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
     backoff = std::min(backoff * 2, milliseconds(1000));
   }
+  throw IoError(fmt::format("etcd {}: no etcd member answered within {:.1f} s ({})", op,
+                            std::chrono::duration<double>(window).count(), member_report(errors)));
+}
+
+std::string EtcdClient::member_report(const std::vector<std::string>& errors) const {
   std::string report;
-  for (std::size_t i = 0; i < n; ++i) {
+  for (std::size_t i = 0; i < errors.size(); ++i) {
     if (errors[i].empty()) continue;
     if (!report.empty()) report += "; ";
     report += options_.members[i].to_string() + ": " + errors[i];
   }
-  throw IoError(fmt::format("etcd {}: no etcd member answered within {:.1f} s ({})", op,
-                            std::chrono::duration<double>(window).count(), report));
+  return report;
 }
 
 asio::awaitable<RangeResponse> EtcdClient::range(RangeRequest request) {

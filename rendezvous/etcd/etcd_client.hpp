@@ -4,12 +4,12 @@
 // client knows every member of the cluster and fails over between them: an operation that a
 // member cannot serve (refused, reset, timed out, no leader) moves to the next member, and fails
 // only when every member has failed for the whole failover window. Errors name the member(s)
-// and the operation. Single-threaded; share it with shared_ptr (watches keep it alive).
+// and the operation. Plain http, or https with a TlsContext (etcd_tls.hpp). Single-threaded;
+// share it with shared_ptr (watches keep it alive).
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -26,6 +26,11 @@ namespace ddp::rdzv::etcd {
 namespace asio = boost::asio;
 using Clock = std::chrono::steady_clock;
 
+struct TlsContext;
+namespace detail {
+class Connection;
+}
+
 struct Member {
   std::string host;
   std::uint16_t port = 2379;
@@ -36,7 +41,8 @@ struct ClientOptions {
   std::vector<Member> members;                                          // at least one
   std::chrono::milliseconds attempt_timeout{std::chrono::seconds(5)};   // one member, one call
   std::chrono::milliseconds failover_window{std::chrono::seconds(60)};  // every member failing
-  std::size_t first_member = 0;  // where calls start (modulo the members): spreads many agents
+  std::size_t first_member = 0;     // where calls start (modulo the members): spreads many agents
+  std::shared_ptr<TlsContext> tls;  // https when set (make_tls_context), plain http otherwise
 };
 
 class EtcdWatch;
@@ -69,13 +75,15 @@ class EtcdClient : public std::enable_shared_from_this<EtcdClient> {
 
  private:
   friend class EtcdWatch;
-  using Stream = boost::beast::tcp_stream;
+  using Stream = detail::Connection;
   struct Attempt;
 
   asio::awaitable<std::string> call(std::string path, std::string body, std::string op,
                                     std::chrono::milliseconds window);
   asio::awaitable<Attempt> attempt(std::size_t member, const std::string& path,
                                    const std::string& body, std::chrono::milliseconds timeout);
+  // "m1: error; m2: error" over the members with an error.
+  std::string member_report(const std::vector<std::string>& errors) const;
   // Moves on from `member` (when it is still the current one) and tells the watches on it.
   void fail_over(std::size_t member);
 

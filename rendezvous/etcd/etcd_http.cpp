@@ -54,6 +54,10 @@ void ResponseReader::feed(std::string_view bytes) {
 
 void ResponseReader::feed_eof() {
   if (parser_.is_done()) return;
+  // Beast's put_eof expects some bytes first (it asserts so in debug builds).
+  if (!parser_.got_some() && pending_.empty()) {
+    throw IoError("the connection closed without a response (is the member https only?)");
+  }
   boost::beast::error_code ec;
   parser_.put_eof(ec);
   if (ec) throw IoError(fmt::format("the connection closed mid-response ({})", ec.message()));

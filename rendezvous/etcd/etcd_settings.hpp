@@ -19,6 +19,14 @@ struct EtcdSettings {
   std::chrono::milliseconds progress_interval{std::chrono::seconds(5)};  // "3/4 joined" logs
 };
 
+// https (--rdzv_conf protocol=https): the user's files; every path may be empty.
+struct TlsFiles {
+  std::string cacert;  // PEM CA certificates the members' certificates must chain to;
+                       // empty: the system's CA store
+  std::string cert;    // PEM client certificate (chain) for mutual TLS
+  std::string key;     // its PEM private key; empty with `cert` given: `cert` holds the key too
+};
+
 // This node as the other nodes see it.
 struct EtcdNode {
   std::string addr;  // advertised address (--local_addr, or the interface routing to etcd)

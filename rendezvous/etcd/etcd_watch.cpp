@@ -54,12 +54,12 @@ void EtcdWatch::start() {
 
 void EtcdWatch::cancel() {
   stopped_ = true;
-  if (stream_) stream_->socket().close();
+  if (stream_) stream_->close();
   signal_.cancel();
 }
 
 void EtcdWatch::reconnect_if_on(std::size_t member) {
-  if (member_ == member && stream_) stream_->socket().close();  // the reader moves on
+  if (member_ == member && stream_) stream_->close();  // the reader moves on
 }
 
 asio::awaitable<std::optional<WatchResponse>> EtcdWatch::next(Clock::time_point deadline) {
@@ -106,15 +106,10 @@ asio::awaitable<void> EtcdWatch::run() {
                     options.members[member].to_string(), errors[member]);
     client_->fail_over(member);
     if (now - *failing_since >= options.failover_window) {
-      std::string report;
-      for (std::size_t i = 0; i < errors.size(); ++i) {
-        if (errors[i].empty()) continue;
-        if (!report.empty()) report += "; ";
-        report += options.members[i].to_string() + ": " + errors[i];
-      }
-      throw IoError(
-          fmt::format("etcd watch({}): no etcd member answered within {:.1f} s ({})", key_,
-                      std::chrono::duration<double>(options.failover_window).count(), report));
+      throw IoError(fmt::format("etcd watch({}): no etcd member answered within {:.1f} s ({})",
+                                key_,
+                                std::chrono::duration<double>(options.failover_window).count(),
+                                client_->member_report(errors)));
     }
     timer.expires_after(backoff);
     co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
@@ -124,21 +119,20 @@ asio::awaitable<void> EtcdWatch::run() {
 
 asio::awaitable<void> EtcdWatch::stream_once(std::size_t member, bool& created) {
   const Member& target = client_->options_.members[member];
-  stream_ = co_await detail::connect_member(client_->executor_, target,
-                                            client_->options_.attempt_timeout);
+  stream_ = co_await detail::connect_member(
+      client_->executor_, target, client_->options_.attempt_timeout, client_->options_.tls);
   member_ = member;
   if (stopped_) co_return;
   stream_->expires_after(client_->options_.attempt_timeout);  // until the watch is created
-  co_await detail::send_all(
-      *stream_, encode_post(target.to_string(), "/v3/watch",
-                            watch_create_body(key_, range_end_, next_revision_, prev_kv_)));
+  co_await stream_->send_all(
+      encode_post(target.to_string(), "/v3/watch",
+                  watch_create_body(key_, range_end_, next_revision_, prev_kv_)));
   ResponseReader reader;
   JsonObjectStream messages;
   std::array<char, 16384> buffer;
   const std::string op = fmt::format("watch({}) on {}", key_, target.to_string());
   for (;;) {
-    auto [err, n] = co_await stream_->async_read_some(asio::buffer(buffer),
-                                                      asio::as_tuple(asio::use_awaitable));
+    auto [err, n] = co_await stream_->read_some(asio::buffer(buffer));
     if (stopped_) co_return;
     if (err) throw IoError(fmt::format("receive: {}", err.message()));
     reader.feed(std::string_view(buffer.data(), n));

@@ -21,7 +21,9 @@ FAIL_ONCE = os.path.join(WORKERS, "workers/fail_once.py")
 
 
 def files(out_dir, pattern):
-    return [json.load(open(f))["env"] for f in glob.glob(os.path.join(out_dir, pattern))]
+    # Only finished records: a worker writes NAME.json.tmp, then renames it.
+    return [json.load(open(f))["env"] for f in glob.glob(os.path.join(out_dir, pattern))
+            if f.endswith(".json")]
 
 
 def finish(procs, logs, timeout=60):

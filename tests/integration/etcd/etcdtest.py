@@ -29,17 +29,27 @@ def _ports_free(base, count=6):
     return True
 
 
-class Cluster:
-    """A 3-member cluster; members listen on base, base+2, base+4 (peers one above each)."""
+def make_certs(directory, *ips):
+    """A throwaway CA with a server certificate (127.0.0.1, localhost, IPS) and a client
+    certificate in DIRECTORY (ca.crt, server.crt/.key, client.crt/.key)."""
+    ddptest.require(shutil.which("openssl") is not None, "openssl is not installed")
+    subprocess.run([SCRIPT, "certs", directory, *ips], check=True, capture_output=True, timeout=60)
+    return directory
 
-    def __init__(self):
+
+class Cluster:
+    """A 3-member cluster; members listen on base, base+2, base+4 (peers one above each). With
+    tls_dir (make_certs), clients must speak https and show a client certificate."""
+
+    def __init__(self, tls_dir=None):
         require_etcd()
         for _ in range(50):
             base = random.randrange(20000, 40000, 8)
             if _ports_free(base):
                 break
         self.base = base
-        result = subprocess.run([SCRIPT, "up", str(base)], capture_output=True, text=True,
+        tls = ["--tls", tls_dir] if tls_dir else []
+        result = subprocess.run([SCRIPT, "up", str(base), *tls], capture_output=True, text=True,
                                 timeout=60)
         if result.returncode != 0:
             self.down()

@@ -93,13 +93,33 @@ TEST_CASE("etcd: a list of members, port 2379 by default, and a run id shared by
   }
 }
 
-TEST_CASE("etcd over https is refused with the key that asked for it", "[cli]") {
+TEST_CASE("etcd TLS files need protocol=https, a key needs its certificate", "[cli]") {
   boost::asio::io_context io;
-  for (const char* conf : {"--rdzv_conf=protocol=https", "--rdzv_conf=cacert=/ca.pem"}) {
+  for (const char* conf : {"--rdzv_conf=cacert=/ca.pem", "--rdzv_conf=protocol=http,cert=/c.pem"}) {
     const auto config = parse({"--rdzv_backend=etcd", conf, "s"});
-    CHECK_THROWS_WITH(make_rendezvous(config, io),
-                      Catch::Contains("not supported yet; use protocol=http"));
+    CHECK_THROWS_WITH(make_rendezvous(config, io), Catch::Contains("need protocol=https"));
   }
+  const auto config = parse({"--rdzv_backend=etcd", "--rdzv_conf=protocol=https,key=/k.pem", "s"});
+  CHECK_THROWS_WITH(make_rendezvous(config, io),
+                    Catch::StartsWith("--rdzv_conf key=/k.pem: needs cert="));
+}
+
+TEST_CASE("etcd TLS files that cannot be loaded are usage errors naming the key", "[cli]") {
+  boost::asio::io_context io;
+  const auto dir = std::filesystem::temp_directory_path() / "ddprun_cli_tls_test";
+  std::filesystem::create_directories(dir);
+  const std::string not_pem = (dir / "not.pem").string();
+  std::ofstream(not_pem) << "not a certificate\n";
+  const auto missing =
+      parse({"--rdzv_backend=etcd", "--rdzv_conf=protocol=https,cacert=/no/ca.pem", "s"});
+  CHECK_THROWS_MATCHES(make_rendezvous(missing, io), ConfigError,
+                       Catch::Matchers::Message("--rdzv_conf cacert=/no/ca.pem: no such file"));
+  const auto bad =
+      parse({"--rdzv_backend=etcd", "--rdzv_conf=protocol=https,cert=" + not_pem, "s"});
+  CHECK_THROWS_WITH(
+      make_rendezvous(bad, io),
+      Catch::StartsWith("--rdzv_conf cert=" + not_pem + ": cannot load the client certificate: "));
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("c10d run ids: unique on one node, derived from the command across nodes", "[cli]") {

@@ -221,6 +221,9 @@ TEST_CASE("the response reader takes any split of a sized, chunked or closed res
     ResponseReader cut;
     cut.feed("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n{\"a\"");
     CHECK_THROWS_AS(cut.feed_eof(), ddp::IoError);
+    // A TLS-only member closes a plain-http connection without a byte.
+    ResponseReader empty;
+    CHECK_THROWS_WITH(empty.feed_eof(), Catch::Contains("closed without a response"));
     ResponseReader bad;
     CHECK_THROWS_AS(bad.feed("SMTP ready\r\n\r\n"), ddp::IoError);
     JsonObjectStream stream;

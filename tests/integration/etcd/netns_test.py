@@ -1,0 +1,134 @@
+"""etcd rendezvous across network-namespace nodes (scripts/netns-cluster.sh): 3 nodes, each with
+one etcd 3.4 member and one ddprun agent (2 workers, --nnodes=2:3, --max_restarts=0). The node
+whose agent hosts the workers' store (group rank 0) is then lost, two ways, one job each:
+SIGKILL of that agent (its etcd member lives on), and its link cut (its etcd member and agent
+are cut off together; the cluster keeps its quorum). Each time the two other agents re-form at
+world 4 with a store on one of them, spend no restart, and finish; the cut-off agent ends with
+one line naming etcd. The first job speaks plain http to etcd, the second https with mutual TLS
+(the members serve both, the https port with --client-cert-auth).
+
+Needs root; run under `flock /tmp/ddprun-netns.lock` (ctest's RESOURCE_LOCK netns only orders
+the tests of one ctest run).
+"""
+
+import glob
+import json
+import os
+import signal
+import subprocess
+import sys
+
+import ddptest
+import etcdtest
+from ddptest import check
+
+sys.path.insert(0, os.path.join(ddptest.SOURCE_DIR, "tests/integration/multinode"))
+import netns_rig  # noqa: E402
+
+HOLD = os.path.join(ddptest.SOURCE_DIR, "tests/integration/multinode/hold_worker.py")
+NODES = (1, 2, 3)
+CLIENT, PEER, CLIENT_TLS = 2379, 2380, 2381
+
+
+def endpoints(port):
+    return ",".join(f"{netns_rig.addr(i)}:{port}" for i in NODES)
+
+
+def start_etcd(rig, work, certs, etcds):
+    """Members serve plain http on CLIENT and https with --client-cert-auth on CLIENT_TLS."""
+    cluster = ",".join(f"m{i}=http://{netns_rig.addr(i)}:{PEER}" for i in NODES)
+    for i in NODES:
+        a = netns_rig.addr(i)
+        client = f"http://{a}:{CLIENT},https://{a}:{CLIENT_TLS}"
+        peer = f"http://{a}:{PEER}"
+        cmd = ["ip", "netns", "exec", f"ddpn{i}", "etcd", "--name", f"m{i}",
+               "--data-dir", os.path.join(work, f"m{i}"),
+               "--listen-client-urls", client, "--advertise-client-urls", client,
+               "--cert-file", f"{certs}/server.crt", "--key-file", f"{certs}/server.key",
+               "--client-cert-auth", "--trusted-ca-file", f"{certs}/ca.crt",
+               "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+               "--initial-cluster", cluster, "--initial-cluster-token", "ddprun-netns",
+               "--initial-cluster-state", "new", "--log-level", "warn", "--logger", "zap"]
+        with open(os.path.join(work, f"m{i}.log"), "w") as log:
+            etcds.append(ddptest.spawn(cmd, stdout=log, stderr=subprocess.STDOUT))
+
+    def has_leader():  # from the root namespace, over the bridge
+        return subprocess.run(["etcdctl", f"--endpoints={endpoints(CLIENT)}", "--command-timeout=1s",
+                               "get", "/probe"], env=dict(os.environ, ETCDCTL_API="3"),
+                              capture_output=True, timeout=10).returncode == 0
+    check(ddptest.wait_until(has_leader, 20, interval=0.1), "the netns etcd cluster has no leader")
+
+
+def envs(out_dir, world):
+    return [json.load(open(f))["env"]
+            for f in glob.glob(os.path.join(out_dir, f"env_rank*_world{world}_attempt*.json"))]
+
+
+def lose_store_host(rig, work, run_id, how, ttl, certs=None):
+    """certs: over https with mutual TLS (the members' certificates carry their IPs)."""
+    out = os.path.join(work, run_id)
+    os.makedirs(out)
+    conf = f"lease_ttl={ttl},last_call_timeout=1,join_timeout=30,read_timeout=10"
+    if certs:
+        conf += (f",protocol=https,cacert={certs}/ca.crt,cert={certs}/client.crt,"
+                 f"key={certs}/client.key")
+    args = ["--nnodes=2:3", "--nproc_per_node=2", "--rdzv_backend=etcd",
+            f"--rdzv_endpoint={endpoints(CLIENT_TLS if certs else CLIENT)}",
+            f"--rdzv_id={run_id}", "--max_restarts=0", f"--rdzv_conf={conf}",
+            "--log_level=info", "--python", sys.executable, HOLD, out, "6"]
+    agents = {i: rig.start(i, args) for i in NODES}
+    check(ddptest.wait_until(lambda: len(envs(out, 6)) == 6, 40),
+          f"{run_id}: world 6 did not start on 3 nodes")
+    masters = {(e["MASTER_ADDR"], e["MASTER_PORT"]) for e in envs(out, 6)}
+    check(len(masters) == 1, f"{run_id}: several stores in world 6: {masters}")
+    host_addr = next(iter(masters))[0]
+    host = next(i for i in NODES if netns_rig.addr(i) == host_addr)
+    if how == "kill":
+        os.killpg(agents[host].pid, signal.SIGKILL)
+        agents[host].communicate()
+    else:
+        rig.cut(host)
+    for i in NODES:
+        if i == host:
+            continue
+        rc, err = netns_rig.finish(agents[i], 60, f"{run_id}: the agent on node {i}")
+        check(rc == 0, f"{run_id}: the agent on node {i} exited {rc}:\n{err}")
+        check("lost node(s): " in err, f"{run_id}: node {i} did not see the loss:\n{err}")
+    world4 = envs(out, 4)
+    check(sorted(int(e["RANK"]) for e in world4) == [0, 1, 2, 3],
+          f"{run_id}: ranks of world 4: {sorted(int(e['RANK']) for e in world4)}")
+    check(all(e["TORCHELASTIC_RESTART_COUNT"] == "0" for e in world4),
+          f"{run_id}: the node loss spent a restart")
+    new_masters = {e["MASTER_ADDR"] for e in world4}
+    check(len(new_masters) == 1 and host_addr not in new_masters,
+          f"{run_id}: world 4's store {new_masters} (the lost host was {host_addr})")
+    if how == "cut":
+        # The cut-off agent cannot keep its lease alive (its own member lost quorum): it ends
+        # with one line naming etcd, rather than running on as a ghost.
+        rc, err = netns_rig.finish(agents[host], 60, f"{run_id}: the cut-off agent")
+        errors = [l for l in err.splitlines() if l.startswith("ddprun: error:")]
+        check(rc != 0 and len(errors) == 1 and "etcd" in errors[0],
+              f"{run_id}: the cut-off agent exited {rc}:\n{err}")
+        print(f"ok cut: the cut-off agent ended: {errors[0]}")
+    print(f"ok {how} ({'https' if certs else 'http'}): store host node {host} lost; nodes "
+          f"{[i for i in NODES if i != host]} re-formed at world 4 with the store on "
+          f"{new_masters.pop()}, no restart spent")
+    return host
+
+
+netns_rig.require_rig()
+etcdtest.require_etcd()
+work = ddptest.temp_dir("ddptest_etcd_netns_")
+etcds = []
+try:
+    with netns_rig.Cluster(len(NODES)) as rig:
+        try:
+            certs = etcdtest.make_certs(os.path.join(work, "certs"),
+                                        *(netns_rig.addr(i) for i in NODES))
+            start_etcd(rig, work, certs, etcds)
+            lose_store_host(rig, work, "netns-kill", "kill", ttl=2)
+            lose_store_host(rig, work, "netns-cut", "cut", ttl=5, certs=certs)
+        finally:
+            etcdtest.kill_all(etcds)
+finally:
+    ddptest.remove_tree(work)
