@@ -233,8 +233,14 @@ asio::awaitable<void> EtcdRendezvous::exit_barrier() {
   const std::int64_t size = current_->header.size;
   const std::shared_ptr<Monitor> m = monitor_;
   m->finishing = true;
-  PutRequest done_put{keys::done(job_, round, self_.name), "1", lease_->id};
-  co_await client_->put(std::move(done_put));
+  // Our arrival and the count of arrivals so far in one transaction (the count sees our put).
+  TxnRequest arrive;
+  arrive.success.push_back({keys::done(job_, round, self_.name), "1", lease_->id});
+  arrive.success_reads.push_back(prefix_count(keys::dones(job_, round)));
+  const TxnResponse arrived =
+      co_await client_->txn(std::move(arrive), "done " + keys::done(job_, round, self_.name));
+  std::optional<std::int64_t> counted;
+  if (arrived.ranges.size() == 1) counted = arrived.ranges[0].count;
   for (;;) {
     if (m->stopped || m->all_finished) co_return;
     if (m->error || lease_->error) {
@@ -247,7 +253,13 @@ asio::awaitable<void> EtcdRendezvous::exit_barrier() {
     }
     // A lost node never finishes: the barrier waits only for the live ones. The last node to
     // arrive (or the first to see the last loss) says so for all.
-    const std::int64_t done = co_await count(keys::dones(job_, round));
+    std::int64_t done = 0;
+    if (counted) {
+      done = *counted;
+      counted.reset();
+    } else {
+      done = co_await count(keys::dones(job_, round));
+    }
     const auto lost = static_cast<std::int64_t>(m->changes.lost.size());
     if (done + lost >= size) {
       if (lost > 0) {
@@ -284,7 +296,17 @@ asio::awaitable<void> EtcdRendezvous::finish(bool success) {
   stop_monitor();
   // Nodes still waiting for a next round learn that the job is over; group rank 0 says it once.
   if (current_ && current_->group_rank == 0) co_await close_job(kJobFinished);
-  co_await leave();
+  // No revoke: it would delete our join key while other members still watch the round (each
+  // stops when it sees the barrier pass), one event to each; at 1,024 nodes that is up to a
+  // million events, which stalls etcd's apply loop and with it everyone's keep-alives. The lease
+  // expires a TTL after our last keep-alive, when nobody watches any more.
+  release();
+}
+
+void EtcdRendezvous::release() {
+  if (!lease_) return;
+  lease_->stop();
+  lease_.reset();
 }
 
 asio::awaitable<void> EtcdRendezvous::leave() {

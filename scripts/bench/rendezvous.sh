@@ -213,9 +213,9 @@ per_agent() {
   local k=$1
   mkdir -p "$WORK/per_agent-$BACKEND-$k.perf"
   scale per_agent "$k"
-  python3 - "$WORK/per_agent-$BACKEND-$k.perf" "$k" <<'PY'
+  python3 - "$WORK/per_agent-$BACKEND-$k.perf" "$k" "$BACKEND" <<'PY'
 import os, statistics, sys
-folder, k = sys.argv[1], int(sys.argv[2])
+folder, k, backend = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 counts = {}
 for name in os.listdir(folder):
     for line in open(os.path.join(folder, name)):
@@ -223,7 +223,7 @@ for name in os.listdir(folder):
         if len(fields) > 3 and fields[0] and fields[0][0].isdigit():
             counts.setdefault(fields[2], []).append(float(fields[0]))
 cpu = counts.get("task-clock", [])
-print(f"per agent K={k:<5d} ({len(cpu)} agents counted) median: "
+print(f"per agent {backend} K={k:<5d} ({len(cpu)} agents counted) median: "
       f"{statistics.median(cpu):.1f} ms CPU, "
       f"{statistics.median(counts['page-faults']):.0f} page faults, "
       f"{statistics.median(counts['context-switches']):.0f} context switches")
@@ -262,7 +262,7 @@ PY
 
 case "${1:-}" in
   simulate) shift; simulate "$@" ;;
-  per_agent) shift; for k in "$@"; do per_agent "$k"; done ;;
+  per_agent) shift; for k in "$@"; do for BACKEND in $BACKENDS; do per_agent "$k"; done; done ;;
   scale) shift; for k in "$@"; do for BACKEND in $BACKENDS; do scale ddprun "$k"; done; done ;;
   torchrun) shift; for k in "$@"; do scale torchrun "$k"; done ;;
   floor) shift; for k in "$@"; do scale floor "$k"; done ;;

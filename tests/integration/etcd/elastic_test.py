@@ -39,13 +39,13 @@ try:
         cmd = etcdtest.agent_cmd(cluster.endpoints, "scale", "2:3", 2,
                                  [sys.executable, HOLD, out, "4"], conf="last_call_timeout=1")
         procs, logs = etcdtest.spawn_agents([cmd] * 2, work, "scale")
-        check(ddptest.wait_until(lambda: len(files(out, "*_world4_*")) == 4, 60),
+        check(ddptest.wait_until(lambda: len(files(out, "*_world4_*.json")) == 4, 60),
               "world 4 did not start")
         late, late_logs = etcdtest.spawn_agents([cmd], work, "late")
         procs += late
         codes, texts = finish(procs, logs + late_logs)
         check(codes == [0, 0, 0], f"exit codes {codes}:\n" + "\n".join(texts))
-        world6 = files(out, "*_world6_*")
+        world6 = files(out, "*_world6_*.json")
         check(sorted(int(e["RANK"]) for e in world6) == list(range(6)), "ranks of world 6")
         check(all(e["TORCHELASTIC_RESTART_COUNT"] == "0" for e in world6),
               "scale-up spent a restart")
@@ -89,14 +89,14 @@ try:
                                  [sys.executable, HOLD, out, "3"],
                                  conf="lease_ttl=120,last_call_timeout=1")
         procs, logs = etcdtest.spawn_agents([cmd] * 3, work, "term")
-        check(ddptest.wait_until(lambda: len(files(out, "*_world3_*")) == 3, 60),
+        check(ddptest.wait_until(lambda: len(files(out, "*_world3_*.json")) == 3, 60),
               "world 3 did not start")
         leaving = next(i for i, l in enumerate(logs) if "group_rank=2 " in etcdtest.read(l))
         os.kill(procs[leaving].pid, signal.SIGTERM)
         others = [p for i, p in enumerate(procs) if i != leaving]
         codes, texts = finish(others, [l for i, l in enumerate(logs) if i != leaving])
         check(codes == [0, 0], f"exit codes {codes}:\n" + "\n".join(texts))
-        check(sorted(int(e["RANK"]) for e in files(out, "*_world2_*")) == [0, 1],
+        check(sorted(int(e["RANK"]) for e in files(out, "*_world2_*.json")) == [0, 1],
               "the two remaining agents did not restart at world 2")
         print("ok an agent ended by SIGTERM revokes its lease: the others restart at once")
 finally:
