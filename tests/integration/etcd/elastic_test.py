@@ -1,8 +1,10 @@
 """etcd rendezvous, c10d's elastic semantics on a real 3-member etcd cluster: scale-up (a third
 agent arriving at a running --nnodes=2:3 job waits, the running agents restart to admit it, no
 restart spent); the job-wide restart budget (a worker failure on one of two agents spends one
-restart for both, and both finish); an exhausted budget ends the job on every agent, the healthy
-one naming the failure.
+restart for both, and both finish; the failure verdict comes from the roll call, not a lease
+TTL); an exhausted budget ends the job on every agent, the healthy one naming the failure; a
+SIGTERM while the verdict waits for a frozen peer ends the agent at once; a SIGTERMed agent
+revokes its lease.
 """
 
 import glob
@@ -53,12 +55,13 @@ try:
         check(all("node(s) waiting to join" in t for t in texts[:2]), "running agents not told")
         print("ok scale-up: a third agent joined a running 2:3 job at world 6, no restart spent")
 
-        # One failure, --max_restarts=1: one job-wide restart, both agents finish. (A short lease
-        # TTL: a failure with every node alive waits a TTL + 1.5 s for a loss before it counts.)
+        # One failure, --max_restarts=1: one job-wide restart, both agents finish. The default
+        # lease TTL (10 s): the failing agent's roll call, which both answer, rules out a lost
+        # node instead of waiting out a TTL.
         out = os.path.join(work, "restart")
         os.makedirs(out)
         cmd = etcdtest.agent_cmd(cluster.endpoints, "restart", 2, 1,
-                                 [FAIL_ONCE, out, "--rank", "1", "--code", "3"], conf="lease_ttl=2",
+                                 [FAIL_ONCE, out, "--rank", "1", "--code", "3"],
                                  extra=["--max_restarts=1", "--python", sys.executable])
         procs, logs = etcdtest.spawn_agents([cmd] * 2, work, "restart")
         codes, texts = finish(procs, logs)
@@ -69,18 +72,55 @@ try:
               f"(rank, restart count) of every start: {attempts}")
         check(sum("reported failure round=0 restart_count=1" in t for t in texts) == 1,
               "exactly one agent must spend the restart")
-        print("ok one failure spends one job-wide restart; both agents restart and finish")
+        failing = next(t for t in texts if "reported failure round=0" in t)
+        check("failure verdict round=0: all 2 members answered the roll call" in failing
+              and "no loss seen within the lease TTL" not in failing,
+              f"the verdict did not come from the roll call:\n{failing}")
+        print("ok one failure spends one job-wide restart (verdict: the roll call); both finish")
 
         # --max_restarts=0: the failure ends the job on both agents.
         cmd = etcdtest.agent_cmd(cluster.endpoints, "spent", 2, 1,
                                  ["/bin/sh", "-c", "sleep 0.5; exit $GROUP_RANK"],
-                                 conf="lease_ttl=2", extra=["--max_restarts=0", "--no_python"])
+                                 extra=["--max_restarts=0", "--no_python"])
         procs, logs = etcdtest.spawn_agents([cmd] * 2, work, "spent")
         codes, texts = finish(procs, logs)
         check(all(c != 0 for c in codes), f"exit codes {codes}")
         check(any("run=spent is closed: workers failed on node" in t for t in texts),
               "the healthy agent does not name the failure:\n" + "\n".join(texts))
         print("ok an exhausted restart budget ends the job on every agent")
+
+        # SIGTERM while the failure verdict waits: the other agent is frozen (SIGSTOP), so it
+        # answers no roll call and its lease lives on for up to 30 s; the signal ends the wait.
+        out = os.path.join(work, "verdict")
+        os.makedirs(out)
+        script = (f"touch {out}/started_$GROUP_RANK; [ $GROUP_RANK = 0 ] && exec sleep 120; "
+                  f"while [ ! -e {out}/go ]; do sleep 0.05; done; exit 3")
+        cmds = [etcdtest.agent_cmd(cluster.endpoints, "verdict", 2, 1, ["/bin/sh", "-c", script],
+                                   conf="lease_ttl=30",
+                                   extra=["--max_restarts=3", "--no_python",
+                                          f"--event_log={out}/events{i}.jsonl"])
+                for i in range(2)]
+        procs, logs = etcdtest.spawn_agents(cmds, work, "verdict")
+        check(ddptest.wait_until(lambda: len(glob.glob(f"{out}/started_*")) == 2, 60),
+              "the verdict job did not start")
+        frozen = next(i for i, l in enumerate(logs) if "group_rank=0 " in etcdtest.read(l))
+        failing = 1 - frozen
+        os.kill(procs[frozen].pid, signal.SIGSTOP)
+        open(f"{out}/go", "w").close()
+        check(ddptest.wait_until(
+            lambda: "failure verdict round=0: waiting up to" in etcdtest.read(logs[failing]), 60),
+            "the failing agent did not wait for a verdict:\n" + etcdtest.read(logs[failing]))
+        os.kill(procs[failing].pid, signal.SIGTERM)
+        code = etcdtest.wait_all([procs[failing]], 20)[0]
+        text = etcdtest.read(logs[failing])
+        names = [json.loads(line)["event"] for line in open(f"{out}/events{failing}.jsonl")]
+        check(code == 128 + signal.SIGTERM and "reported failure" not in text
+              and names[-3:] == ["worker_exited", "workers_stopped", "finish"]
+              and "restart" not in names,
+              f"exit code {code}, events {names}:\n{text}")
+        os.kill(procs[frozen].pid, signal.SIGCONT)
+        etcdtest.kill_all(procs)
+        print("ok SIGTERM during the failure verdict: exit 143 at once, no restart spent")
 
         # SIGTERM: the agent revokes its lease on the way out.
         out = os.path.join(work, "term")
