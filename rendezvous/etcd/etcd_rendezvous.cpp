@@ -192,23 +192,30 @@ asio::awaitable<RoundHeader> EtcdRendezvous::wait_closed(const Joined& joined, i
                                                          Clock::time_point deadline) {
   const int round = joined.round;
   const std::string assignment_key = keys::assignment(job_, round);
-  // Watch first, from just after our join: a header written at any later revision reaches us.
+  // A header written before our join (we are late) came back with the join.
+  if (joined.header) co_return header_or_closed(*joined.header, round);
+  // Watch before anything else, from just after our join: a header written at any later
+  // revision reaches us.
   const auto watch = client_->watch(assignment_key, "", joined.revision + 1, false);
   struct Cancel {
     std::shared_ptr<EtcdWatch> watch;
     ~Cancel() { watch->cancel(); }
   } cancel{watch};
-  // A header written before our join (we are late) came back with the join; one written at
-  // any later revision reaches the watch.
-  std::optional<std::string> value = joined.header;
-  if (!value && (joined.index == settings_.max_nodes ||
-                 (expected >= settings_.min_nodes && joined.index == expected))) {
+  if (joined.index == settings_.max_nodes ||
+      (expected >= settings_.min_nodes && joined.index == expected)) {
     co_await close_round(round, joined.index);
   }
   std::optional<Clock::time_point> last_call;
   if (joined.index >= settings_.min_nodes) last_call = Clock::now() + settings_.last_call_timeout;
+  // Each waiting node reads the round's count once an interval (the progress line, its own
+  // last call, the job's end); a large round stretches the interval so that its nodes' reads
+  // together stay near 100 a second: every 10 s at 1,024 nodes. The round's close does not
+  // wait for these reads: the header comes on the watch.
+  const milliseconds interval =
+      std::max(settings_.progress_interval, milliseconds(10) * settings_.max_nodes);
+  std::optional<std::string> value;
   while (!value) {
-    Clock::time_point wake = std::min(deadline, Clock::now() + settings_.progress_interval);
+    Clock::time_point wake = std::min(deadline, Clock::now() + interval);
     if (last_call) wake = std::min(wake, *last_call);
     if (auto response = co_await watch->next(wake)) {
       for (const WatchEvent& event : response->events) {
@@ -234,12 +241,17 @@ asio::awaitable<RoundHeader> EtcdRendezvous::wait_closed(const Joined& joined, i
     logger()->info("{}/{} nodes joined round {} of run {}; waiting up to {:.0f} s", arrived, target,
                    round, settings_.run_id, seconds(until - Clock::now()));
   }
-  if (*value == keys::kClosedRound) {
-    co_await throw_if_closed();
+  if (*value == keys::kClosedRound) co_await throw_if_closed();  // with the job's reason
+  co_return header_or_closed(*value, round);
+}
+
+RoundHeader EtcdRendezvous::header_or_closed(const std::string& value, int round) const {
+  if (value == keys::kClosedRound) {
+    // The job's end wrote it, after the job's closed key (which carries the reason).
     throw RendezvousClosedError(
         fmt::format("etcd rendezvous run={} round={} was closed", settings_.run_id, round));
   }
-  co_return decode_round_header(*value, assignment_key);
+  return decode_round_header(value, keys::assignment(job_, round));
 }
 
 asio::awaitable<void> EtcdRendezvous::close_round(int round, int size) {

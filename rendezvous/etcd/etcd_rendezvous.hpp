@@ -77,6 +77,8 @@ class EtcdRendezvous final : public Rendezvous {
   asio::awaitable<RoundHeader> wait_closed(const Joined& joined, int expected,
                                            Clock::time_point deadline);
   asio::awaitable<void> close_round(int round, int size);
+  // The header in `value`; throws RendezvousClosedError when the job's end closed the round.
+  RoundHeader header_or_closed(const std::string& value, int round) const;
   // Keys under `prefix` (at `revision`; 0: now).
   asio::awaitable<std::int64_t> count(const std::string& prefix, std::int64_t revision = 0);
   asio::awaitable<void> throw_if_closed();
