@@ -152,8 +152,7 @@ asio::awaitable<int> EtcdRendezvous::expected_members(int round) {
         fmt::format("only {} node(s) remain after round {} (--nnodes min is {})", expected, round,
                     settings_.min_nodes);
     co_await close_job(why);
-    throw RendezvousClosedError(
-        fmt::format("etcd rendezvous run={} is closed: {}", settings_.run_id, why));
+    job_closed(fmt::format("etcd rendezvous run={} is closed: {}", settings_.run_id, why));
   }
   co_return expected;
 }
@@ -245,11 +244,10 @@ asio::awaitable<RoundHeader> EtcdRendezvous::wait_closed(const Joined& joined, i
   co_return header_or_closed(*value, round);
 }
 
-RoundHeader EtcdRendezvous::header_or_closed(const std::string& value, int round) const {
+RoundHeader EtcdRendezvous::header_or_closed(const std::string& value, int round) {
   if (value == keys::kClosedRound) {
     // The job's end wrote it, after the job's closed key (which carries the reason).
-    throw RendezvousClosedError(
-        fmt::format("etcd rendezvous run={} round={} was closed", settings_.run_id, round));
+    job_closed(fmt::format("etcd rendezvous run={} round={} was closed", settings_.run_id, round));
   }
   return decode_round_header(value, keys::assignment(job_, round));
 }
@@ -306,10 +304,18 @@ asio::awaitable<void> EtcdRendezvous::throw_if_closed() {
   throw_closed(co_await client_->range(one_key(keys::closed(job_))));
 }
 
-void EtcdRendezvous::throw_closed(const RangeResponse& closed) const {
+void EtcdRendezvous::throw_closed(const RangeResponse& closed) {
   if (closed.kvs.empty()) return;
-  throw RendezvousClosedError(
+  job_closed(
       fmt::format("etcd rendezvous run={} is closed: {}", settings_.run_id, closed.kvs[0].value));
+}
+
+void EtcdRendezvous::job_closed(const std::string& message) {
+  // Nobody needs to see this node leave a job that is over: release the lease rather than let
+  // the agent revoke it on the way out. A thousand nodes leaving a failed job at once would
+  // otherwise each wake every member still watching its round, as at a finished job's exit.
+  release();
+  throw RendezvousClosedError(message);
 }
 
 }  // namespace ddp::rdzv::etcd

@@ -78,11 +78,13 @@ class EtcdRendezvous final : public Rendezvous {
                                            Clock::time_point deadline);
   asio::awaitable<void> close_round(int round, int size);
   // The header in `value`; throws RendezvousClosedError when the job's end closed the round.
-  RoundHeader header_or_closed(const std::string& value, int round) const;
+  RoundHeader header_or_closed(const std::string& value, int round);
   // Keys under `prefix` (at `revision`; 0: now).
   asio::awaitable<std::int64_t> count(const std::string& prefix, std::int64_t revision = 0);
   asio::awaitable<void> throw_if_closed();
-  void throw_closed(const RangeResponse& closed) const;  // when it holds the closed key
+  void throw_closed(const RangeResponse& closed);  // when it holds the closed key
+  // Releases the lease (the job is over) and throws RendezvousClosedError(message).
+  [[noreturn]] void job_closed(const std::string& message);
   asio::awaitable<void> close_job(const std::string& why);
   std::string timeout_report(int round, std::int64_t joined) const;
 
