@@ -36,7 +36,7 @@ struct RangeRequest {
   bool sort_by_create = false;  // ascending create revision
 };
 
-RangeRequest one_key(std::string key);                // the key's value
+RangeRequest one_key(std::string key);                 // the key's value
 RangeRequest prefix_count(const std::string& prefix);  // how many keys start with `prefix`
 
 struct RangeResponse {

@@ -72,7 +72,7 @@ struct RollCall {
   std::string presents;     // every answer's prefix
   std::string all_present;  // the event that every member answered
   std::int64_t lease = 0;
-  std::int64_t size = 0;    // the round's members
+  std::int64_t size = 0;  // the round's members
 };
 
 // This node's answer to a roll call, and the count of answers in the same transaction (it sees

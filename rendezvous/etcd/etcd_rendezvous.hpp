@@ -58,10 +58,10 @@ class EtcdRendezvous final : public Rendezvous {
   struct Monitor;  // the running round's watch (etcd_monitor.cpp)
   struct Joined {
     int round = 0;
-    std::int64_t revision = 0;  // create revision of this node's join key
-    int index = 0;              // arrivals up to and including this node when it joined
+    std::int64_t revision = 0;          // create revision of this node's join key
+    int index = 0;                      // arrivals up to and including this node when it joined
     std::optional<std::string> header;  // the round's header, when it closed before the join
-    int latest = 0;                      // the job's last closed round at the join
+    int latest = 0;                     // the job's last closed round at the join
   };
   struct Member {
     RoundHeader header;

@@ -321,8 +321,8 @@ TEST_CASE("a signal during the failure verdict ends the agent at once, spending 
   CHECK(run->get() == 128 + SIGTERM);
   CHECK(rendezvous.reported == 0);
   CHECK(launcher.launched.size() == 1);
-  CHECK(events.names() == std::vector<std::string>{"rendezvous", "workers_started",
-                                                   "worker_exited", "workers_stopped", "finish"});
+  CHECK(events.names() == std::vector<std::string>{"rendezvous", "workers_started", "worker_exited",
+                                                   "workers_stopped", "finish"});
   CHECK(field<std::string>(events.named("workers_stopped")[0], "reason") == "failure");
   CHECK(field<std::string>(events.events.back(), "reason") == "signal");
 }
