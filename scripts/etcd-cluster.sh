@@ -17,6 +17,9 @@
 #
 # BASE defaults to 23790. Data and logs live in /tmp/ddprun-etcd-BASE/ (wiped on "up").
 # Needs etcd-server (scripts/setup.sh installs it). "up" waits until the cluster has a leader.
+# The three members share this machine's cores: each runs with GOMAXPROCS = a third of them (at
+# least 1), where Go's default (every core, for each member) has three schedulers spinning
+# against each other; ETCD_GOMAXPROCS overrides it.
 set -euo pipefail
 cmd=${1:-up}
 BASE=${2:-23790}
@@ -27,6 +30,7 @@ if [[ $cmd == up && ${3:-} == --tls ]]; then
 fi
 DIR=/tmp/ddprun-etcd-$BASE
 N=3
+GOMAXPROCS_EACH=${ETCD_GOMAXPROCS:-$(( $(nproc) / N > 0 ? $(nproc) / N : 1 ))}
 
 client_port() { echo $((BASE + 2 * $1)); }
 peer_port() { echo $((BASE + 2 * $1 + 1)); }
@@ -91,7 +95,7 @@ up)
   for i in $(seq 0 $((N - 1))); do
     url=$scheme://127.0.0.1:$(client_port "$i")
     peer=http://127.0.0.1:$(peer_port "$i")
-    setsid etcd --name "m$i" --data-dir "$DIR/m$i" \
+    GOMAXPROCS=$GOMAXPROCS_EACH setsid etcd --name "m$i" --data-dir "$DIR/m$i" \
       --listen-client-urls "$url" --advertise-client-urls "$url" \
       --listen-peer-urls "$peer" --initial-advertise-peer-urls "$peer" \
       --initial-cluster "$cluster" --initial-cluster-token "ddprun-$BASE" \

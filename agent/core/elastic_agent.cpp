@@ -350,8 +350,19 @@ asio::awaitable<int> ElasticAgent::run() {
     }
     // Workers fail when a peer node dies (their collectives break): that is the loss, which
     // spends no restart. The rendezvous tells within its grace whether a node was lost, or
-    // whether another node failed first (and spent the restart).
-    if (const auto cause = co_await rendezvous_.failure_verdict(failure->mono_time)) {
+    // whether another node failed first (and spent the restart). A signal ends the wait (the
+    // workers are stopped already).
+    auto verdict =
+        co_await (caught(rdzv::abandonable(rendezvous_.failure_verdict(failure->mono_time))) ||
+                  wait_signal());
+    if (verdict.index() == 1) {
+      const int signal = std::get<1>(verdict);
+      log->warn("received {} while waiting for the failure verdict; the workers are stopped",
+                signal_name(signal));
+      emit_finish(events_, 128 + signal, "signal");
+      co_return 128 + signal;
+    }
+    if (const auto cause = std::get<0>(std::move(verdict)).get()) {
       log->warn("the failure follows from another node ({}); re-forming without spending a "
                 "restart", cause->detail);
       emit_round_change(events_, *cause);

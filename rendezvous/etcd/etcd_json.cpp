@@ -160,6 +160,20 @@ std::string prefix_end(std::string prefix) {
 std::string range_body(const RangeRequest& request) { return range_json(request).dump(); }
 std::string put_body(const PutRequest& request) { return put_json(request).dump(); }
 
+RangeRequest one_key(std::string key) {
+  RangeRequest r;
+  r.key = std::move(key);
+  return r;
+}
+
+RangeRequest prefix_count(const std::string& prefix) {
+  RangeRequest r;
+  r.key = prefix;
+  r.range_end = prefix_end(prefix);
+  r.count_only = true;
+  return r;
+}
+
 std::string txn_body(const TxnRequest& request) {
   json doc = json::object();
   json compare = json::array();
@@ -185,6 +199,9 @@ std::string txn_body(const TxnRequest& request) {
   }
   json success = json::array();
   for (const PutRequest& p : request.success) success.push_back({{"request_put", put_json(p)}});
+  for (const RangeRequest& r : request.success_reads) {
+    success.push_back({{"request_range", range_json(r)}});
+  }
   json failure = json::array();
   for (const RangeRequest& r : request.failure) {
     failure.push_back({{"request_range", range_json(r)}});

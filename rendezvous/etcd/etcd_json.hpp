@@ -36,6 +36,9 @@ struct RangeRequest {
   bool sort_by_create = false;  // ascending create revision
 };
 
+RangeRequest one_key(std::string key);                 // the key's value
+RangeRequest prefix_count(const std::string& prefix);  // how many keys start with `prefix`
+
 struct RangeResponse {
   std::int64_t revision = 0;  // the store's revision at the read
   std::int64_t count = 0;
@@ -57,17 +60,19 @@ struct Compare {
   std::string value;          // kValue
 };
 
-// If every compare holds, the puts run; otherwise the ranges run. All in one revision.
+// If every compare holds (no compares: always), the puts run and then the success reads, which
+// see the puts; otherwise the failure reads run. All in one revision.
 struct TxnRequest {
   std::vector<Compare> compare;
   std::vector<PutRequest> success;
+  std::vector<RangeRequest> success_reads;
   std::vector<RangeRequest> failure;
 };
 
 struct TxnResponse {
   bool succeeded = false;
-  std::int64_t revision = 0;
-  std::vector<RangeResponse> ranges;  // the failure branch's reads, in order
+  std::int64_t revision = 0;          // the txn's puts' revision when it wrote
+  std::vector<RangeResponse> ranges;  // the reads of the branch that ran, in order
 };
 
 struct LeaseGrant {

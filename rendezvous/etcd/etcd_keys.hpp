@@ -2,8 +2,9 @@
 // The etcd keys of one job, under /ddprun/<run_id>/. A member watches its round's prefix r<N>/
 // only, so what lives there is what a running member must react to: its peers' join keys (a
 // DELETE is a lost node: the key is bound to the node's lease), and ev/ keys (failure, job
-// closed, late node waiting, exit barrier passed). Per-node keys that would wake every member
-// for nothing (the exit barrier's done/ keys) live outside it. Layout: docs/rendezvous.md.
+// closed, late node waiting, exit barrier passed, the failure verdict's roll call). Per-node keys
+// that would wake every member for nothing (the exit barrier's done/ keys, the roll call's
+// answers) live outside it. Layout: docs/rendezvous.md.
 
 #include <string>
 
@@ -31,6 +32,19 @@ inline std::string all_finished(const std::string& job, int n) {
 }
 inline std::string waiting(const std::string& job, int n, const std::string& name) {
   return events(job, n) + "waiting/" + name;
+}
+// The failure verdict's roll call: the first member whose workers fail creates roll_call; every
+// member answers with present/r<N>/<node> (bound to its lease, outside the round's prefix so that
+// no member's watch carries the answers), and the answer that completes the count puts all_present.
+inline std::string roll_call(const std::string& job, int n) { return events(job, n) + "roll_call"; }
+inline std::string all_present(const std::string& job, int n) {
+  return events(job, n) + "all_present";
+}
+inline std::string presents(const std::string& job, int n) {
+  return job + "present/r" + std::to_string(n) + "/";
+}
+inline std::string present(const std::string& job, int n, const std::string& name) {
+  return presents(job, n) + name;
 }
 inline std::string dones(const std::string& job, int n) {
   return job + "done/r" + std::to_string(n) + "/";

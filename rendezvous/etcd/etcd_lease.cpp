@@ -1,6 +1,9 @@
 // Keep-alives for an etcd rendezvous lease. Each is one POST to the gateway (which answers and
-// ends the stream), so a keep-alive is an ordinary unary call with failover; its window is what
-// is left of the TTL since the last success, as a later success could not save the lease anyway.
+// ends the stream), so a keep-alive is an ordinary unary call with failover. Its window is the
+// client's failover window, not what is left of the TTL: when the leader dies, the election can
+// take longer than a short TTL, and the new leader extends every lease (etcd's lessor promotion),
+// so a keep-alive answered after the TTL may still find the lease alive. Only etcd's answer that
+// the lease is gone, or no answer for the whole window, loses it.
 
 #include "rendezvous/etcd/etcd_lease.hpp"
 
@@ -31,16 +34,12 @@ void EtcdRendezvous::Lease::start() {
       tick.get_executor(),
       [self]() -> asio::awaitable<void> {
         const milliseconds period = std::chrono::duration_cast<milliseconds>(self->ttl) / 3;
-        Clock::time_point alive_until = Clock::now() + self->ttl;
         while (!self->stopped) {
           self->tick.expires_after(period);
           co_await self->tick.async_wait(asio::as_tuple(asio::use_awaitable));
           if (self->stopped) break;
-          const auto window =
-              std::max(milliseconds(1),
-                       std::chrono::duration_cast<milliseconds>(alive_until - Clock::now()));
-          const Clock::time_point sent = Clock::now();
-          const std::int64_t left = co_await self->client->lease_keepalive(self->id, window);
+          const std::int64_t left = co_await self->client->lease_keepalive(
+              self->id, self->client->options().failover_window);
           if (self->stopped) break;
           if (left <= 0) {
             throw IoError(fmt::format(
@@ -48,7 +47,6 @@ void EtcdRendezvous::Lease::start() {
                 "other nodes count this node as lost",
                 self->id, self->node));
           }
-          alive_until = sent + std::chrono::seconds(left);
         }
       },
       [self](std::exception_ptr error) {

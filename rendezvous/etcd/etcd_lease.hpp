@@ -1,8 +1,8 @@
 #pragma once
 // The lease an etcd rendezvous node holds, and its keep-alive coroutine: a keep-alive every
-// TTL/3, retried across members until the lease would have expired. When etcd says the lease is
-// gone, or no member answered in time, the error is kept and the watcher woken: the other nodes
-// count this node as lost by now, so its round is over.
+// TTL/3, retried across members for the client's failover window. When etcd says the lease is
+// gone, or no member answered in that window, the error is kept and the watcher woken: the other
+// nodes count this node as lost by now, so its round is over.
 
 #include <boost/asio/steady_timer.hpp>
 #include <cstdint>

@@ -35,6 +35,8 @@ struct EtcdRendezvous::Monitor {
   bool stopped = false;
   bool finishing = false;     // this node is in the exit barrier
   bool all_finished = false;  // ev/all_finished exists
+  bool roll_call = false;     // ev/roll_call exists (this node has answered it)
+  bool all_present = false;   // ev/all_present exists: every member answered the roll call
   C10dChanges changes;
   std::exception_ptr error;
   int round = 0;
@@ -43,6 +45,8 @@ struct EtcdRendezvous::Monitor {
 namespace {
 
 std::shared_ptr<spdlog::logger> logger() { return log::get("rdzv"); }
+
+double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
 bool starts_with(const std::string& text, const std::string& prefix) {
   return text.compare(0, prefix.size(), prefix) == 0;
@@ -63,6 +67,27 @@ asio::awaitable<bool> wait_signal(asio::steady_timer& timer) {
 // discards the value.
 RoundEvent abandoned_watch() { return {RoundChange::kPeerFailed, "watch abandoned"}; }
 
+struct RollCall {
+  std::string present;      // this node's answer key
+  std::string presents;     // every answer's prefix
+  std::string all_present;  // the event that every member answered
+  std::int64_t lease = 0;
+  std::int64_t size = 0;  // the round's members
+};
+
+// This node's answer to a roll call, and the count of answers in the same transaction (it sees
+// ours). The answers have increasing revisions, so the last one counts them all and says so.
+asio::awaitable<void> answer_roll_call(std::shared_ptr<EtcdClient> client, RollCall call) {
+  TxnRequest answer;
+  answer.success.push_back({call.present, "1", call.lease});
+  answer.success_reads.push_back(prefix_count(call.presents));
+  const TxnResponse counted = co_await client->txn(std::move(answer), "answer " + call.present);
+  if (counted.ranges.size() == 1 && counted.ranges[0].count >= call.size) {
+    PutRequest all{call.all_present, "1", 0};
+    co_await client->put(std::move(all));
+  }
+}
+
 }  // namespace
 
 void EtcdRendezvous::start_monitor(const Member& member) {
@@ -81,6 +106,11 @@ void EtcdRendezvous::start_monitor(const Member& member) {
   const std::string failed = keys::failed(job_, m->round);
   const std::string closed = keys::closed_event(job_, m->round);
   const std::string all_finished = keys::all_finished(job_, m->round);
+  const std::string roll_call = keys::roll_call(job_, m->round);
+  const std::string all_present = keys::all_present(job_, m->round);
+  const RollCall answer{keys::present(job_, m->round, self_.name), keys::presents(job_, m->round),
+                        all_present, lease_ ? lease_->id : 0, member.header.size};
+  const std::shared_ptr<EtcdClient> client = client_;
   const RoundHeader header = member.header;
   const std::string self = self_.name;
   asio::co_spawn(
@@ -109,6 +139,19 @@ void EtcdRendezvous::start_monitor(const Member& member) {
               m->changes.closed = e.kv.value;
             } else if (key == all_finished) {
               m->all_finished = true;
+            } else if (key == roll_call && !m->roll_call) {
+              m->roll_call = true;  // a member's workers failed: say that this node is alive
+              asio::co_spawn(m->signal.get_executor(), answer_roll_call(client, answer),
+                             [](std::exception_ptr error) {
+                               if (!error) return;
+                               try {
+                                 std::rethrow_exception(error);
+                               } catch (const std::exception& e) {
+                                 logger()->warn("etcd roll call not answered: {}", e.what());
+                               }
+                             });
+            } else if (key == all_present) {
+              m->all_present = true;
             }
           }
           // One line per kind of change the agent acts on (not one per event: at 1,024 nodes the
@@ -193,20 +236,50 @@ asio::awaitable<std::optional<RoundEvent>> EtcdRendezvous::failure_verdict(
     Clock::time_point failed_at) {
   const std::shared_ptr<Monitor> m = monitor_;
   if (!current_ || !m || current_->header.size == 1) co_return std::nullopt;  // no peer to lose
+  const int round = current_->header.round;
   // A SIGKILLed node does not revoke its lease: etcd expires it at most a TTL after its last
   // keep-alive, which came before it died, and so before our workers failed because it died.
   // Its join key's DELETE then reaches the watch. The margin covers etcd's expiry sweep and a
-  // loaded machine; only a failure with every node alive waits the whole of it.
+  // loaded machine.
   const std::chrono::milliseconds ttl = std::max<std::chrono::milliseconds>(
       settings_.lease_ttl, lease_ ? lease_->ttl : std::chrono::seconds(0));
   const Clock::time_point until = failed_at + ttl + settings_.verdict_margin;
+  // Waiting all of that would cost every failure of a healthy job a TTL. So this node calls the
+  // roll: every member answers as soon as its watch carries the call. A node that died before
+  // our failure (the one that could have caused it) cannot answer a call made after it, so once
+  // every member has answered, no node was lost and the failure is this node's own. The first
+  // failing member's call serves every later one: if all answered it, that member's failure is
+  // its own and it spends the round's restart, which the later ones' reports then find spent.
+  TxnRequest call;
+  call.compare.push_back({keys::roll_call(job_, round), Compare::Target::kCreate, 0, {}});
+  call.success.push_back({keys::roll_call(job_, round), self_.name, 0});
+  try {
+    co_await client_->txn(std::move(call), "roll call round " + std::to_string(round));
+  } catch (const IoError& e) {
+    logger()->warn("etcd roll call not made ({}); waiting for a loss as long as a lease lives",
+                   e.what());
+  }
+  logger()->info(
+      "failure verdict round={}: waiting up to {:.1f} s for a lost node, a peer's failure or "
+      "every member's answer to the roll call",
+      round, seconds(until - Clock::now()));
   asio::steady_timer deadline(executor_, until);
   deadline.async_wait([weak = std::weak_ptr<Monitor>(m)](const boost::system::error_code& ec) {
     if (const auto monitor = weak.lock(); monitor && !ec) monitor->wake();
   });
   for (;;) {
     if (auto cause = m->changes.failure_cause()) co_return cause;
-    if (m->stopped || m->error || Clock::now() >= until) co_return std::nullopt;
+    if (m->all_present) {
+      logger()->info(
+          "failure verdict round={}: all {} members answered the roll call, so none was lost: "
+          "the failure is this node's own",
+          round, current_->header.size);
+      co_return std::nullopt;
+    }
+    if (m->stopped || m->error || Clock::now() >= until) {
+      logger()->info("failure verdict round={}: no loss seen within the lease TTL + margin", round);
+      co_return std::nullopt;
+    }
     if (!co_await wait_signal(m->signal)) co_return std::nullopt;  // the agent is stopping
   }
 }
@@ -233,8 +306,14 @@ asio::awaitable<void> EtcdRendezvous::exit_barrier() {
   const std::int64_t size = current_->header.size;
   const std::shared_ptr<Monitor> m = monitor_;
   m->finishing = true;
-  PutRequest done_put{keys::done(job_, round, self_.name), "1", lease_->id};
-  co_await client_->put(std::move(done_put));
+  // Our arrival and the count of arrivals so far in one transaction (the count sees our put).
+  TxnRequest arrive;
+  arrive.success.push_back({keys::done(job_, round, self_.name), "1", lease_->id});
+  arrive.success_reads.push_back(prefix_count(keys::dones(job_, round)));
+  const TxnResponse arrived =
+      co_await client_->txn(std::move(arrive), "done " + keys::done(job_, round, self_.name));
+  std::optional<std::int64_t> counted;
+  if (arrived.ranges.size() == 1) counted = arrived.ranges[0].count;
   for (;;) {
     if (m->stopped || m->all_finished) co_return;
     if (m->error || lease_->error) {
@@ -247,7 +326,13 @@ asio::awaitable<void> EtcdRendezvous::exit_barrier() {
     }
     // A lost node never finishes: the barrier waits only for the live ones. The last node to
     // arrive (or the first to see the last loss) says so for all.
-    const std::int64_t done = co_await count(keys::dones(job_, round));
+    std::int64_t done = 0;
+    if (counted) {
+      done = *counted;
+      counted.reset();
+    } else {
+      done = co_await count(keys::dones(job_, round));
+    }
     const auto lost = static_cast<std::int64_t>(m->changes.lost.size());
     if (done + lost >= size) {
       if (lost > 0) {
@@ -284,7 +369,17 @@ asio::awaitable<void> EtcdRendezvous::finish(bool success) {
   stop_monitor();
   // Nodes still waiting for a next round learn that the job is over; group rank 0 says it once.
   if (current_ && current_->group_rank == 0) co_await close_job(kJobFinished);
-  co_await leave();
+  // No revoke: it would delete our join key while other members still watch the round (each
+  // stops when it sees the barrier pass), one event to each; at 1,024 nodes that is up to a
+  // million events, which stalls etcd's apply loop and with it everyone's keep-alives. The lease
+  // expires a TTL after our last keep-alive, when nobody watches any more.
+  release();
+}
+
+void EtcdRendezvous::release() {
+  if (!lease_) return;
+  lease_->stop();
+  lease_.reset();
 }
 
 asio::awaitable<void> EtcdRendezvous::leave() {

@@ -1,10 +1,11 @@
-// Joining and closing etcd rounds. A node's join is one put (its descriptor, bound to its lease)
-// and one count (its arrival index); it then watches the round's assignment key. The node whose
-// index reaches max_nodes or the expected size, or whose last-call timer fires, reads the first
-// `size` join keys in create order and writes the header in one transaction that succeeds only
-// if no header exists yet. Each member then counts its own place at the header's revision: O(1)
-// requests and bytes per node, and one O(size) read by the closer.
-
+// Joining and closing etcd rounds. A node's join is one transaction: it puts its descriptor
+// (bound to its lease) and, in the same revision, counts the round's join keys (its arrival
+// index) and reads the round's header and the job's closed key; it then watches the round's
+// assignment key. The node whose index reaches max_nodes or the expected size, or whose last-call
+// timer fires, reads the first `size` join keys in create order and writes the header in one
+// transaction that succeeds only if no header exists yet. Each member finds its place in the
+// header: O(1) requests and bytes per node (a lease grant, the join, a watch), and one
+// O(size) read by the closer.
 #include "rendezvous/etcd/etcd_rendezvous.hpp"
 
 #include <fmt/format.h>
@@ -35,20 +36,6 @@ std::int64_t leading_int(const std::string& text) {
   std::int64_t n = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
   return ec == std::errc{} ? n : 0;
-}
-
-RangeRequest one_key(std::string key) {
-  RangeRequest r;
-  r.key = std::move(key);
-  return r;
-}
-
-RangeRequest prefix_count(const std::string& prefix) {
-  RangeRequest r;
-  r.key = prefix;
-  r.range_end = prefix_end(prefix);
-  r.count_only = true;
-  return r;
 }
 
 }  // namespace
@@ -90,19 +77,27 @@ asio::awaitable<std::int64_t> EtcdRendezvous::count(const std::string& prefix,
 asio::awaitable<RendezvousInfo> EtcdRendezvous::next_round(int local_world_size) {
   stop_monitor();
   co_await ensure_lease();
-  co_await throw_if_closed();
   const Clock::time_point deadline = Clock::now() + settings_.join_timeout;
+  // A node's first round is 0 unless the job already runs: the join reads the last closed
+  // round too, and a node that finds a later one joins there instead (its key in round 0 stays
+  // behind, harmless, until its lease ends). One request fewer than reading first.
   int round = 0;
   int expected = 0;
+  bool first = !current_;
   if (current_) {
     round = current_->header.round + 1;
     expected = co_await expected_members(current_->header.round);
-  } else {
-    round = co_await first_round();
   }
   current_.reset();
   for (;;) {
     const Joined joined = co_await join(round, local_world_size);
+    if (first && joined.latest > round) {
+      logger()->debug("run {} is at round {}: joining it", settings_.run_id, joined.latest);
+      round = joined.latest;
+      first = false;
+      continue;
+    }
+    first = false;
     const RoundHeader header = co_await wait_closed(joined, expected, deadline);
     if (const auto group_rank = group_rank_of(header, joined.revision)) {
       current_ = Member{header, *group_rank};
@@ -134,28 +129,30 @@ asio::awaitable<RendezvousInfo> EtcdRendezvous::next_round(int local_world_size)
   co_return info;
 }
 
-asio::awaitable<int> EtcdRendezvous::first_round() {
-  // A node that arrives while the job runs starts at the last closed round: it is late there,
-  // says so, and joins the next one.
-  const RangeResponse latest = co_await client_->range(one_key(keys::latest(job_)));
-  co_return latest.kvs.empty() ? 0 : static_cast<int>(leading_int(latest.kvs[0].value));
+asio::awaitable<std::int64_t> EtcdRendezvous::live_joins(int round) {
+  TxnRequest read;
+  read.success_reads.push_back(prefix_count(keys::joins(job_, round)));
+  read.success_reads.push_back(one_key(keys::closed(job_)));
+  const TxnResponse state =
+      co_await client_->txn(std::move(read), "count " + keys::joins(job_, round));
+  if (state.ranges.size() != 2) throw IoError("etcd txn(count joins): short response");
+  throw_closed(state.ranges[1]);
+  co_return state.ranges[0].count;
 }
 
 asio::awaitable<int> EtcdRendezvous::expected_members(int round) {
   // The live join keys of the round just left: its members still alive (a lost node's key went
-  // with its lease) plus the nodes that arrived late.
-  const std::int64_t live = co_await count(keys::joins(job_, round));
+  // with its lease) plus the nodes that arrived late. A node that spent the last restart closes
+  // the job (with its failure) before it leaves, so its key is gone only after the reason is
+  // there: the same read reports that reason rather than the count.
+  const std::int64_t live = co_await live_joins(round);
   const int expected = static_cast<int>(std::min<std::int64_t>(live, settings_.max_nodes));
   if (expected < settings_.min_nodes) {
-    // A node that spent the last restart closes the job (with its failure) before it leaves, so
-    // its key is gone only after the reason is there: report that, not the count.
-    co_await throw_if_closed();
     const std::string why =
         fmt::format("only {} node(s) remain after round {} (--nnodes min is {})", expected, round,
                     settings_.min_nodes);
     co_await close_job(why);
-    throw RendezvousClosedError(
-        fmt::format("etcd rendezvous run={} is closed: {}", settings_.run_id, why));
+    job_closed(fmt::format("etcd rendezvous run={} is closed: {}", settings_.run_id, why));
   }
   co_return expected;
 }
@@ -163,12 +160,28 @@ asio::awaitable<int> EtcdRendezvous::expected_members(int round) {
 asio::awaitable<EtcdRendezvous::Joined> EtcdRendezvous::join(int round, int local_world_size) {
   NodeDesc desc{self_.name, self_.addr, local_world_size, {}, 0};
   if (open_worker_store_) std::tie(desc.master_addr, desc.master_port) = open_worker_store_(round);
+  // One transaction: the put, then (seeing it, at its revision) the keys alive up to us, which
+  // are our arrival index, the header if the round closed before us, and the job's closed key.
+  TxnRequest txn;
+  txn.success.push_back({keys::join(job_, round, self_.name), encode(desc), lease_->id});
+  txn.success_reads.push_back(prefix_count(keys::joins(job_, round)));
+  txn.success_reads.push_back(one_key(keys::assignment(job_, round)));
+  txn.success_reads.push_back(one_key(keys::closed(job_)));
+  txn.success_reads.push_back(one_key(keys::latest(job_)));
+  const TxnResponse result =
+      co_await client_->txn(std::move(txn), "join " + keys::join(job_, round, self_.name));
+  if (!result.succeeded || result.ranges.size() != 4) {
+    throw IoError(fmt::format("etcd txn(join round {}): unexpected response", round));
+  }
   Joined joined;
+  throw_closed(result.ranges[2]);
+  if (const auto& latest = result.ranges[3].kvs; !latest.empty()) {
+    joined.latest = static_cast<int>(leading_int(latest[0].value));
+  }
   joined.round = round;
-  PutRequest put{keys::join(job_, round, self_.name), encode(desc), lease_->id};
-  joined.revision = co_await client_->put(std::move(put));
-  // The keys alive at our put's revision: the arrivals up to us.
-  joined.index = static_cast<int>(co_await count(keys::joins(job_, round), joined.revision));
+  joined.revision = result.revision;
+  joined.index = static_cast<int>(result.ranges[0].count);
+  if (!result.ranges[1].kvs.empty()) joined.header = result.ranges[1].kvs[0].value;
   logger()->debug("joined round={} arrival={} revision={} node={} addr={}", round, joined.index,
                   joined.revision, self_.name, self_.addr);
   co_return joined;
@@ -178,7 +191,10 @@ asio::awaitable<RoundHeader> EtcdRendezvous::wait_closed(const Joined& joined, i
                                                          Clock::time_point deadline) {
   const int round = joined.round;
   const std::string assignment_key = keys::assignment(job_, round);
-  // Watch first, from just after our join: a header written at any later revision reaches us.
+  // A header written before our join (we are late) came back with the join.
+  if (joined.header) co_return header_or_closed(*joined.header, round);
+  // Watch before anything else, from just after our join: a header written at any later
+  // revision reaches us.
   const auto watch = client_->watch(assignment_key, "", joined.revision + 1, false);
   struct Cancel {
     std::shared_ptr<EtcdWatch> watch;
@@ -190,13 +206,15 @@ asio::awaitable<RoundHeader> EtcdRendezvous::wait_closed(const Joined& joined, i
   }
   std::optional<Clock::time_point> last_call;
   if (joined.index >= settings_.min_nodes) last_call = Clock::now() + settings_.last_call_timeout;
-  // A header written before our join (we are late) is not in the watch: read it once.
+  // Each waiting node reads the round's count once an interval (the progress line, its own
+  // last call, the job's end); a large round stretches the interval so that its nodes' reads
+  // together stay near 100 a second: every 10 s at 1,024 nodes. The round's close does not
+  // wait for these reads: the header comes on the watch.
+  const milliseconds interval =
+      std::max(settings_.progress_interval, milliseconds(10) * settings_.max_nodes);
   std::optional<std::string> value;
-  if (auto existing = co_await client_->range(one_key(assignment_key)); !existing.kvs.empty()) {
-    value = existing.kvs[0].value;
-  }
   while (!value) {
-    Clock::time_point wake = std::min(deadline, Clock::now() + settings_.progress_interval);
+    Clock::time_point wake = std::min(deadline, Clock::now() + interval);
     if (last_call) wake = std::min(wake, *last_call);
     if (auto response = co_await watch->next(wake)) {
       for (const WatchEvent& event : response->events) {
@@ -204,7 +222,7 @@ asio::awaitable<RoundHeader> EtcdRendezvous::wait_closed(const Joined& joined, i
       }
       continue;
     }
-    const std::int64_t arrived = co_await count(keys::joins(job_, round));
+    const std::int64_t arrived = co_await live_joins(round);  // (throws when the job closed)
     if (last_call && Clock::now() >= *last_call) {
       co_await close_round(round,
                            static_cast<int>(std::min<std::int64_t>(arrived, settings_.max_nodes)));
@@ -212,7 +230,6 @@ asio::awaitable<RoundHeader> EtcdRendezvous::wait_closed(const Joined& joined, i
       continue;
     }
     if (Clock::now() >= deadline) throw TimeoutError(timeout_report(round, arrived));
-    co_await throw_if_closed();
     if (!last_call && arrived >= settings_.min_nodes) {
       last_call = Clock::now() + settings_.last_call_timeout;
     }
@@ -223,31 +240,40 @@ asio::awaitable<RoundHeader> EtcdRendezvous::wait_closed(const Joined& joined, i
     logger()->info("{}/{} nodes joined round {} of run {}; waiting up to {:.0f} s", arrived, target,
                    round, settings_.run_id, seconds(until - Clock::now()));
   }
-  if (*value == keys::kClosedRound) {
-    co_await throw_if_closed();
-    throw RendezvousClosedError(
-        fmt::format("etcd rendezvous run={} round={} was closed", settings_.run_id, round));
+  if (*value == keys::kClosedRound) co_await throw_if_closed();  // with the job's reason
+  co_return header_or_closed(*value, round);
+}
+
+RoundHeader EtcdRendezvous::header_or_closed(const std::string& value, int round) {
+  if (value == keys::kClosedRound) {
+    // The job's end wrote it, after the job's closed key (which carries the reason).
+    job_closed(fmt::format("etcd rendezvous run={} round={} was closed", settings_.run_id, round));
   }
-  co_return decode_round_header(*value, assignment_key);
+  return decode_round_header(value, keys::assignment(job_, round));
 }
 
 asio::awaitable<void> EtcdRendezvous::close_round(int round, int size) {
   const std::string assignment_key = keys::assignment(job_, round);
   const std::string restarts_key = keys::restarts(job_);
   for (int attempt = 0; attempt < 8; ++attempt) {
-    RangeRequest read;
-    read.key = keys::joins(job_, round);
-    read.range_end = prefix_end(read.key);
-    read.limit = size;
-    read.sort_by_create = true;
-    const RangeResponse members = co_await client_->range(std::move(read));
+    RangeRequest first;
+    first.key = keys::joins(job_, round);
+    first.range_end = prefix_end(first.key);
+    first.limit = size;
+    first.sort_by_create = true;
+    TxnRequest read;  // the members and the restart count, in one revision
+    read.success_reads.push_back(std::move(first));
+    read.success_reads.push_back(one_key(restarts_key));
+    const TxnResponse state = co_await client_->txn(std::move(read), "read " + assignment_key);
+    if (state.ranges.size() != 2) throw IoError("etcd txn(read members): short response");
+    const RangeResponse& members = state.ranges[0];
+    const RangeResponse& restarts = state.ranges[1];
     if (static_cast<int>(members.kvs.size()) < settings_.min_nodes) co_return;  // some expired
-    const RangeResponse restarts = co_await client_->range(one_key(restarts_key));
     const std::int64_t restarts_mod = restarts.kvs.empty() ? 0 : restarts.kvs[0].mod_revision;
     const int restart_count =
         restarts.kvs.empty() ? 0 : static_cast<int>(leading_int(restarts.kvs[0].value));
     const RoundHeader header =
-        header_for(round, restart_count, members.revision, members.kvs, self_.name);
+        header_for(round, restart_count, state.revision, members.kvs, self_.name);
     TxnRequest txn;
     txn.compare.push_back({assignment_key, Compare::Target::kCreate, 0, {}});
     // The restart count in the header is the one at the close: a failure reported meanwhile
@@ -275,10 +301,21 @@ std::string EtcdRendezvous::timeout_report(int round, std::int64_t joined) const
 }
 
 asio::awaitable<void> EtcdRendezvous::throw_if_closed() {
-  const RangeResponse closed = co_await client_->range(one_key(keys::closed(job_)));
-  if (closed.kvs.empty()) co_return;
-  throw RendezvousClosedError(
+  throw_closed(co_await client_->range(one_key(keys::closed(job_))));
+}
+
+void EtcdRendezvous::throw_closed(const RangeResponse& closed) {
+  if (closed.kvs.empty()) return;
+  job_closed(
       fmt::format("etcd rendezvous run={} is closed: {}", settings_.run_id, closed.kvs[0].value));
+}
+
+void EtcdRendezvous::job_closed(const std::string& message) {
+  // Nobody needs to see this node leave a job that is over: release the lease rather than let
+  // the agent revoke it on the way out. A thousand nodes leaving a failed job at once would
+  // otherwise each wake every member still watching its round, as at a finished job's exit.
+  release();
+  throw RendezvousClosedError(message);
 }
 
 }  // namespace ddp::rdzv::etcd

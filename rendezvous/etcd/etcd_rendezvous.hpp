@@ -47,7 +47,10 @@ class EtcdRendezvous final : public Rendezvous {
   // Revokes this node's lease (its keys go at once, so the others see it leave) and stops the
   // keep-alives. Idempotent; errors are logged, not thrown.
   asio::awaitable<void> leave();
-  // The lease this node holds (0 before the first round or after leave()).
+  // Stops the keep-alives and forgets the lease without revoking it (etcd expires it a TTL
+  // later): how a node leaves a job that finished. Idempotent.
+  void release();
+  // The lease this node holds (0 before the first round or after leave() or release()).
   std::int64_t lease_id() const;
 
  private:
@@ -55,8 +58,10 @@ class EtcdRendezvous final : public Rendezvous {
   struct Monitor;  // the running round's watch (etcd_monitor.cpp)
   struct Joined {
     int round = 0;
-    std::int64_t revision = 0;  // create revision of this node's join key
-    int index = 0;              // arrivals up to and including this node when it joined
+    std::int64_t revision = 0;          // create revision of this node's join key
+    int index = 0;                      // arrivals up to and including this node when it joined
+    std::optional<std::string> header;  // the round's header, when it closed before the join
+    int latest = 0;                     // the job's last closed round at the join
   };
   struct Member {
     RoundHeader header;
@@ -64,15 +69,22 @@ class EtcdRendezvous final : public Rendezvous {
   };
 
   asio::awaitable<void> ensure_lease();
-  asio::awaitable<int> first_round();
   asio::awaitable<int> expected_members(int round);
+  // The round's join keys alive now, read with the job's closed key in one request. Throws
+  // RendezvousClosedError when the job is closed.
+  asio::awaitable<std::int64_t> live_joins(int round);
   asio::awaitable<Joined> join(int round, int local_world_size);
   asio::awaitable<RoundHeader> wait_closed(const Joined& joined, int expected,
                                            Clock::time_point deadline);
   asio::awaitable<void> close_round(int round, int size);
+  // The header in `value`; throws RendezvousClosedError when the job's end closed the round.
+  RoundHeader header_or_closed(const std::string& value, int round);
   // Keys under `prefix` (at `revision`; 0: now).
   asio::awaitable<std::int64_t> count(const std::string& prefix, std::int64_t revision = 0);
   asio::awaitable<void> throw_if_closed();
+  void throw_closed(const RangeResponse& closed);  // when it holds the closed key
+  // Releases the lease (the job is over) and throws RendezvousClosedError(message).
+  [[noreturn]] void job_closed(const std::string& message);
   asio::awaitable<void> close_job(const std::string& why);
   std::string timeout_report(int round, std::int64_t joined) const;
 

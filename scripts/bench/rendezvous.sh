@@ -31,6 +31,9 @@
 #                                  until both survivors run restarted workers
 #   rendezvous.sh node_loss_host   the same, killing the agent at group rank 0 (etcd: the host of
 #                                  the workers' store; c10d cannot lose it)
+#   rendezvous.sh etcd_profile K [K...]  scale with etcd, then what the run cost etcd (its members'
+#                                  /metrics before and after): calls per agent by method, watch
+#                                  events per agent, etcd's CPU seconds beside the agents' own
 # Env: BUILD (default build), PORT (default 29611),
 #   BACKENDS="c10d" (default), "etcd", or "c10d etcd" for both in one run: etcd runs on a
 #     3-member etcd 3.4 cluster on loopback that the script starts (scripts/etcd-cluster.sh up
@@ -57,7 +60,7 @@ cleanup() {
   if [ -n "$ETCD_ENDPOINTS" ]; then "$ETCD_SCRIPT" down "$ETCD_BASE"; fi
 }
 trap cleanup EXIT
-if [ "${1:-}" = node_loss_host ]; then BACKENDS=etcd; fi
+if [ "${1:-}" = node_loss_host ] || [ "${1:-}" = etcd_profile ]; then BACKENDS=etcd; fi
 if [[ " $BACKENDS " == *" etcd "* ]]; then ETCD_ENDPOINTS=$("$ETCD_SCRIPT" up "$ETCD_BASE"); fi
 BACKEND=c10d  # the backend of the run in progress
 
@@ -88,7 +91,8 @@ esac
 # spawn_all K OUT RANK_ENV COMMAND...: starts K copies of COMMAND (stdout to /dev/null, stderr to
 # OUT.agent<i>.log) with posix_spawn from one python3 process, copy i with RANK=i and
 # WORLD_SIZE=K in its environment when RANK_ENV is 1; prints the time it started the first and the
-# last, then waits for all and prints how many exited non-zero.
+# last, then waits for all and prints how many exited non-zero and their CPU seconds (each with
+# the children it waited for: its guard and worker).
 spawn_all() {
   python3 - "$@" <<'PY'
 import os, sys, time
@@ -103,7 +107,13 @@ for i in range(k):
     pids.append(os.posix_spawn(command[0], command, env, file_actions=actions))
     os.close(log)
 print(f"{first:.6f}\n{time.time():.6f}", flush=True)
-print(sum(1 for pid in pids if os.waitpid(pid, 0)[1] != 0))
+failed, cpu = 0, 0.0
+for pid in pids:
+    _, status, usage = os.wait4(pid, 0)
+    failed += status != 0
+    cpu += usage.ru_utime + usage.ru_stime
+print(failed)
+print(f"{cpu:.2f}")
 PY
 }
 
@@ -127,7 +137,7 @@ run_agents() {  # run_agents LAUNCHER K OUT [extra ddprun args...]; waits for ev
   if [ "$LAUNCHER" = spawn ]; then
     local result
     mapfile -t result < <(spawn_all "$k" "$out" "$rank_env" "${command[@]}")
-    FIRST=${result[0]} LAUNCHED=${result[1]} failed=${result[2]}
+    FIRST=${result[0]} LAUNCHED=${result[1]} failed=${result[2]} AGENTS_CPU=${result[3]}
   else
     local pids=()
     FIRST=$(now)
@@ -138,7 +148,7 @@ run_agents() {  # run_agents LAUNCHER K OUT [extra ddprun args...]; waits for ev
       ) >/dev/null 2>"$out.agent$i.log" &
       pids+=($!)
     done
-    LAUNCHED=$(now)
+    LAUNCHED=$(now) AGENTS_CPU=""
     failed=0
     for p in "${pids[@]}"; do wait "$p" || failed=$((failed + 1)); done
   fi
@@ -159,8 +169,9 @@ scale() {  # scale LAUNCHER K
   last=$(latest_start "$out" "$k")
   local label=$launcher
   [ "$launcher" = ddprun ] && label="ddprun $BACKEND"
-  printf '%-8s K=%-5d [%s worker, %s launcher] workers started %d/%d  first agent start -> last worker start: %.2f s (last agent launched at %.2f s)\n' \
-    "$label" "$k" "$worker" "$LAUNCHER" "$started" "$k" "$(echo "$last - $t0" | bc -l)" "$(echo "$LAUNCHED - $t0" | bc -l)"
+  printf '%-8s K=%-5d [%s worker, %s launcher] workers started %d/%d  first agent start -> last worker start: %.2f s (last agent launched at %.2f s%s)\n' \
+    "$label" "$k" "$worker" "$LAUNCHER" "$started" "$k" "$(echo "$last - $t0" | bc -l)" "$(echo "$LAUNCHED - $t0" | bc -l)" \
+    "${AGENTS_CPU:+; agents CPU $AGENTS_CPU s}"
   PORT=$((PORT + 1))
 }
 
@@ -213,9 +224,9 @@ per_agent() {
   local k=$1
   mkdir -p "$WORK/per_agent-$BACKEND-$k.perf"
   scale per_agent "$k"
-  python3 - "$WORK/per_agent-$BACKEND-$k.perf" "$k" <<'PY'
+  python3 - "$WORK/per_agent-$BACKEND-$k.perf" "$k" "$BACKEND" <<'PY'
 import os, statistics, sys
-folder, k = sys.argv[1], int(sys.argv[2])
+folder, k, backend = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 counts = {}
 for name in os.listdir(folder):
     for line in open(os.path.join(folder, name)):
@@ -223,10 +234,56 @@ for name in os.listdir(folder):
         if len(fields) > 3 and fields[0] and fields[0][0].isdigit():
             counts.setdefault(fields[2], []).append(float(fields[0]))
 cpu = counts.get("task-clock", [])
-print(f"per agent K={k:<5d} ({len(cpu)} agents counted) median: "
+print(f"per agent {backend} K={k:<5d} ({len(cpu)} agents counted) median: "
       f"{statistics.median(cpu):.1f} ms CPU, "
       f"{statistics.median(counts['page-faults']):.0f} page faults, "
       f"{statistics.median(counts['context-switches']):.0f} context switches")
+PY
+}
+
+# etcd_metrics: every etcd member's /metrics, one "member name value" line per sample.
+etcd_metrics() {
+  local m
+  for m in ${ETCD_ENDPOINTS//,/ }; do
+    curl -s "http://$m/metrics" | grep -v '^#' | sed "s|^|$m |"
+  done
+}
+
+# etcd_profile K: scale with etcd, and what the K agents cost etcd from start to exit: calls by
+# gRPC method (the gateway turns each HTTP call into one), watch events sent, etcd's CPU beside
+# the agents' own.
+etcd_profile() {
+  local k=$1
+  BACKEND=etcd
+  etcd_metrics >"$WORK/metrics-before-$k"
+  scale ddprun "$k"
+  etcd_metrics >"$WORK/metrics-after-$k"
+  python3 - "$WORK/metrics-before-$k" "$WORK/metrics-after-$k" "$k" "$AGENTS_CPU" <<'PY'
+import re, sys
+def load(path):
+    out = {}
+    for line in open(path):
+        member, _, rest = line.partition(" ")
+        name, _, value = rest.strip().rpartition(" ")
+        try:
+            out[(member, name)] = float(value)
+        except ValueError:
+            pass
+    return out
+before, after, k, agents_cpu = load(sys.argv[1]), load(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+calls, cpu, events = {}, 0.0, 0.0
+for (member, name), value in after.items():
+    delta = value - before.get((member, name), 0.0)
+    m = re.match(r'grpc_server_(handled|started)_total\{.*grpc_method="(\w+)".*grpc_type="(\w+)"', name)
+    if m and ((m[1] == "handled" and m[3] == "unary") or (m[1] == "started" and m[3] != "unary")):
+        calls[m[2]] = calls.get(m[2], 0) + delta
+    elif name == "process_cpu_seconds_total":
+        cpu += delta
+    elif name == "etcd_debugging_mvcc_events_total":
+        events += delta
+per = ", ".join(f"{n} {v / k:.2f}" for n, v in sorted(calls.items()) if v)
+print(f"etcd     K={k:<5d} calls per agent: {per}; watch events per agent {events / k:.1f}; "
+      f"CPU: etcd {cpu:.2f} s (3 members), agents {agents_cpu} s")
 PY
 }
 
@@ -262,16 +319,17 @@ PY
 
 case "${1:-}" in
   simulate) shift; simulate "$@" ;;
-  per_agent) shift; for k in "$@"; do per_agent "$k"; done ;;
+  per_agent) shift; for k in "$@"; do for BACKEND in $BACKENDS; do per_agent "$k"; done; done ;;
   scale) shift; for k in "$@"; do for BACKEND in $BACKENDS; do scale ddprun "$k"; done; done ;;
   torchrun) shift; for k in "$@"; do scale torchrun "$k"; done ;;
   floor) shift; for k in "$@"; do scale floor "$k"; done ;;
+  etcd_profile) shift; for k in "$@"; do etcd_profile "$k"; done ;;
   node_loss) node_loss ;;
   node_loss_sleep) for BACKEND in $BACKENDS; do node_loss_sleep member; done ;;
   node_loss_host) BACKEND=etcd; node_loss_sleep host ;;
   *)
     echo "usage: rendezvous.sh scale K... | torchrun K... | floor K... | per_agent K... |" \
-      "simulate K... | node_loss | node_loss_sleep | node_loss_host" >&2
+      "simulate K... | node_loss | node_loss_sleep | node_loss_host | etcd_profile K..." >&2
     exit 2
     ;;
 esac
