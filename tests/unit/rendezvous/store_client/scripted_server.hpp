@@ -1,5 +1,5 @@
 #pragma once
-// Test helpers for the store client: hex fixtures, and a raw TCP peer scripted with coroutines
+// Test helpers for the store client: a raw TCP peer scripted with coroutines
 // (read exactly these bytes, answer those) on the test's io_context. Port 0, read back.
 
 #include <boost/asio.hpp>
@@ -13,30 +13,12 @@
 #include <string>
 #include <vector>
 
+#include "tests/unit/rendezvous/wire_fixtures.hpp"
+
 namespace ddp::rdzv::test {
 
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
-using ByteVec = std::vector<std::uint8_t>;
-
-// "00 0300000000000000 2f6b31" -> bytes (spaces and '|' ignored).
-inline ByteVec hex(const std::string& text) {
-  ByteVec out;
-  std::string digits;
-  for (char c : text) {
-    if (std::isxdigit(static_cast<unsigned char>(c))) digits += c;
-  }
-  for (std::size_t i = 0; i + 1 < digits.size(); i += 2) {
-    out.push_back(static_cast<std::uint8_t>(std::stoi(digits.substr(i, 2), nullptr, 16)));
-  }
-  return out;
-}
-
-inline ByteVec concat(std::initializer_list<ByteVec> parts) {
-  ByteVec out;
-  for (const auto& p : parts) out.insert(out.end(), p.begin(), p.end());
-  return out;
-}
 
 // A listening socket on 127.0.0.1, port 0.
 inline tcp::acceptor make_acceptor(asio::io_context& io, std::uint16_t port = 0) {

@@ -7,7 +7,7 @@
 #include "rendezvous/store_server/server_os.hpp"
 #include "rendezvous/store_server/server_output_queue.hpp"
 #include "rendezvous/store_server/server_session.hpp"
-#include "tests/unit/rendezvous/store_server/wire_fixtures.hpp"
+#include "tests/unit/rendezvous/wire_fixtures.hpp"
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>

@@ -3,7 +3,7 @@
 // with receive timeouts (so a broken server fails a test instead of hanging it).
 
 #include "rendezvous/store_server/tcp_store_server.hpp"
-#include "tests/unit/rendezvous/store_server/wire_fixtures.hpp"
+#include "tests/unit/rendezvous/wire_fixtures.hpp"
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>

@@ -4,7 +4,7 @@
 #include "rendezvous/store_server/server_key_table.hpp"
 #include "rendezvous/store_server/server_session.hpp"
 #include "rendezvous/wire/request_parser.hpp"
-#include "tests/unit/rendezvous/store_server/wire_fixtures.hpp"
+#include "tests/unit/rendezvous/wire_fixtures.hpp"
 
 #include <catch2/catch.hpp>
 

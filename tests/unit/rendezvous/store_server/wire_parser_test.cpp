@@ -2,7 +2,7 @@
 // with VALIDATE, dialect detection (§5.8), arbitrary splits, limits and bad input.
 
 #include "rendezvous/wire/request_parser.hpp"
-#include "tests/unit/rendezvous/store_server/wire_fixtures.hpp"
+#include "tests/unit/rendezvous/wire_fixtures.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -1,6 +1,6 @@
 #pragma once
-// Byte fixtures for the store tests: hex text to bytes, and little-endian framing helpers to build
-// requests the way PyTorch's clients do (spec/torchrun.md §5).
+// Byte fixtures for the store server and client tests: hex text to bytes, and little-endian
+// framing helpers to build requests the way PyTorch's clients do (spec/torchrun.md §5).
 
 #include <cctype>
 #include <cstdint>
