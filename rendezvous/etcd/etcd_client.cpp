@@ -132,7 +132,7 @@ void EtcdClient::fail_over(std::size_t member) {
 }
 
 asio::awaitable<std::string> EtcdClient::call(std::string path, std::string body, std::string op,
-                                              milliseconds window) {
+                                              milliseconds window, milliseconds per_member) {
   const auto self = shared_from_this();  // detached callers may drop theirs mid-call
   const Clock::time_point deadline = Clock::now() + window;
   const std::size_t n = options_.members.size();
@@ -148,8 +148,11 @@ asio::awaitable<std::string> EtcdClient::call(std::string path, std::string body
       // member before its lease expires when this one is silent (its node cut off: no RST).
       const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
       const milliseconds share = tried + 1 < n ? left / 2 : left;
-      const milliseconds timeout = std::clamp(
-          share, milliseconds(100), std::max(options_.attempt_timeout, milliseconds(100)));
+      const milliseconds cap = per_member > milliseconds(0)
+                                   ? std::min(per_member, options_.attempt_timeout)
+                                   : options_.attempt_timeout;
+      const milliseconds timeout =
+          std::clamp(share, milliseconds(100), std::max(cap, milliseconds(100)));
       Attempt a = co_await attempt(member, path, body, timeout);
       if (a.answered && a.status == 200) co_return std::move(a.body);
       const std::string& name = options_.members[member].to_string();
@@ -218,10 +221,11 @@ asio::awaitable<LeaseGrant> EtcdClient::lease_grant(std::int64_t ttl_seconds) {
       op);
 }
 
-asio::awaitable<std::int64_t> EtcdClient::lease_keepalive(std::int64_t id, milliseconds window) {
+asio::awaitable<std::int64_t> EtcdClient::lease_keepalive(std::int64_t id, milliseconds window,
+                                                          milliseconds per_member) {
   const std::string op = fmt::format("lease keepalive({:x})", id);
   co_return decode_lease_keepalive(
-      co_await call("/v3/lease/keepalive", lease_id_body(id), op, window), op);
+      co_await call("/v3/lease/keepalive", lease_id_body(id), op, window, per_member), op);
 }
 
 asio::awaitable<void> EtcdClient::lease_revoke(std::int64_t id, milliseconds window) {

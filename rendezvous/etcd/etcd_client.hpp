@@ -60,8 +60,11 @@ class EtcdClient : public std::enable_shared_from_this<EtcdClient> {
   asio::awaitable<std::int64_t> put(PutRequest request);  // returns the put's revision
   asio::awaitable<TxnResponse> txn(TxnRequest request, std::string what);
   asio::awaitable<LeaseGrant> lease_grant(std::int64_t ttl_seconds);
-  // The remaining TTL; 0 when the lease is gone (expired or revoked).
-  asio::awaitable<std::int64_t> lease_keepalive(std::int64_t id, std::chrono::milliseconds window);
+  // The remaining TTL; 0 when the lease is gone (expired or revoked). One member gets at most
+  // `per_member` of the window, so that a silent member leaves time to reach another before the
+  // lease expires.
+  asio::awaitable<std::int64_t> lease_keepalive(std::int64_t id, std::chrono::milliseconds window,
+                                                std::chrono::milliseconds per_member);
   // A lease that is already gone counts as revoked.
   asio::awaitable<void> lease_revoke(std::int64_t id, std::chrono::milliseconds window);
 
@@ -78,8 +81,10 @@ class EtcdClient : public std::enable_shared_from_this<EtcdClient> {
   using Stream = detail::Connection;
   struct Attempt;
 
+  // `per_member`: the most one member gets (0: the attempt timeout).
   asio::awaitable<std::string> call(std::string path, std::string body, std::string op,
-                                    std::chrono::milliseconds window);
+                                    std::chrono::milliseconds window,
+                                    std::chrono::milliseconds per_member = {});
   asio::awaitable<Attempt> attempt(std::size_t member, const std::string& path,
                                    const std::string& body, std::chrono::milliseconds timeout);
   // "m1: error; m2: error" over the members with an error.

@@ -38,8 +38,10 @@ void EtcdRendezvous::Lease::start() {
           self->tick.expires_after(period);
           co_await self->tick.async_wait(asio::as_tuple(asio::use_awaitable));
           if (self->stopped) break;
+          // One member gets at most a keep-alive period: a silent one (its node cut off) leaves
+          // two periods to reach another before the lease expires.
           const std::int64_t left = co_await self->client->lease_keepalive(
-              self->id, self->client->options().failover_window);
+              self->id, self->client->options().failover_window, period);
           if (self->stopped) break;
           if (left <= 0) {
             throw IoError(fmt::format(
