@@ -288,8 +288,8 @@ asio::awaitable<void> C10dRendezvous::publish_assignment(int round, int size) {
       assign_ranks(round, static_cast<int>(restarts), nodes,
                    {settings_.store_host, settings_.store_port});
   const std::vector<C10dPlace> member_places = places_of(assignment);
-  // append, not set: a late node may already have logged that it waits.
-  co_await store_.append(keys::change(round), {});
+  // (The change log is not created here: its first line creates it and wakes every member's
+  // wait on it, c10d_monitor.cpp.)
   // The places first: members read theirs once the header, which they wait on, exists.
   for (std::size_t at = 0; at < member_places.size(); at += chunk) {
     std::vector<std::pair<std::string, Bytes>> places;

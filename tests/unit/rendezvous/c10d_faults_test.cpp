@@ -146,11 +146,47 @@ TEST_CASE("a neighbour that has not beaten since it joined is lost only after jo
   CHECK(std::chrono::steady_clock::now() - reset_at >= 900ms);  // not after lost_after (120 ms)
 }
 
-TEST_CASE("a round's polls stay within the store's budget however many members it has",
+TEST_CASE("every member's heartbeat is read by exactly one other member, and few read",
           "[c10d]") {
-  CHECK(c10d_poll_period(5s, 4) == 1s);  // half the interval, at most 1 s
-  CHECK(c10d_poll_period(40ms, 4) == 50ms);
-  CHECK(c10d_poll_period(5s, 10000) == 1s);
-  // 100,000 members polling once a second would be 200,000 requests a second: every 10 s.
-  CHECK(c10d_poll_period(5s, 100000) == 10s);
+  for (int size = 1; size <= 300; ++size) {
+    std::vector<int> readers(static_cast<std::size_t>(size) + 1, 0);
+    int reading = 0;
+    for (int index = 1; index <= size; ++index) {
+      const C10dWatched w = c10d_watched(index, size);
+      if (w.count > 0) ++reading;
+      for (int i = w.first; i < w.first + w.count; ++i) {
+        REQUIRE(i >= 1);
+        REQUIRE(i <= size);
+        REQUIRE(i != index);
+        ++readers[static_cast<std::size_t>(i)];
+      }
+    }
+    for (int i = 1; i <= size; ++i) {
+      INFO("size " << size << " index " << i);
+      CHECK(readers[static_cast<std::size_t>(i)] == (size == 1 ? 0 : 1));
+    }
+    // One reader per group of up to kC10dWatchGroup members: the reads per period stay linear.
+    CHECK(reading <= (size + kC10dWatchGroup - 1) / kC10dWatchGroup + 1);
+  }
+  CHECK(c10d_read_period(5s) == 2500ms);
+  CHECK(c10d_read_period(40ms) == 50ms);
+}
+
+TEST_CASE("a silent member is lost wherever it sits in the heartbeat groups", "[c10d]") {
+  // Seven members: groups of four and three join indices; readers and read members alike.
+  const int victim = GENERATE(0, 2, 4, 6);
+  C10dSettings s = fast_settings(6, 7);
+  Cluster c(s);
+  for (int i = 0; i < 7; ++i) c.add_node();
+  REQUIRE(all_done(c.next_round({0, 1, 2, 3, 4, 5, 6})));
+  std::vector<std::shared_ptr<Outcome<RoundEvent>>> watches;
+  for (int i = 0; i < 7; ++i) {
+    if (i != victim) watches.push_back(spawn(c.io, c.nodes[static_cast<std::size_t>(i)]->watch_round()));
+  }
+  c.nodes[static_cast<std::size_t>(victim)].reset();
+  REQUIRE(run_until(c.io, [&] { return all_done(watches); }));
+  for (const auto& w : watches) {
+    CHECK(w->get().change == RoundChange::kNodeLost);
+    CHECK(w->get().detail == "lost node(s): n" + std::to_string(victim));
+  }
 }
