@@ -185,14 +185,17 @@ void C10dRendezvous::start_monitor(const Member& member) {
         if (m->stopped) break;
       }
       if (Clock::now() >= next_read) {
+        // A read that comes late (this process was starved, or the store answered slowly)
+        // cannot tell whether the others were silent: silence is timed again from here.
+        const bool late = Clock::now() - next_read > std::max(period, lost_after / 2);
         next_read = Clock::now() + period;
         // Once the round is ending, members leave it at their own pace: one that stopped
         // beating has usually moved on, not died. Nodes in the exit barrier still read, because
         // a lost node must not hold the barrier.
         const bool reading =
             !beat_keys.empty() && !declared && (m->finishing || !m->changes.first_event());
-        if (reading && !was_reading) {  // timing restarts
-          for (Beat& b : seen) b.changed = Clock::now();
+        if (reading && (!was_reading || late)) {  // timing restarts
+          for (Beat& b : seen) b = Beat{b.value, Clock::now()};
         }
         was_reading = reading;
         if (reading) {
@@ -203,9 +206,9 @@ void C10dRendezvous::start_monitor(const Member& member) {
           for (std::size_t i = 0; i < values.size(); ++i) {
             if (values[i] != seen[i].value) {
               seen[i] = Beat{values[i], now};
-            } else if (!silent && now - seen[i].changed >= (seen[i].value == to_bytes("0")
-                                                                ? unstarted_after
-                                                                : lost_after)) {
+            } else if (!silent &&
+                       now - seen[i].changed >= (seen[i].value == to_bytes("0") ? unstarted_after
+                                                                                : lost_after)) {
               silent = i;
             }
           }

@@ -190,3 +190,34 @@ TEST_CASE("a silent member is lost wherever it sits in the heartbeat groups", "[
     CHECK(w->get().detail == "lost node(s): n" + std::to_string(victim));
   }
 }
+
+TEST_CASE("members whose process stalled past the heartbeat window do not blame each other",
+          "[c10d]") {
+  // A starved process (a loaded host; the simulator's shards at 100,000 members) runs its timers
+  // late: the first read after a stall may find a heartbeat as it was before, on a clock that ran
+  // on. Beats every 100 ms, reads every 50 ms, lost after 200 ms: before each stall, each member
+  // has already read the other's last beat about every other time. A late read times silence
+  // afresh.
+  C10dSettings s = fast_settings(2, 2);
+  s.keep_alive_interval = 100ms;
+  s.keep_alive_max_attempt = 2;
+  Cluster c(s);
+  for (int i = 0; i < 2; ++i) c.add_node();
+  REQUIRE(all_done(c.next_round({0, 1})));
+  auto w0 = spawn(c.io, c.nodes[0]->watch_round());
+  auto w1 = spawn(c.io, c.nodes[1]->watch_round());
+  run_for(c.io, 200ms);
+  for (int stall = 0; stall < 4 && !w0->done && !w1->done; ++stall) {
+    bool stalled = false;
+    asio::post(c.io, [&stalled] {  // the whole process stalls for more than the window
+      const auto until = std::chrono::steady_clock::now() + 300ms;
+      while (std::chrono::steady_clock::now() < until) {
+      }
+      stalled = true;
+    });
+    REQUIRE(run_until(c.io, [&] { return stalled; }));
+    run_for(c.io, 130ms + std::chrono::milliseconds(17 * stall));  // shift the phase
+  }
+  CHECK_FALSE(w0->done);
+  CHECK_FALSE(w1->done);
+}
