@@ -176,12 +176,15 @@ void C10dRendezvous::start_monitor(const Member& member) {
       beat_keys.push_back(keys::heartbeat(m->round, watched.first + i));
     }
     std::vector<Beat> seen(beat_keys.size(), Beat{{}, Clock::now()});
+    const Bytes zero = to_bytes("0");  // joined, monitor not started
     bool declared = false;
     bool was_reading = true;
     while (!m->stopped) {
       if (Clock::now() >= next_beat) {
         co_await store.set(my_beat, to_bytes(std::to_string(++beat)));
-        next_beat += interval;
+        // A beat that went out late is not followed by catch-up beats: on a loaded store they
+        // would only add to what delayed it.
+        next_beat = std::max(next_beat + interval, Clock::now() + interval / 2);
         if (m->stopped) break;
       }
       if (Clock::now() >= next_read) {
@@ -199,16 +202,18 @@ void C10dRendezvous::start_monitor(const Member& member) {
         }
         was_reading = reading;
         if (reading) {
+          // Only time that surely passed without a beat counts: from the answer that showed
+          // the last change to the moment this read was sent (a slow answer proves nothing).
+          const Clock::time_point sent = Clock::now();
           const std::vector<Bytes> values = co_await store.multi_get(beat_keys);
           if (m->stopped) break;
-          const Clock::time_point now = Clock::now();
+          const Clock::time_point answered = Clock::now();
           std::optional<std::size_t> silent;
           for (std::size_t i = 0; i < values.size(); ++i) {
             if (values[i] != seen[i].value) {
-              seen[i] = Beat{values[i], now};
-            } else if (!silent &&
-                       now - seen[i].changed >= (seen[i].value == to_bytes("0") ? unstarted_after
-                                                                                : lost_after)) {
+              seen[i] = Beat{values[i], answered};
+            } else if (!silent && sent - seen[i].changed >=
+                                      (seen[i].value == zero ? unstarted_after : lost_after)) {
               silent = i;
             }
           }
