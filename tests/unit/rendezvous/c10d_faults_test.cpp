@@ -221,3 +221,100 @@ TEST_CASE("members whose process stalled past the heartbeat window do not blame 
   CHECK_FALSE(w0->done);
   CHECK_FALSE(w1->done);
 }
+
+namespace {
+
+// Counts the calls that reach a store (a stand-in for its requests; a parked wait is one).
+class CallCounter final : public Store {
+ public:
+  explicit CallCounter(Store& inner) : inner_(inner) {}
+  std::int64_t calls = 0;
+
+  asio::awaitable<void> set(std::string k, Bytes v) override {
+    ++calls;
+    return inner_.set(std::move(k), std::move(v));
+  }
+  asio::awaitable<Bytes> get(std::string k) override {
+    ++calls;
+    return inner_.get(std::move(k));
+  }
+  asio::awaitable<std::int64_t> add(std::string k, std::int64_t d) override {
+    ++calls;
+    return inner_.add(std::move(k), d);
+  }
+  asio::awaitable<Bytes> compare_set(std::string k, Bytes e, Bytes d) override {
+    ++calls;
+    return inner_.compare_set(std::move(k), std::move(e), std::move(d));
+  }
+  asio::awaitable<bool> check(std::vector<std::string> k) override {
+    ++calls;
+    return inner_.check(std::move(k));
+  }
+  using Store::wait;
+  asio::awaitable<void> wait(std::vector<std::string> k, std::chrono::milliseconds t) override {
+    ++calls;
+    return inner_.wait(std::move(k), t);
+  }
+  asio::awaitable<bool> wait_for(std::vector<std::string> k,
+                                 std::chrono::milliseconds t) override {
+    ++calls;
+    return inner_.wait_for(std::move(k), t);
+  }
+  asio::awaitable<std::int64_t> num_keys() override {
+    ++calls;
+    return inner_.num_keys();
+  }
+  asio::awaitable<bool> delete_key(std::string k) override {
+    ++calls;
+    return inner_.delete_key(std::move(k));
+  }
+  asio::awaitable<void> append(std::string k, Bytes v) override {
+    ++calls;
+    return inner_.append(std::move(k), std::move(v));
+  }
+  asio::awaitable<std::vector<Bytes>> multi_get(std::vector<std::string> k) override {
+    ++calls;
+    return inner_.multi_get(std::move(k));
+  }
+  asio::awaitable<void> multi_set(std::vector<std::pair<std::string, Bytes>> kvs) override {
+    ++calls;
+    return inner_.multi_set(std::move(kvs));
+  }
+
+ private:
+  Store& inner_;
+};
+
+}  // namespace
+
+TEST_CASE("a running round costs the store about one call per member per keep-alive interval",
+          "[c10d]") {
+  // A heartbeat SET each, one MULTI_GET per group of 32 every half interval, and a wait on the
+  // change log parked for the whole round: nothing polls the log.
+  constexpr int kNodes = 64;
+  C10dSettings s = fast_settings(kNodes, kNodes);
+  s.keep_alive_interval = 100ms;
+  Cluster c(s);
+  CallCounter counter(c.store);
+  std::vector<int> all;
+  for (int i = 0; i < kNodes; ++i) {
+    std::string name = std::to_string(i);  // (not "n" + ...: GCC 12 -O3 false -Wrestrict)
+    name.insert(name.begin(), 'n');
+    c.nodes.push_back(std::make_unique<C10dRendezvous>(c.io.get_executor(), counter, s,
+                                                       C10dNode{"10.0.0.1", name, false}));
+    c.nodes.back()->watch_changes_on(counter);
+    all.push_back(i);
+  }
+  REQUIRE(all_done(c.next_round(all)));
+  run_for(c.io, 200ms);  // every monitor started
+  const std::int64_t before = counter.calls;
+  const auto start = std::chrono::steady_clock::now();
+  run_for(c.io, 1000ms);
+  const double intervals = std::chrono::duration<double>(std::chrono::steady_clock::now() - start) /
+                           s.keep_alive_interval;
+  const double per_member_per_interval =
+      static_cast<double>(counter.calls - before) / kNodes / intervals;
+  INFO("calls per member per interval: " << per_member_per_interval);
+  CHECK(per_member_per_interval > 0.3);  // the beats go out (fewer on a starved machine)
+  CHECK(per_member_per_interval < 1.3);  // 1 + 2/32; polling the log made it 3
+}
