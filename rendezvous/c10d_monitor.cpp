@@ -11,7 +11,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/redirect_error.hpp>
@@ -142,9 +141,8 @@ void C10dRendezvous::start_monitor(const Member& member) {
 
   // The change log: one WAIT until its first line, then one read. Later lines matter only to
   // members in the exit barrier, which read the log themselves.
-  spawn([](std::shared_ptr<Monitor> m, Store& watch,
-                                      std::string change_key,
-                                      milliseconds park) -> asio::awaitable<void> {
+  spawn([](std::shared_ptr<Monitor> m, Store& watch, std::string change_key,
+           milliseconds park) -> asio::awaitable<void> {
     while (!m->stopped && !co_await watch.wait_for(c10d_keys::one(change_key), park)) {
     }
     if (m->stopped) co_return;
@@ -159,11 +157,9 @@ void C10dRendezvous::start_monitor(const Member& member) {
 
   // The heartbeat, and the group's heartbeats for the members that read them.
   const C10dWatched watched = c10d_watched(m->index, m->size);
-  spawn([](std::shared_ptr<Monitor> m, Store& store,
-                                      C10dWatched watched, milliseconds interval,
-                                      milliseconds period, milliseconds lost_after,
-                                      milliseconds unstarted_after,
-                                      std::string change_key) -> asio::awaitable<void> {
+  spawn([](std::shared_ptr<Monitor> m, Store& store, C10dWatched watched, milliseconds interval,
+           milliseconds period, milliseconds lost_after, milliseconds unstarted_after,
+           std::string change_key) -> asio::awaitable<void> {
     std::int64_t beat = 0;
     // The first beat goes out at once: readers start timing when their own monitor starts, so a
     // member that read the assignment a little later is not mistaken for lost.
@@ -229,10 +225,9 @@ void C10dRendezvous::start_monitor(const Member& member) {
             }
             const int index = watched.first + static_cast<int>(*silent);
             const std::string node_key = keys::node(m->round, index);
-            const std::string name =
-                decode_node_desc(co_await store.get(node_key), node_key).name;
-            const auto after = std::chrono::duration_cast<milliseconds>(
-                Clock::now() - seen[*silent].changed);
+            const std::string name = decode_node_desc(co_await store.get(node_key), node_key).name;
+            const auto after =
+                std::chrono::duration_cast<milliseconds>(Clock::now() - seen[*silent].changed);
             logger()->warn("node {} missed its heartbeats for {} ms: declaring it lost", name,
                            after.count());
             co_await store.append(change_key,
@@ -283,8 +278,8 @@ asio::awaitable<void> C10dRendezvous::exit_barrier() {
   asio::steady_timer tick(executor_);
   // A bounded wait, not a poll: it returns as soon as the last node finishes, and it holds the
   // connection at most half a heartbeat interval, so the monitor's heartbeats still go out.
-  const milliseconds period = std::min(c10d_read_period(settings_.keep_alive_interval),
-                                       milliseconds(1000));
+  const milliseconds period =
+      std::min(c10d_read_period(settings_.keep_alive_interval), milliseconds(1000));
   std::int64_t lost = 0;
   for (;;) {
     if (co_await store_.wait_for(c10d_keys::one(keys::all_finished(round)), period)) break;
@@ -325,8 +320,7 @@ asio::awaitable<std::optional<RoundEvent>> C10dRendezvous::failure_verdict(
   // A dead node's connection closes when it dies, before its workers (parent-death signal) and
   // so before ours notice; its lease then expires `connection_grace` later. The margin covers a
   // loaded store host; only a failure with every node alive waits it out.
-  const Clock::time_point until =
-      failed_at + settings_.connection_grace + settings_.verdict_margin;
+  const Clock::time_point until = failed_at + settings_.connection_grace + settings_.verdict_margin;
   const std::string change_key = keys::change(current_->header.round);
   asio::steady_timer tick(executor_);
   for (;;) {

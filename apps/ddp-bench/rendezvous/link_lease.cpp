@@ -4,10 +4,9 @@
 
 #include "apps/ddp-bench/rendezvous/link_lease.hpp"
 
+#include <algorithm>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/this_coro.hpp>
-
-#include <algorithm>
 
 #include "rendezvous/store_lease.hpp"
 
@@ -46,8 +45,8 @@ LinkLease::~LinkLease() {
 }
 
 asio::awaitable<std::unique_ptr<LinkLease>> LinkLease::open(std::string host, std::uint16_t port,
-                                                           rdzv::ConnectOptions options,
-                                                           std::vector<std::string> bases) {
+                                                            rdzv::ConnectOptions options,
+                                                            std::vector<std::string> bases) {
   auto s = std::make_shared<State>();
   s->host = std::move(host);
   s->port = port;
