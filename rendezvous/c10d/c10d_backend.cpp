@@ -1,6 +1,7 @@
 // Ownership and hosting for the c10d rendezvous. The store host is an ordinary member (group
-// rank 0) whose store lives in-process; every other node holds one client connection. Store
-// errors surface as IoError naming the endpoint, so "the store host is gone" reads as such.
+// rank 0) whose store lives in-process; every other node holds three client connections (calls,
+// its lease, the change log's wait). Store errors surface as IoError naming the endpoint, so
+// "the store host is gone" reads as such.
 
 #include "rendezvous/c10d/c10d_backend.hpp"
 
@@ -166,6 +167,10 @@ class C10dBackend final : public Rendezvous {
       lease_holder_ = std::make_unique<LeaseHolder>(
           io_.get_executor(), *lease_client_,
           c10d_keys::prefix(s.run_id) + "/" + c10d_keys::lease_base(self_.name));
+      // A connection for the monitor's wait on the round's change log, parked for the whole
+      // round: the store tells every member of a change at once, and nobody polls.
+      watch_client_ = co_await TcpStoreClient::connect(options_.endpoint_host, s.store_port,
+                                                       connect_options);
     }
     WorkerStoreOpener opener;
     if (server_) {
@@ -180,6 +185,8 @@ class C10dBackend final : public Rendezvous {
     }
     core_ = std::make_unique<C10dRendezvous>(io_.get_executor(), *store, s, self_,
                                              std::move(opener));
+    // In-process, a parked wait holds nothing up.
+    core_->watch_changes_on(watch_client_ ? static_cast<Store&>(*watch_client_) : *store);
   }
 
   IoError store_gone(const IoError& e) const {
@@ -196,6 +203,7 @@ class C10dBackend final : public Rendezvous {
   std::unique_ptr<TcpStoreClient> client_;
   // The holder is destroyed (stopped) before its client, whose destruction ends its wait.
   std::unique_ptr<TcpStoreClient> lease_client_;
+  std::unique_ptr<TcpStoreClient> watch_client_;  // the change log's wait
   std::unique_ptr<LeaseHolder> lease_holder_;
   std::unique_ptr<TcpStoreServer> worker_store_;
   std::unique_ptr<C10dRendezvous> core_;  // declared last: destroyed before the stores

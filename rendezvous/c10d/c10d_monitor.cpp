@@ -1,14 +1,16 @@
-// The running round: heartbeats, the neighbour watch and the change log poll (a detached
-// coroutine per round), watch_round(), the failure verdict and the exit barrier.
+// The running round: heartbeats, the group heartbeat reads and the change-log wait (detached
+// coroutines per round), watch_round(), the failure verdict and the exit barrier.
 //
-// Liveness is a ring: the member of group rank g watches g+1's heartbeat counter and compares
-// values with its own steady clock, so no two machines' clocks are ever compared, and the store
-// sees O(nodes) reads per interval. One detected loss is enough: any loss ends the round for all.
+// Liveness: every member sets its heartbeat counter each interval; the first member of each
+// group of join indices reads the next group's counters (c10d_watched) and compares values with
+// its own steady clock, so no two machines' clocks are ever compared, and the store sees about
+// one request per member per interval. Changes (lost, failed, waiting, closed) are pushed: the
+// change log key is created by the first line appended to it, and every member keeps a WAIT
+// parked on it, so nothing polls it. One detected loss is enough: any loss ends the round for all.
 
 #include <fmt/format.h>
 
 #include <algorithm>
-
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/redirect_error.hpp>
@@ -33,25 +35,20 @@ struct C10dRendezvous::Monitor {
   void wake() { signal.cancel(); }
   std::optional<RoundEvent> event() const { return changes.first_event(finishing); }
 
-  asio::steady_timer tick;    // the poll period
+  asio::steady_timer tick;    // the next beat or read
   asio::steady_timer signal;  // never expires; cancelled to wake watch_round / finish
   bool stopped = false;
   bool finishing = false;  // this node is in the exit barrier
   C10dChanges changes;     // the round's change log as last read
   std::exception_ptr error;
   int round = 0;
-  int index = 0;            // this node's arrival index
-  int neighbour_index = 0;  // 0: no neighbour (one-node round)
-  std::string neighbour;
+  int index = 0;  // this node's arrival index
+  int size = 0;   // members of the round
 };
 
 namespace {
 
 std::shared_ptr<spdlog::logger> logger() { return log::get("rdzv"); }
-
-milliseconds poll_period(milliseconds interval) {
-  return std::clamp(interval / 2, milliseconds(50), milliseconds(1000));
-}
 
 // Waits on a timer that is cancelled to signal; false when this coroutine itself was cancelled.
 asio::awaitable<bool> wait_signal(asio::steady_timer& timer) {
@@ -63,123 +60,187 @@ asio::awaitable<bool> wait_signal(asio::steady_timer& timer) {
 
 // How often failure_verdict reads the change log.
 constexpr milliseconds kVerdictPoll{50};
+// How long a wait on the change log stays parked on a connection of its own before it is parked
+// again (a round usually ends sooner: every way a round ends appends to its log).
+constexpr milliseconds kChangeWaitPark{std::chrono::minutes(10)};
 
 // What a cancelled watch_round returns. Only a caller that lost a race cancels it, and that
 // caller discards the value; returning it, rather than throwing operation_aborted, spares every
 // agent two exceptions at the end of each round.
 RoundEvent abandoned_watch() { return {RoundChange::kPeerFailed, "watch abandoned"}; }
 
+// The round's change log, empty while nothing has happened (the key does not exist yet).
+asio::awaitable<Bytes> read_change_log(Store& store, std::string change_key) {
+  Bytes log;
+  std::vector<std::string> probe = c10d_keys::one(change_key);
+  const bool exists = co_await store.check(std::move(probe));
+  if (exists) log = co_await store.get(change_key);
+  co_return log;
+}
+
+// One watched member's heartbeat as this node last saw it.
+struct Beat {
+  Bytes value;
+  Clock::time_point changed;
+};
+
 }  // namespace
 
-// A poll a second per member is 200,000 requests a second at 100,000 members, about twice what
-// one store core serves: ddp-bench rendezvous --simulate 100000 saw beats fall 27 s behind and
-// 669 members declared lost while the first round formed. Heartbeats still go out every
-// interval; only the reads of the change log and the neighbour thin out past 10,000 members.
-milliseconds c10d_poll_period(milliseconds keep_alive_interval, int members) {
-  constexpr std::int64_t kPollRequestsPerSecond = 20000;  // 2 requests a poll: WAIT + MULTI_GET
-  const milliseconds budget{std::int64_t{std::max(members, 0)} * 2 * 1000 /
-                            kPollRequestsPerSecond};
-  return std::max(poll_period(keep_alive_interval), budget);
+C10dWatched c10d_watched(int index, int size) {
+  if (size < 2 || index < 1 || index > size) return {};
+  const int group = std::min(kC10dWatchGroup, (size + 1) / 2);
+  if ((index - 1) % group != 0) return {};  // not the first of its group
+  const int groups = (size + group - 1) / group;
+  const int next = ((index - 1) / group + 1) % groups;
+  const int first = next * group + 1;
+  return {first, std::min(group, size - first + 1)};
+}
+
+milliseconds c10d_read_period(milliseconds keep_alive_interval) {
+  return std::max(keep_alive_interval / 2, milliseconds(50));
+}
+
+void C10dRendezvous::watch_changes_on(Store& store) {
+  watch_store_.emplace(keys::prefix(settings_.run_id), store);
 }
 
 void C10dRendezvous::start_monitor(const Member& member) {
   auto m = std::make_shared<Monitor>(executor_);
   m->round = member.header.round;
   m->index = current_index_;
-  m->neighbour_index = member.place.neighbour_index;
-  m->neighbour = member.place.neighbour;
+  m->size = member.header.size;
   monitor_ = m;
   const milliseconds interval = settings_.keep_alive_interval;
   const auto lost_after = interval * settings_.keep_alive_max_attempt;
-  // A neighbour whose heartbeat still holds the "0" it set when it joined has not started its
+  // A member whose heartbeat still holds the "0" it set when it joined has not started its
   // monitor: it may still be reading its place. At 100,000 members on a busy store the members
   // get their places over more than lost_after (ddp-bench rendezvous --simulate 100000 saw 2,980
   // members declared lost while the first round formed, which closed the job), so such a
-  // neighbour is lost only after join_timeout, the bound on forming a round.
+  // member is lost only after join_timeout, the bound on forming a round.
   const auto unstarted_after = std::max<milliseconds>(lost_after, settings_.join_timeout);
-  const milliseconds period = c10d_poll_period(interval, member.header.size);
+  const milliseconds period = c10d_read_period(interval);
+  const std::string change_key = keys::change(m->round);
   Store& store = store_;
-  asio::co_spawn(
-      executor_,
-      [m, &store, interval, period, lost_after, unstarted_after]() -> asio::awaitable<void> {
-        std::int64_t beat = 0;
-        // The first beat goes out at once: watchers start timing when their own monitor starts,
-        // so a neighbour that read the assignment a little later is not mistaken for lost.
-        Clock::time_point next_beat = Clock::now();
-        Bytes last_seen;
-        Clock::time_point last_change = Clock::now();
-        const std::string change_key = keys::change(m->round);
-        const std::string my_beat = keys::heartbeat(m->round, m->index);
-        const std::string their_beat = keys::heartbeat(m->round, m->neighbour_index);
-        std::size_t log_size = 0;
-        bool neighbour_lost = false;
-        bool was_watching = true;
-        Clock::time_point next_poll = Clock::now();
-        while (!m->stopped) {
-          if (Clock::now() >= next_beat) {
-            co_await store.set(my_beat, to_bytes(std::to_string(++beat)));
-            next_beat += interval;
-            if (m->stopped) break;
-          }
-          if (Clock::now() < next_poll) {  // a beat between two polls (large rounds)
-            m->tick.expires_at(std::min(next_beat, next_poll));
-            boost::system::error_code ec;
-            co_await m->tick.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-            continue;
-          }
-          next_poll = Clock::now() + period;
-          // Once the round is ending, members leave it at their own pace: a neighbour that
-          // stopped beating has usually moved on, not died. Nodes in the exit barrier still
-          // watch, because a lost node must not hold the barrier.
-          const bool watch_neighbour = m->neighbour_index != 0 && !neighbour_lost &&
-                                       (m->finishing || !m->changes.first_event());
-          if (watch_neighbour && !was_watching) last_change = Clock::now();  // timing restarts
-          was_watching = watch_neighbour;
-          std::vector<std::string> watched{change_key};
-          if (watch_neighbour) watched.push_back(their_beat);
-          const std::vector<Bytes> values = co_await store.multi_get(watched);
+  Store& watch = watch_store_ ? static_cast<Store&>(*watch_store_) : store;
+  const milliseconds park = watch_store_ ? kChangeWaitPark : std::min(period, milliseconds(1000));
+  // Each part is a detached coroutine that ends when the monitor stops; an error is the round's
+  // error (watch_round throws it) unless the monitor stopped first.
+  const auto spawn = [this, m](asio::awaitable<void> part) {
+    asio::co_spawn(executor_, std::move(part), [m](std::exception_ptr error) {
+      if (error && !m->stopped) {
+        try {
+          std::rethrow_exception(error);
+        } catch (const std::exception& e) {
+          logger()->error("c10d round {} monitor failed: {}", m->round, e.what());
+        }
+        m->error = error;
+      }
+      m->wake();
+    });
+  };
+
+  // The change log: one WAIT until its first line, then one read. Later lines matter only to
+  // members in the exit barrier, which read the log themselves.
+  spawn([](std::shared_ptr<Monitor> m, Store& watch, std::string change_key,
+           milliseconds park) -> asio::awaitable<void> {
+    while (!m->stopped && !co_await watch.wait_for(c10d_keys::one(change_key), park)) {
+    }
+    if (m->stopped) co_return;
+    Bytes log = co_await watch.get(change_key);
+    if (m->stopped) co_return;
+    m->changes = parse_changes(log);
+    if (const auto event = m->changes.first_event()) {
+      logger()->info("round {} changes: {}", m->round, event->detail);
+    }
+    m->wake();
+  }(m, watch, change_key, park));
+
+  // The heartbeat, and the group's heartbeats for the members that read them.
+  const C10dWatched watched = c10d_watched(m->index, m->size);
+  spawn([](std::shared_ptr<Monitor> m, Store& store, C10dWatched watched, milliseconds interval,
+           milliseconds period, milliseconds lost_after, milliseconds unstarted_after,
+           std::string change_key) -> asio::awaitable<void> {
+    std::int64_t beat = 0;
+    // The first beat goes out at once: readers start timing when their own monitor starts, so a
+    // member that read the assignment a little later is not mistaken for lost.
+    Clock::time_point next_beat = Clock::now();
+    Clock::time_point next_read = Clock::now() + period;
+    const std::string my_beat = keys::heartbeat(m->round, m->index);
+    // (A group never reads itself: there are always two groups or more.)
+    std::vector<std::string> beat_keys;
+    for (int i = 0; i < watched.count; ++i) {
+      beat_keys.push_back(keys::heartbeat(m->round, watched.first + i));
+    }
+    std::vector<Beat> seen(beat_keys.size(), Beat{{}, Clock::now()});
+    const Bytes zero = to_bytes("0");  // joined, monitor not started
+    bool declared = false;
+    bool was_reading = true;
+    while (!m->stopped) {
+      if (Clock::now() >= next_beat) {
+        co_await store.set(my_beat, to_bytes(std::to_string(++beat)));
+        // A beat that went out late is not followed by catch-up beats: on a loaded store they
+        // would only add to what delayed it.
+        next_beat = std::max(next_beat + interval, Clock::now() + interval / 2);
+        if (m->stopped) break;
+      }
+      if (Clock::now() >= next_read) {
+        // A read that comes late (this process was starved, or the store answered slowly)
+        // cannot tell whether the others were silent: silence is timed again from here.
+        const bool late = Clock::now() - next_read > std::max(period, lost_after / 2);
+        next_read = Clock::now() + period;
+        // Once the round is ending, members leave it at their own pace: one that stopped
+        // beating has usually moved on, not died. Nodes in the exit barrier still read, because
+        // a lost node must not hold the barrier.
+        const bool reading =
+            !beat_keys.empty() && !declared && (m->finishing || !m->changes.first_event());
+        if (reading && (!was_reading || late)) {  // timing restarts
+          for (Beat& b : seen) b = Beat{b.value, Clock::now()};
+        }
+        was_reading = reading;
+        if (reading) {
+          // Only time that surely passed without a beat counts: from the answer that showed
+          // the last change to the moment this read was sent (a slow answer proves nothing).
+          const Clock::time_point sent = Clock::now();
+          const std::vector<Bytes> values = co_await store.multi_get(beat_keys);
           if (m->stopped) break;
-          if (values[0].size() != log_size) {
-            log_size = values[0].size();
-            m->changes = parse_changes(values[0]);
-            if (const auto event = m->changes.first_event()) {
-              logger()->info("round {} changes: {}", m->round, event->detail);
-            }
-            m->wake();
-          }
-          if (watch_neighbour) {
-            const Clock::time_point now = Clock::now();
-            if (values[1] != last_seen) {
-              last_seen = values[1];
-              last_change = now;
-            } else if (now - last_change >= (last_seen == to_bytes("0") ? unstarted_after
-                                                                         : lost_after)) {
-              neighbour_lost = true;
-              const auto silent = std::chrono::duration_cast<milliseconds>(now - last_change);
-              logger()->warn("node {} missed its heartbeats for {} ms: declaring it lost",
-                             m->neighbour, silent.count());
-              co_await store.append(change_key, lost_line(m->neighbour, "heartbeat",
-                                                          std::to_string(silent.count())));
-              next_poll = Clock::now();
-              continue;  // read the log back at once
+          const Clock::time_point answered = Clock::now();
+          std::optional<std::size_t> silent;
+          for (std::size_t i = 0; i < values.size(); ++i) {
+            if (values[i] != seen[i].value) {
+              seen[i] = Beat{values[i], answered};
+            } else if (!silent && sent - seen[i].changed >=
+                                      (seen[i].value == zero ? unstarted_after : lost_after)) {
+              silent = i;
             }
           }
-          m->tick.expires_at(std::min(next_beat, next_poll));
-          boost::system::error_code ec;
-          co_await m->tick.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-        }
-      },
-      [m](std::exception_ptr error) {
-        if (error && !m->stopped) {
-          try {
-            std::rethrow_exception(error);
-          } catch (const std::exception& e) {
-            logger()->error("c10d round {} monitor failed: {}", m->round, e.what());
+          if (silent) {
+            // A member that saw a change moved on to the next round and stopped beating here:
+            // read the log before blaming it (this node's own wait may not have woken yet).
+            const C10dChanges fresh = parse_changes(co_await read_change_log(store, change_key));
+            if (m->stopped) break;
+            if (fresh.first_event(m->finishing)) {
+              m->changes = fresh;
+              m->wake();
+              continue;
+            }
+            const int index = watched.first + static_cast<int>(*silent);
+            const std::string node_key = keys::node(m->round, index);
+            const std::string name = decode_node_desc(co_await store.get(node_key), node_key).name;
+            const auto after =
+                std::chrono::duration_cast<milliseconds>(Clock::now() - seen[*silent].changed);
+            logger()->warn("node {} missed its heartbeats for {} ms: declaring it lost", name,
+                           after.count());
+            co_await store.append(change_key,
+                                  lost_line(name, "heartbeat", std::to_string(after.count())));
+            declared = true;
           }
-          m->error = error;
         }
-        m->wake();
-      });
+      }
+      m->tick.expires_at(std::min(next_beat, next_read));
+      boost::system::error_code ec;
+      co_await m->tick.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    }
+  }(m, store, watched, interval, period, lost_after, unstarted_after, change_key));
 }
 
 void C10dRendezvous::stop_monitor() {
@@ -217,7 +278,8 @@ asio::awaitable<void> C10dRendezvous::exit_barrier() {
   asio::steady_timer tick(executor_);
   // A bounded wait, not a poll: it returns as soon as the last node finishes, and it holds the
   // connection at most half a heartbeat interval, so the monitor's heartbeats still go out.
-  const milliseconds period = poll_period(settings_.keep_alive_interval);
+  const milliseconds period =
+      std::min(c10d_read_period(settings_.keep_alive_interval), milliseconds(1000));
   std::int64_t lost = 0;
   for (;;) {
     if (co_await store_.wait_for(c10d_keys::one(keys::all_finished(round)), period)) break;
@@ -225,6 +287,9 @@ asio::awaitable<void> C10dRendezvous::exit_barrier() {
       logger()->warn("exit barrier abandoned: the store is gone");
       co_return;
     }
+    // The monitor's wait on the change log ends at its first line; later lines (a failure, the
+    // job's end, more lost nodes) are read here.
+    if (m) m->changes = parse_changes(co_await read_change_log(store_, keys::change(round)));
     if (m && m->changes.closed && !m->changes.finished()) {
       logger()->warn("exit barrier short-circuited: job closed: {}", *m->changes.closed);
       co_return;
@@ -255,12 +320,11 @@ asio::awaitable<std::optional<RoundEvent>> C10dRendezvous::failure_verdict(
   // A dead node's connection closes when it dies, before its workers (parent-death signal) and
   // so before ours notice; its lease then expires `connection_grace` later. The margin covers a
   // loaded store host; only a failure with every node alive waits it out.
-  const Clock::time_point until =
-      failed_at + settings_.connection_grace + settings_.verdict_margin;
+  const Clock::time_point until = failed_at + settings_.connection_grace + settings_.verdict_margin;
   const std::string change_key = keys::change(current_->header.round);
   asio::steady_timer tick(executor_);
   for (;;) {
-    const C10dChanges changes = parse_changes(co_await store_.get(change_key));
+    const C10dChanges changes = parse_changes(co_await read_change_log(store_, change_key));
     if (auto cause = changes.failure_cause()) co_return cause;
     if (Clock::now() >= until) co_return std::nullopt;
     tick.expires_after(kVerdictPoll);

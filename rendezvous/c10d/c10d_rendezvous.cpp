@@ -48,6 +48,9 @@ std::string closed_message(const std::string& run_id, const std::string& why) {
   return fmt::format("c10d rendezvous run={} is closed: {}", run_id, why);
 }
 
+// How many of a round's first arrivals re-count a re-forming round (wait_closed).
+constexpr int kRecounters = 32;
+
 double seconds(Clock::duration d) {
   return std::chrono::duration<double>(d).count();
 }
@@ -191,6 +194,9 @@ asio::awaitable<C10dRoundHeader> C10dRendezvous::wait_closed(const Joined& joine
   if (joined.index >= settings_.min_nodes) last_call = Clock::now() + settings_.last_call_timeout;
   // While more nodes are expected than have arrived, one of them may have died since this node
   // read the previous round's change log (its lease still points there): look again this often.
+  // The first arrivals alone look (and close the round if so): 100,000 survivors re-reading the
+  // log every second would be 700,000 requests a second (ddp-bench rendezvous --simulate).
+  const bool recounts = round > 0 && joined.index <= kRecounters;
   const milliseconds recount = std::clamp(settings_.keep_alive_interval / 2, milliseconds(50),
                                           milliseconds(1000));
   int arrived = joined.index;
@@ -198,7 +204,7 @@ asio::awaitable<C10dRoundHeader> C10dRendezvous::wait_closed(const Joined& joine
   for (;;) {
     const Clock::time_point now = Clock::now();
     Clock::time_point wake = std::min(deadline, next_progress);
-    if (round > 0 && expected > arrived) wake = std::min(wake, now + recount);
+    if (recounts && expected > arrived) wake = std::min(wake, now + recount);
     if (last_call) wake = std::min(wake, *last_call);
     const auto wait_for = std::max(milliseconds(1),
                                    std::chrono::duration_cast<milliseconds>(wake - now));
@@ -213,7 +219,7 @@ asio::awaitable<C10dRoundHeader> C10dRendezvous::wait_closed(const Joined& joine
       co_return decode_round_header(value, keys::assignment(round));
     }
     arrived = static_cast<int>(co_await store_.add(keys::join(round), 0));
-    if (round > 0 && expected > arrived) {
+    if (recounts && expected > arrived) {
       const int live = co_await expected_members(round - 1);  // throws when below min_nodes
       if (live < expected) {
         logger()->info("round {} of run {} now expects {} node(s): a node was lost", round,
@@ -288,8 +294,8 @@ asio::awaitable<void> C10dRendezvous::publish_assignment(int round, int size) {
       assign_ranks(round, static_cast<int>(restarts), nodes,
                    {settings_.store_host, settings_.store_port});
   const std::vector<C10dPlace> member_places = places_of(assignment);
-  // append, not set: a late node may already have logged that it waits.
-  co_await store_.append(keys::change(round), {});
+  // (The change log is not created here: its first line creates it and wakes every member's
+  // wait on it, c10d_monitor.cpp.)
   // The places first: members read theirs once the header, which they wait on, exists.
   for (std::size_t at = 0; at < member_places.size(); at += chunk) {
     std::vector<std::pair<std::string, Bytes>> places;

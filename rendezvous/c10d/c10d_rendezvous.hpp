@@ -2,8 +2,9 @@
 // C10dRendezvous: the elastic rendezvous protocol (--rdzv_backend=c10d) over any Store. Rounds
 // close at max_nodes at once, at the size the previous round's changes predict at once, or at
 // min_nodes after the last call; the store host gets group rank 0. While a round runs, a
-// background monitor heartbeats, watches one neighbour's heartbeat (a ring: linear cost) and
-// polls the round's change log. Runs on one io_context thread; the store must outlive it.
+// background monitor heartbeats, some members read a group's heartbeats (each member is read by
+// one other: linear cost), and every member keeps a WAIT parked on the round's change log, which
+// exists only once something happened. Runs on one io_context thread; the stores must outlive it.
 // The backend that owns the store server or client is C10dBackend (c10d_backend.hpp).
 
 #include <boost/asio/any_io_executor.hpp>
@@ -44,6 +45,12 @@ class C10dRendezvous final : public Rendezvous {
 
   const C10dNode& self() const { return self_; }
 
+  // Parks the wait on each round's change log on `store` (the same store as the one given to the
+  // constructor, over a connection that serves nothing else) for the whole round. Without it the
+  // wait goes to the constructor's store and is re-parked every c10d_read_period (at most 1 s), so
+  // that a single client connection is never held longer than that. REQUIRES: before next_round.
+  void watch_changes_on(Store& store);
+
  private:
   struct Joined {  // this node's place in a round it joined
     int round = 0;
@@ -83,6 +90,7 @@ class C10dRendezvous final : public Rendezvous {
   int current_index_ = 0;
   std::optional<std::string> failure_;    // what report_failure was told last
   std::shared_ptr<Monitor> monitor_;
+  std::optional<PrefixStore> watch_store_;  // watch_changes_on
 };
 
 }  // namespace ddp::rdzv

@@ -31,11 +31,23 @@ struct C10dSettings {
   std::uint16_t store_port = 0;
 };
 
-// How often a member of a running round of `members` polls the change log and its ring
-// neighbour: keep_alive_interval / 2, within 50 ms and 1 s, but at least members / 10 ms, so that
-// a round's polls never pass 20,000 store requests a second (c10d_monitor.cpp).
-std::chrono::milliseconds c10d_poll_period(std::chrono::milliseconds keep_alive_interval,
-                                           int members);
+// Whose heartbeats a member reads while a round of `size` members runs: join indices
+// [first, first + count). Members form groups of consecutive join indices, at most
+// kC10dWatchGroup each and at least two groups; the first member of each group reads every
+// heartbeat of the next group in one MULTI_GET (the last group's first reads the first group), so
+// every member is read by exactly one other and the store serves size / group reads a period.
+// Everyone else reads nothing (count 0).
+inline constexpr int kC10dWatchGroup = 32;
+struct C10dWatched {
+  int first = 0;
+  int count = 0;
+};
+C10dWatched c10d_watched(int index, int size);
+
+// How often a reading member reads its group's heartbeats: half the keep-alive interval, at
+// least 50 ms. (Changes to the round need no period: members wait on the change log, see
+// c10d_monitor.cpp.)
+std::chrono::milliseconds c10d_read_period(std::chrono::milliseconds keep_alive_interval);
 
 // This node as the other nodes see it.
 struct C10dNode {

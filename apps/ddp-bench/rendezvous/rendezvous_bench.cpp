@@ -92,7 +92,8 @@ int main(int argc, char** argv) {
   app.add_option("--backend", backend, "rendezvous backend (c10d only)")->capture_default_str();
   app.add_option("--store", o.store, "H:P of a running store (default: start ddp-store serve)");
   app.add_option("--per-connection", o.per_connection,
-                 "members per shared store connection (default: 1 up to K=16,000, else K/7,500)")
+                 "members per link of 3 store connections (default: 1 up to K=6,000, else "
+                 "3K/18,000)")
       ->check(CLI::Range(1, 100000));
   app.add_option("--keep-alive-ms", keep_alive_ms, "keep_alive_interval in ms")
       ->capture_default_str()->check(CLI::Range(100, 600000));

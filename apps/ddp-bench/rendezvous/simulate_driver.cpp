@@ -1,6 +1,7 @@
 // The driver's phases, in order: store, shards ready, "go" until every member is placed, a settle
 // of one keep-alive interval, two snapshots a window apart (requests and the store's CPU), then
-// "kill" one member and wait until every survivor is placed in the next round. Places are
+// "kill" one member (its connections close, as a SIGKILLed agent's do) and wait until every
+// survivor is placed in the next round. Places are
 // checked: every group rank of a round exactly once.
 
 #include "apps/ddp-bench/rendezvous/simulate_driver.hpp"
@@ -48,11 +49,10 @@ class Driver {
   SimulateReport run() {
     SimulateReport r;
     r.k = o_.k;
+    // Three connections per member, or per link of members: the store takes about 18,000.
     r.per_connection = o_.per_connection > 0 ? o_.per_connection
-                       : o_.k <= 16000       ? 1
-                                             : (o_.k + 7499) / 7500;
-    const int links = r.per_connection > 1 ? (o_.k + r.per_connection - 1) / r.per_connection : 0;
-    const int connections = links > 0 ? 2 * links : o_.k;
+                                             : std::max(1, (3 * o_.k + 17999) / 18000);
+    const int connections = 3 * ((o_.k + r.per_connection - 1) / r.per_connection);
     r.procs = o_.procs > 0 ? o_.procs : std::max(1, (connections + 14999) / 15000);
     r.keep_alive_s = std::chrono::duration<double>(o_.keep_alive).count();
     r.keep_alive_attempts = o_.keep_alive_attempts;
@@ -98,7 +98,7 @@ class Driver {
   }
 
   void measure_loss(SimulateReport& r) {
-    // Shard 0's first member goes silent.
+    // Shard 0's first member dies.
     const auto cpu_loss = store_cpu();
     shards_.front()->send("kill");
     const std::int64_t killed = std::stoll(expect(*shards_.front(), "killed", "kill"));

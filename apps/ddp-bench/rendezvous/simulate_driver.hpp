@@ -14,7 +14,7 @@ namespace ddp::bench {
 struct SimulateOptions {
   int k = 0;
   int procs = 0;           // 0: enough that no process holds more than 15,000 connections
-  int per_connection = 0;  // members per shared link; 0: 1 up to K = 16,000, else K / 7,500
+  int per_connection = 0;  // members per link of 3 connections; 0: 1 up to K = 6,000, else 3K/18,000
   std::string store;       // "H:P"; empty: start `ddp-store serve` next to this program
   std::chrono::milliseconds keep_alive{std::chrono::seconds(5)};
   int keep_alive_attempts = 3;
@@ -41,7 +41,7 @@ struct SimulateReport {
   double heartbeat_requests_per_s = 0;
   double heartbeat_request_bytes_per_s = 0;
   double heartbeat_store_cpu = -1;  // share of one core; -1: unknown
-  double loss_detected_s = 0;   // the member went silent -> the first survivor saw the change
+  double loss_detected_s = 0;   // the member died -> the first survivor saw the change
   double loss_reformed_s = 0;   // -> every survivor knows its place in the next round
   PhaseCost loss_round;         // the survivors' next round (from seeing the change)
   std::string error;  // the phase after formation that failed; figures after it stay 0

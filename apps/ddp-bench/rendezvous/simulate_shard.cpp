@@ -6,8 +6,10 @@
 //                                               <round>; the counts are those members' own for
 //                                               that round (from its start to their place)
 //   <- snap          -> snap <requests> <request_bytes> <reply_bytes>   (every member, so far)
-//   <- kill          -> killed <ns>   this shard's first member goes silent (its rendezvous is
-//                                     destroyed, as when its agent is SIGKILLed)
+//   <- kill          -> killed <ns>   this shard's first member dies as a SIGKILLed agent does:
+//                                     its rendezvous is destroyed and its connections close
+//                                     (shared ones stay open for the others, and its lease's
+//                                     shared wait is parked again without it, see LinkLease)
 //   <- quit          exit
 //   -> error <what>  a member failed; the shard goes on, the driver gives up
 // Times are steady_clock (CLOCK_MONOTONIC) nanoseconds, comparable across processes.
@@ -30,8 +32,10 @@
 #include <vector>
 
 #include "apps/ddp-bench/rendezvous/counting_store.hpp"
+#include "apps/ddp-bench/rendezvous/link_lease.hpp"
 #include "apps/ddp-bench/rendezvous/shared_link.hpp"
 #include "common/log.hpp"
+#include "rendezvous/c10d/c10d_keys.hpp"
 #include "rendezvous/c10d/c10d_rendezvous.hpp"
 
 namespace ddp::bench {
@@ -52,10 +56,13 @@ void say(const std::string& line) {
 
 struct Member {
   int id = 0;
-  std::unique_ptr<rdzv::TcpStoreClient> own;  // per_connection 1
-  std::unique_ptr<MemberStore> shared;        // otherwise
+  std::unique_ptr<rdzv::TcpStoreClient> own;    // per_connection 1: calls
+  std::unique_ptr<rdzv::TcpStoreClient> watch;  // per_connection 1: the change log's wait
+  std::unique_ptr<MemberStore> shared;          // otherwise (waits go to the link's waits)
+  LinkLease* lease = nullptr;                   // this member's lease connection, maybe shared
   WireCounts counts;
   std::unique_ptr<CountingStore> counted;
+  std::unique_ptr<CountingStore> watched;  // the watch connection, counted too
   std::unique_ptr<rdzv::C10dRendezvous> rendezvous;  // reset: the member is gone
   Clock::time_point round_start;
 };
@@ -91,9 +98,15 @@ class Shard {
         say(fmt::format("snap {} {} {}", total.requests, total.request_bytes,
                         total.reply_bytes));
       } else if (line == "kill") {
-        members_.front()->rendezvous.reset();
-        --alive_;
+        Member& victim = *members_.front();
         say(fmt::format("killed {}", ns(Clock::now())));
+        victim.rendezvous.reset();
+        victim.own.reset();
+        victim.watch.reset();
+        --alive_;
+        asio::co_spawn(io_, victim.lease->drop(lease_base(victim.id)), [](std::exception_ptr e) {
+          if (e) say("error shard: the killed member's lease connection could not be replaced");
+        });
       } else if (line == "quit") {
         break;
       }
@@ -102,25 +115,43 @@ class Shard {
   }
 
  private:
+  // The member's lease base, as C10dRendezvous names it.
+  std::string lease_base(int id) const {
+    return rdzv::c10d_keys::prefix(o_.run_id) + "/" +
+           rdzv::c10d_keys::lease_base(fmt::format("sim{}", id));
+  }
+
   asio::awaitable<void> connect() {
     rdzv::ConnectOptions options;
     options.connect_timeout = std::chrono::seconds(120);
     options.call_timeout = std::chrono::seconds(600);
     const int count = o_.last - o_.first;
-    const int links = o_.per_connection > 1 ? (count + o_.per_connection - 1) / o_.per_connection
-                                            : 0;
-    for (int i = 0; i < count; ++i) members_.push_back(std::make_unique<Member>());
-    links_.resize(static_cast<std::size_t>(links));
+    const int per = std::max(o_.per_connection, 1);
+    const int units = (count + per - 1) / per;  // links, or members with their own connections
+    for (int i = 0; i < count; ++i) {
+      members_.push_back(std::make_unique<Member>());
+      members_.back()->id = o_.first + i;
+    }
+    if (per > 1) links_.resize(static_cast<std::size_t>(units));
+    leases_.resize(static_cast<std::size_t>(units));
     // A few connects in flight at once, so that the store's listen backlog never overflows.
     int next = 0;
     auto opener = [&]() -> asio::awaitable<void> {
-      while (next < (links > 0 ? links : count)) {
-        const auto i = static_cast<std::size_t>(next++);
-        if (links > 0) {
-          links_[i] = co_await SharedLink::connect(o_.host, o_.port, options);
-        } else {
-          members_[i]->own = co_await rdzv::TcpStoreClient::connect(o_.host, o_.port, options);
+      while (next < units) {
+        const int unit = next++;
+        const auto u = static_cast<std::size_t>(unit);
+        std::vector<std::string> bases;
+        for (int i = unit * per; i < std::min(count, (unit + 1) * per); ++i) {
+          bases.push_back(lease_base(o_.first + i));
         }
+        if (per > 1) {
+          links_[u] = co_await SharedLink::connect(o_.host, o_.port, options);
+        } else {
+          Member& m = *members_[u];
+          m.own = co_await rdzv::TcpStoreClient::connect(o_.host, o_.port, options);
+          m.watch = co_await rdzv::TcpStoreClient::connect(o_.host, o_.port, options);
+        }
+        leases_[u] = co_await LinkLease::open(o_.host, o_.port, options, std::move(bases));
       }
     };
     constexpr int kInFlight = 32;
@@ -136,14 +167,14 @@ class Shard {
     }
     co_await all_open.async_wait(asio::as_tuple(asio::use_awaitable));
     if (failure) std::rethrow_exception(failure);
-    connections_ = links > 0 ? 2 * links : count;
+    connections_ = 3 * units;
     for (int i = 0; i < count; ++i) {
       Member& m = *members_[static_cast<std::size_t>(i)];
-      m.id = o_.first + i;
+      const auto unit = static_cast<std::size_t>(i / per);
+      m.lease = leases_[unit].get();
       rdzv::Store* base = m.own.get();
-      if (links > 0) {
-        m.shared = std::make_unique<MemberStore>(*links_[static_cast<std::size_t>(
-            i / o_.per_connection)]);
+      if (per > 1) {
+        m.shared = std::make_unique<MemberStore>(*links_[unit]);
         base = m.shared.get();
       }
       m.counted = std::make_unique<CountingStore>(*base, m.counts);
@@ -153,10 +184,21 @@ class Shard {
       s.min_nodes = std::max(1, o_.k - 1);  // a loss re-forms with the survivors
       s.keep_alive_interval = o_.keep_alive;
       s.keep_alive_max_attempt = o_.keep_alive_attempts;
+      // No "n/K nodes joined" line from every waiting member every 5 s: at 100,000 members
+      // writing them took more of the shards' CPU than the protocol.
+      s.progress_interval = s.join_timeout;
       s.store_host = o_.host;
       s.store_port = o_.port;
       rdzv::C10dNode self{"127.0.0.1", fmt::format("sim{}", m.id), false};
       m.rendezvous = std::make_unique<rdzv::C10dRendezvous>(executor, *m.counted, s, self);
+      // The change log's wait: on the member's own watch connection, or on the link's waits
+      // connection, where the link's members share one WAIT (counted like any other request).
+      if (m.watch) {
+        m.watched = std::make_unique<CountingStore>(*m.watch, m.counts);
+        m.rendezvous->watch_changes_on(*m.watched);
+      } else {
+        m.rendezvous->watch_changes_on(*m.counted);
+      }
     }
     alive_ = count;
   }
@@ -208,6 +250,7 @@ class Shard {
   asio::posix::stream_descriptor input_;  // stdin: the driver's lines
   std::vector<std::unique_ptr<Member>> members_;
   std::vector<std::unique_ptr<SharedLink>> links_;
+  std::vector<std::unique_ptr<LinkLease>> leases_;  // one per link, or per member
   std::map<int, Round> rounds_;
   int alive_ = 0;
   int connections_ = 0;

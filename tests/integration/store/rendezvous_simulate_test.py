@@ -1,8 +1,9 @@
 """ddp-bench rendezvous --simulate: 64 c10d members over 2 processes against a real `ddp-store
-serve`, once with a connection per member and once with 4 members per connection. Every member
-learns a distinct place in the first round and, after one member goes silent, every survivor a
-distinct place in the next (read back from the store's place keys); the report's fields are
-present and sane. Figures are not asserted (docs/BENCHMARKS.md)."""
+serve`, once with connections of their own and once with 4 members per link. Every member
+learns a distinct place in the first round and, after one member dies, every survivor a distinct
+place in the next (read back from the store's place keys); the dead member is the only one lost,
+and its lease, not the heartbeats, told (the change log says `by=connection`); the report's fields
+are present and sane. Figures are not asserted (docs/BENCHMARKS.md)."""
 
 import json
 
@@ -35,10 +36,16 @@ def simulate(per_connection):
         ddptest.check(group_ranks(store, 0, K) == list(range(K)), "round 0 places not distinct")
         ddptest.check(group_ranks(store, 1, K - 1) == list(range(K - 1)),
                       "round 1 places not distinct")
+        log = ddptest.run([ddptest.bin_path("ddp-store"), "get", "--addr",
+                           f"{store.host}:{store.port}", "/ddprun/sim/r0/change"],
+                          timeout=20, check_rc=0).stdout
+        lost = [line for line in log.splitlines() if line.startswith("lost ")]
+        ddptest.check(len(lost) == 1 and lost[0].startswith("lost sim0 by=connection "),
+                      f"round 0's change log: {log!r}")
         store.stop()
     links = (K + per_connection - 1) // per_connection
     expected = {"k": K, "procs": 2, "members_per_connection": per_connection,
-                "store_connections": K if per_connection == 1 else 2 * links}
+                "store_connections": 3 * links}
     for key, value in expected.items():
         ddptest.check(report[key] == value, f"{key}: {report[key]} != {value}\n{report}")
     ddptest.check(report["formed_s"] > 0, f"formed_s {report['formed_s']}")

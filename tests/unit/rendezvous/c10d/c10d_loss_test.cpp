@@ -1,6 +1,6 @@
 // Node loss detected by a closed store connection (store leases), over a real TcpStoreServer: the
-// host uses the in-process store, the others a client plus a LeaseHolder on a client of its own,
-// as C10dBackend wires them. Heartbeats are slowed down so that only the connection can tell.
+// host uses the in-process store, the others a client, a LeaseHolder on a client of its own and a
+// third client for the change log's wait, as C10dBackend wires them. Heartbeats are slowed down so that only the connection can tell.
 
 #include <catch2/catch.hpp>
 
@@ -32,8 +32,10 @@ struct TcpJob {
       n.holder = std::make_unique<LeaseHolder>(
           io.get_executor(), *n.lease_client,
           c10d_keys::prefix(settings.run_id) + "/" + c10d_keys::lease_base(name));
+      n.watch_client = connect_client(io, server.port());
       n.rdzv = std::make_unique<C10dRendezvous>(io.get_executor(), *n.client, settings,
                                                 C10dNode{"127.0.0.1", name, false});
+      n.rdzv->watch_changes_on(*n.watch_client);
     }
   }
 
@@ -50,12 +52,14 @@ struct TcpJob {
     n.holder->stop();
     n.rdzv.reset();
     n.lease_client.reset();
+    n.watch_client.reset();
     n.client.reset();
   }
 
   struct Node {
     std::unique_ptr<TcpStoreClient> client;
     std::unique_ptr<TcpStoreClient> lease_client;
+    std::unique_ptr<TcpStoreClient> watch_client;
     std::unique_ptr<LeaseHolder> holder;
     std::unique_ptr<C10dRendezvous> rdzv;
   };
