@@ -74,20 +74,19 @@ C10dRendezvous::~C10dRendezvous() { stop_monitor(); }
 
 asio::awaitable<RendezvousInfo> C10dRendezvous::next_round(int local_world_size) {
   stop_monitor();
-  std::optional<int> latest;
-  if (!current_) latest = co_await latest_round();
-  // A job closes only after one of its rounds has closed (close_job follows a round), so a fresh
-  // job, with no latest round, needs no check: one request less for every node of a first round.
-  bool closed = false;
-  if (current_ || latest) closed = co_await store_.check(c10d_keys::one(keys::kClosed));
-  if (closed) {
+  // A node's first call joins round 0 at once. In a fresh job that is the round to join; a job
+  // that runs, or has closed (a job closes only after one of its rounds did), has closed round 0
+  // already, so such a node finds itself late there and only then asks whether the job is
+  // closed and which round is the last (below): one request less for every node of a fresh job.
+  const bool first_call = !current_;
+  if (current_ && co_await store_.check(c10d_keys::one(keys::kClosed))) {
     // Tell a store host that is failing the job that we have read why, so it may exit.
-    if (current_) co_await store_.add(keys::left(current_->header.round), 1);
+    co_await store_.add(keys::left(current_->header.round), 1);
     const std::string why = to_string(co_await get_existing(store_, keys::kClosed));
     throw RendezvousClosedError(closed_message(settings_.run_id, why));
   }
   const Clock::time_point deadline = Clock::now() + settings_.join_timeout;
-  int round = latest.value_or(0);
+  int round = 0;
   int expected = 0;
   if (current_) {
     round = current_->header.round + 1;
@@ -100,6 +99,15 @@ asio::awaitable<RendezvousInfo> C10dRendezvous::next_round(int local_world_size)
     joined = co_await join(round, local_world_size, expected);
     header = co_await wait_closed(joined, expected, deadline);
     if (joined.index <= header.size) break;  // the members are the arrivals 1..size
+    if (first_call && round == 0) {
+      // Round 0 closed without this node: the job runs. Is it over, and which round is last?
+      co_await throw_if_closed();
+      const std::optional<int> latest = co_await latest_round();
+      if (latest && *latest > round) {
+        round = *latest;  // the rounds in between are over: no "waiting" line for them
+        continue;
+      }
+    }
     // Late: the round closed without us. Running members restart for us when there is room
     // ("waiting"); a full round only learns that we stand by for the next one.
     joined.size = header.size;
