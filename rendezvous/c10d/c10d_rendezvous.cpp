@@ -1,8 +1,8 @@
-// Joining and closing c10d rounds. Every node does O(1) store operations per round (an add for
-// its arrival index, its own descriptor and heartbeat keys, one wait, one read of the round's
-// header and one of its own place) and reads O(1) bytes; the node whose compare_set closes the
-// round reads the descriptors once and writes the places and the header. Nothing is
-// read-modify-written by every node.
+// Joining and closing c10d rounds. Every node makes the same few store requests per round, at any
+// size (docs/rendezvous.md counts them: an add for its arrival index, one write of its descriptor
+// and heartbeat keys, one wait, one read of the round's header and one of its own place) and
+// reads O(1) bytes; the node whose compare_set closes the round reads the descriptors once and
+// writes the places and the header. Nothing is read-modify-written by every node.
 
 #include "rendezvous/c10d/c10d_rendezvous.hpp"
 
@@ -55,6 +55,13 @@ double seconds(Clock::duration d) {
   return std::chrono::duration<double>(d).count();
 }
 
+// The value of a key this node knows exists (it waited for it, or for a key written after it):
+// one request, where get() is a WAIT and a GET.
+asio::awaitable<Bytes> get_existing(Store& store, std::string key) {
+  std::vector<Bytes> values = co_await store.multi_get_existing(c10d_keys::one(std::move(key)));
+  co_return std::move(values.at(0));
+}
+
 }  // namespace
 
 C10dRendezvous::C10dRendezvous(asio::any_io_executor executor, Store& store,
@@ -70,19 +77,23 @@ C10dRendezvous::~C10dRendezvous() { stop_monitor(); }
 
 asio::awaitable<RendezvousInfo> C10dRendezvous::next_round(int local_world_size) {
   stop_monitor();
+  // A node's first call joins round 0 at once. In a fresh job that is the round to join; a job
+  // that runs, or has closed (a job closes only after one of its rounds did), has closed round 0
+  // already, so such a node finds itself late there and only then asks whether the job is
+  // closed and which round is the last (below): one request less for every node of a fresh job.
+  const bool first_call = !current_;
   if (current_ && co_await store_.check(c10d_keys::one(keys::kClosed))) {
     // Tell a store host that is failing the job that we have read why, so it may exit.
     co_await store_.add(keys::left(current_->header.round), 1);
+    const std::string why = to_string(co_await get_existing(store_, keys::kClosed));
+    throw RendezvousClosedError(closed_message(settings_.run_id, why));
   }
-  co_await throw_if_closed();
   const Clock::time_point deadline = Clock::now() + settings_.join_timeout;
   int round = 0;
   int expected = 0;
   if (current_) {
     round = current_->header.round + 1;
     expected = co_await expected_members(current_->header.round);
-  } else {
-    round = co_await first_round();
   }
   current_.reset();
   Joined joined;
@@ -91,6 +102,15 @@ asio::awaitable<RendezvousInfo> C10dRendezvous::next_round(int local_world_size)
     joined = co_await join(round, local_world_size, expected);
     header = co_await wait_closed(joined, expected, deadline);
     if (joined.index <= header.size) break;  // the members are the arrivals 1..size
+    if (first_call && round == 0) {
+      // Round 0 closed without this node: the job runs. Is it over, and which round is last?
+      co_await throw_if_closed();
+      const std::optional<int> latest = co_await latest_round();
+      if (latest && *latest > round) {
+        round = *latest;  // the rounds in between are over: no "waiting" line for them
+        continue;
+      }
+    }
     // Late: the round closed without us. Running members restart for us when there is room
     // ("waiting"); a full round only learns that we stand by for the next one.
     joined.size = header.size;
@@ -107,8 +127,9 @@ asio::awaitable<RendezvousInfo> C10dRendezvous::next_round(int local_world_size)
     expected = co_await expected_members(round);
     ++round;
   }
+  // The closer wrote the places before the header.
   const std::string place_key = keys::place(round, joined.index);
-  const C10dPlace place = decode_place(co_await store_.get(place_key), place_key);
+  const C10dPlace place = decode_place(co_await get_existing(store_, place_key), place_key);
   current_ = Member{header, place};
   current_index_ = joined.index;
   RendezvousInfo info = info_for(header, place, settings_.run_id);
@@ -132,26 +153,25 @@ asio::awaitable<void> C10dRendezvous::write_lease(int round) {
   co_await store_.set(lease_key(keys::lease_base(self_.name)), encode(lease));
 }
 
-asio::awaitable<int> C10dRendezvous::first_round() {
+asio::awaitable<std::optional<int>> C10dRendezvous::latest_round() {
   // A node that arrives while the job runs starts at the last closed round: it is late there,
   // says so, and joins the next one.
   const std::string latest_key = keys::kLatest;
   std::vector<std::string> probe{latest_key};
   const bool has_latest = co_await store_.check(std::move(probe));
-  if (!has_latest) co_return 0;
-  const Bytes value = co_await store_.get(latest_key);
+  if (!has_latest) co_return std::nullopt;
+  const Bytes value = co_await get_existing(store_, latest_key);
   const auto latest = leading_int(value);
   co_return latest && *latest >= 0 ? static_cast<int>(*latest) : 0;
 }
 
 asio::awaitable<int> C10dRendezvous::expected_members(int round) {
-  const auto size_value = co_await store_.get(keys::size(round));
-  const int size = static_cast<int>(leading_int(size_value).value_or(0));
-  Bytes log;
-  if (co_await store_.check(c10d_keys::one(keys::change(round)))) {
-    log = co_await store_.get(keys::change(round));
-  }
-  const C10dChanges changes = parse_changes(log);
+  // `round` closed (this node read its header): its closer set the size and began the change
+  // log before the header, so both exist.
+  std::vector<std::string> read{keys::size(round), keys::change(round)};
+  const std::vector<Bytes> values = co_await store_.multi_get_existing(std::move(read));
+  const int size = static_cast<int>(leading_int(values.at(0)).value_or(0));
+  const C10dChanges changes = parse_changes(values.at(1));
   const auto standby = co_await store_.add(keys::standby(round), 0);
   const int expected =
       std::min(changes.expected_next(size, settings_.max_nodes) + static_cast<int>(standby),
@@ -174,10 +194,12 @@ asio::awaitable<C10dRendezvous::Joined> C10dRendezvous::join(int round, int loca
     std::tie(desc.master_addr, desc.master_port) = open_worker_store_(round);
   }
   joined.index = static_cast<int>(co_await store_.add(keys::join(round), 1));
-  // The heartbeat key first: once the descriptor exists, the closer may publish the round and a
-  // neighbour may start reading it.
-  co_await store_.set(keys::heartbeat(round, joined.index), to_bytes("0"));
-  co_await store_.set(keys::node(round, joined.index), encode(desc));
+  // One request, the heartbeat key first: once the descriptor exists, the closer may publish the
+  // round and a neighbour may start reading it.
+  std::vector<std::pair<std::string, Bytes>> mine;
+  mine.emplace_back(keys::heartbeat(round, joined.index), to_bytes("0"));
+  mine.emplace_back(keys::node(round, joined.index), encode(desc));
+  co_await store_.multi_set(std::move(mine));
   logger()->debug("joined round={} arrival={} expected={} node={} addr={}", round, joined.index,
                   expected, self_.name, self_.addr);
   co_return joined;
@@ -200,7 +222,9 @@ asio::awaitable<C10dRoundHeader> C10dRendezvous::wait_closed(const Joined& joine
   const milliseconds recount = std::clamp(settings_.keep_alive_interval / 2, milliseconds(50),
                                           milliseconds(1000));
   int arrived = joined.index;
-  Clock::time_point next_progress = Clock::now() + settings_.progress_interval;
+  const milliseconds progress_period =
+      c10d_progress_period(settings_.progress_interval, settings_.max_nodes);
+  Clock::time_point next_progress = Clock::now() + progress_period;
   for (;;) {
     const Clock::time_point now = Clock::now();
     Clock::time_point wake = std::min(deadline, next_progress);
@@ -210,7 +234,7 @@ asio::awaitable<C10dRoundHeader> C10dRendezvous::wait_closed(const Joined& joine
                                    std::chrono::duration_cast<milliseconds>(wake - now));
     // The header, not the size: one wake-up and one read per node when the round closes.
     if (co_await store_.wait_for(c10d_keys::one(keys::assignment(round)), wait_for)) {
-      const Bytes value = co_await store_.get(keys::assignment(round));
+      const Bytes value = co_await get_existing(store_, keys::assignment(round));
       if (value == to_bytes(keys::kClosedSize)) {
         co_await throw_if_closed();
         throw RendezvousClosedError(fmt::format("c10d rendezvous run={} round={} was closed",
@@ -247,7 +271,7 @@ asio::awaitable<C10dRoundHeader> C10dRendezvous::wait_closed(const Joined& joine
                        : arrived < settings_.min_nodes ? settings_.min_nodes
                                                        : settings_.max_nodes;
     if (Clock::now() < next_progress) continue;
-    next_progress = Clock::now() + settings_.progress_interval;
+    next_progress = Clock::now() + progress_period;
     const Clock::time_point until = last_call ? std::min(*last_call, deadline) : deadline;
     // Progress shows at the default (warning) level. Under a second left, the round closes or
     // fails at the next wake-up: "waiting up to 0 s" would say nothing.
@@ -311,9 +335,21 @@ asio::awaitable<void> C10dRendezvous::publish_assignment(int round, int size) {
 
 asio::awaitable<void> C10dRendezvous::throw_if_closed() {
   if (!co_await store_.check(c10d_keys::one(keys::kClosed))) co_return;
-  const std::string why = to_string(co_await store_.get(keys::kClosed));
-  throw RendezvousClosedError(
-      fmt::format("c10d rendezvous run={} is closed: {}", settings_.run_id, why));
+  const std::string why = to_string(co_await get_existing(store_, keys::kClosed));
+  throw RendezvousClosedError(closed_message(settings_.run_id, why));
+}
+
+// A wake-up costs a waiting node four requests (the WAIT's cancel, the count, the closed check,
+// the WAIT again). At 100,000 nodes every 5 s that is 80,000 requests a second while a round
+// forms: the nodes that joined first woke while the others still joined, and each wake-up
+// slowed the round it waited for. At most max_nodes nodes wait, so this keeps them within
+// 20,000 requests a second.
+milliseconds c10d_progress_period(milliseconds progress_interval, int max_nodes) {
+  constexpr std::int64_t kWakeRequests = 4;
+  constexpr std::int64_t kRequestsPerSecond = 20000;
+  const milliseconds budget{std::int64_t{std::max(max_nodes, 0)} * kWakeRequests * 1000 /
+                            kRequestsPerSecond};
+  return std::max(progress_interval, budget);
 }
 
 asio::awaitable<std::string> C10dRendezvous::joined_names(int round, int count) {

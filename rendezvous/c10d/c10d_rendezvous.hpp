@@ -63,7 +63,8 @@ class C10dRendezvous final : public Rendezvous {
   };
   struct Monitor;  // the running round's heartbeat and change watcher (c10d_monitor.cpp)
 
-  asio::awaitable<int> first_round();
+  // The last round that closed; nullopt in a fresh job (no round closed yet).
+  asio::awaitable<std::optional<int>> latest_round();
   asio::awaitable<int> expected_members(int round);
   asio::awaitable<Joined> join(int round, int local_world_size, int expected);
   asio::awaitable<C10dRoundHeader> wait_closed(const Joined& joined, int expected,

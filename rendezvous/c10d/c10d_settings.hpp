@@ -49,6 +49,12 @@ C10dWatched c10d_watched(int index, int size);
 // c10d_monitor.cpp.)
 std::chrono::milliseconds c10d_read_period(std::chrono::milliseconds keep_alive_interval);
 
+// How often a node that waits for a round to close wakes to count the arrivals (and log them):
+// progress_interval, but at least max_nodes / 5 ms (20 s at 100,000), so that the waiting
+// nodes' wake-ups stay within 20,000 store requests a second (c10d_rendezvous.cpp).
+std::chrono::milliseconds c10d_progress_period(std::chrono::milliseconds progress_interval,
+                                               int max_nodes);
+
 // This node as the other nodes see it.
 struct C10dNode {
   std::string addr;  // advertised address (--local_addr, or the interface routing to the store)

@@ -100,6 +100,11 @@ asio::awaitable<void> MemoryStore::append(std::string key, Bytes value) {
 
 asio::awaitable<std::vector<Bytes>> MemoryStore::multi_get(std::vector<std::string> keys) {
   co_await wait(keys, timeout());
+  co_return co_await multi_get_existing(std::move(keys));
+}
+
+asio::awaitable<std::vector<Bytes>> MemoryStore::multi_get_existing(
+    std::vector<std::string> keys) {
   std::vector<Bytes> values;
   values.reserve(keys.size());
   for (const auto& key : keys) {

@@ -32,6 +32,8 @@ class MemoryStore final : public Store {
   asio::awaitable<void> append(std::string key, Bytes value) override;
   asio::awaitable<std::vector<Bytes>> multi_get(std::vector<std::string> keys) override;
   asio::awaitable<void> multi_set(std::vector<std::pair<std::string, Bytes>> kvs) override;
+  // A missing key reads as an empty value, as ddp-store's GET answers it.
+  asio::awaitable<std::vector<Bytes>> multi_get_existing(std::vector<std::string> keys) override;
 
   // The keys and waiters themselves, for the TCP server that serves them (synchronous access).
   KeyTable& table();

@@ -66,6 +66,12 @@ asio::awaitable<std::vector<Bytes>> PrefixStore::multi_get(std::vector<std::stri
   co_return co_await inner_.multi_get(std::move(keys));
 }
 
+asio::awaitable<std::vector<Bytes>> PrefixStore::multi_get_existing(
+    std::vector<std::string> keys) {
+  for (auto& key : keys) key = key_of(key);
+  co_return co_await inner_.multi_get_existing(std::move(keys));
+}
+
 asio::awaitable<void> PrefixStore::multi_set(std::vector<std::pair<std::string, Bytes>> kvs) {
   for (auto& kv : kvs) kv.first = key_of(kv.first);
   co_await inner_.multi_set(std::move(kvs));

@@ -31,6 +31,7 @@ class PrefixStore final : public Store {
   asio::awaitable<void> append(std::string key, Bytes value) override;
   asio::awaitable<std::vector<Bytes>> multi_get(std::vector<std::string> keys) override;
   asio::awaitable<void> multi_set(std::vector<std::pair<std::string, Bytes>> kvs) override;
+  asio::awaitable<std::vector<Bytes>> multi_get_existing(std::vector<std::string> keys) override;
 
  private:
   std::string key_of(const std::string& key) const;

@@ -74,6 +74,13 @@ class Store {
   // Sets every pair, in order.
   virtual asio::awaitable<void> multi_set(std::vector<std::pair<std::string, Bytes>> kvs) = 0;
 
+  // multi_get for keys the caller knows exist (it waited for them, or for a key written after
+  // them): one request, no wait. REQUIRES every key to exist: PyTorch's servers close the
+  // connection on a missing key (ddp-store answers an empty value). The default waits first.
+  virtual asio::awaitable<std::vector<Bytes>> multi_get_existing(std::vector<std::string> keys) {
+    return multi_get(std::move(keys));
+  }
+
   // The default deadline of get, wait and multi_get (and of every client call).
   std::chrono::milliseconds timeout() const { return timeout_; }
   void set_timeout(std::chrono::milliseconds timeout) { timeout_ = timeout; }

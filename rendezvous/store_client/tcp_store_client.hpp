@@ -48,6 +48,7 @@ class TcpStoreClient final : public Store {
   asio::awaitable<void> append(std::string key, Bytes value) override;
   asio::awaitable<std::vector<Bytes>> multi_get(std::vector<std::string> keys) override;
   asio::awaitable<void> multi_set(std::vector<std::pair<std::string, Bytes>> kvs) override;
+  asio::awaitable<std::vector<Bytes>> multi_get_existing(std::vector<std::string> keys) override;
 
   // "host:port", for messages.
   const std::string& address() const;

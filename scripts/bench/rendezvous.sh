@@ -14,7 +14,8 @@
 #   rendezvous.sh simulate K [K...]  `ddp-bench rendezvous --simulate K` (no processes per member:
 #                                  K real c10d members as coroutines over a few processes against
 #                                  ddp-store serve); one row per K: formation, requests and bytes
-#                                  per member per round, heartbeat load, loss. SIM_ARGS adds flags
+#                                  per member per round (store and members' CPU), heartbeat load,
+#                                  loss. SIM_ARGS adds flags
 #   rendezvous.sh node_loss        3 network-namespace nodes (root; take the netns lock) running
 #                                  real PyTorch gloo DDP workers that checkpoint and resume
 #                                  (--nnodes=2:3 --max_restarts=3, keep_alive_interval=1,
@@ -289,8 +290,8 @@ PY
 
 # simulate K...: one table, a row per K, from ddp-bench rendezvous --simulate K --json.
 simulate() {
-  printf '%7s %5s %4s | %8s %8s %7s %7s %6s | %9s %7s %6s | %6s %8s %8s\n' K procs conn \
-    formed_s req/mbr sent_B recv_B cpu_s hb_req/s req/mbr/s cpu_% seen_s reform_s req/surv
+  printf '%7s %5s %4s | %8s %8s %7s %7s %6s %6s | %9s %7s %6s | %6s %8s %8s\n' K procs conn \
+    formed_s req/mbr sent_B recv_B cpu_s mcpu_s hb_req/s req/mbr/s cpu_% seen_s reform_s req/surv
   for k in "$@"; do
     # shellcheck disable=SC2086
     "$BUILD/bin/ddp-bench" rendezvous --simulate "$k" ${SIM_ARGS:-} --json \
@@ -307,7 +308,7 @@ rd, hb, loss = r["round"], r["heartbeat"], r["loss"]
 print(f"{r['k']:7d} {r['procs']:5d} {r['members_per_connection']:4d} | "
       f"{r['formed_s']:8.2f} {rd['requests_per_member']:8.2f} "
       f"{rd['request_bytes_per_member']:7.0f} {rd['reply_bytes_per_member']:7.0f} "
-      f"{rd['store_cpu_s']:6.2f} | {hb['requests_per_s']:9.0f} "
+      f"{rd['store_cpu_s']:6.2f} {rd.get('members_cpu_s', 0):6.2f} | {hb['requests_per_s']:9.0f} "
       f"{hb['requests_per_member_per_s']:7.3f} {100 * hb['store_cpu_share']:6.1f} | "
       f"{loss['detected_s']:6.2f} {loss['reform_after_detection_s']:8.2f} "
       f"{loss['round']['requests_per_member']:8.2f}")

@@ -148,9 +148,24 @@ rdzv::asio::awaitable<void> CountingStore::append(std::string key, rdzv::Bytes v
 rdzv::asio::awaitable<std::vector<rdzv::Bytes>> CountingStore::multi_get(
     std::vector<std::string> keys) {
   count_wait(keys, false);
+  co_return co_await counted_multi_get(std::move(keys), true);
+}
+
+rdzv::asio::awaitable<std::vector<rdzv::Bytes>> CountingStore::multi_get_existing(
+    std::vector<std::string> keys) {
+  return counted_multi_get(std::move(keys), false);
+}
+
+rdzv::asio::awaitable<std::vector<rdzv::Bytes>> CountingStore::counted_multi_get(
+    std::vector<std::string> keys, bool wait_first) {
   wire::ByteVec out;
   encoder().multi_get(out, keys);
-  std::vector<rdzv::Bytes> values = co_await inner_.multi_get(std::move(keys));
+  std::vector<rdzv::Bytes> values;
+  if (wait_first) {
+    values = co_await inner_.multi_get(std::move(keys));
+  } else {
+    values = co_await inner_.multi_get_existing(std::move(keys));
+  }
   std::int64_t reply = 0;
   for (const auto& value : values) reply += value_reply(value);
   count(counts_, out, reply);

@@ -43,9 +43,14 @@ class CountingStore final : public rdzv::Store {
       std::vector<std::string> keys) override;
   rdzv::asio::awaitable<void> multi_set(
       std::vector<std::pair<std::string, rdzv::Bytes>> kvs) override;
+  rdzv::asio::awaitable<std::vector<rdzv::Bytes>> multi_get_existing(
+      std::vector<std::string> keys) override;
 
  private:
   void count_wait(const std::vector<std::string>& keys, bool timed_out);
+  // MULTI_GET counted; through the inner store's multi_get (which waits) or multi_get_existing.
+  rdzv::asio::awaitable<std::vector<rdzv::Bytes>> counted_multi_get(std::vector<std::string> keys,
+                                                                     bool wait_first);
   rdzv::Store& inner_;
   WireCounts& counts_;
 };

@@ -26,7 +26,8 @@ nlohmann::json per_member(const PhaseCost& c) {
           {"requests_per_member", static_cast<double>(c.counts.requests) / n},
           {"request_bytes_per_member", static_cast<double>(c.counts.request_bytes) / n},
           {"reply_bytes_per_member", static_cast<double>(c.counts.reply_bytes) / n},
-          {"store_cpu_s", c.store_cpu_s}};
+          {"store_cpu_s", c.store_cpu_s},
+          {"members_cpu_s", c.members_cpu_s}};
 }
 
 nlohmann::json to_json(const SimulateReport& r) {
@@ -61,9 +62,10 @@ void print_text(const SimulateReport& r) {
   std::printf("formed: %.2f s from the first join to every member knowing its place\n",
               r.formed_s);
   std::printf("one round per member: %.2f requests, %.0f bytes sent, %.0f bytes received "
-              "(store CPU %.2f s)\n", per(r.round, r.round.counts.requests),
+              "(store CPU %.2f s, members' CPU %.2f s)\n", per(r.round, r.round.counts.requests),
               per(r.round, r.round.counts.request_bytes),
-              per(r.round, r.round.counts.reply_bytes), r.round.store_cpu_s);
+              per(r.round, r.round.counts.reply_bytes), r.round.store_cpu_s,
+              r.round.members_cpu_s);
   std::printf("heartbeats (keep_alive_interval %.0f s): %.0f requests/s (%.3f per member), "
               "store CPU %.1f %% of a core\n", r.keep_alive_s, r.heartbeat_requests_per_s,
               r.heartbeat_requests_per_s / r.k, 100 * r.heartbeat_store_cpu);

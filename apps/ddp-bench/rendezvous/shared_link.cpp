@@ -133,6 +133,10 @@ asio::awaitable<void> MemberStore::append(std::string key, rdzv::Bytes value) {
 asio::awaitable<std::vector<rdzv::Bytes>> MemberStore::multi_get(std::vector<std::string> keys) {
   return link_.calls().multi_get(std::move(keys));
 }
+asio::awaitable<std::vector<rdzv::Bytes>> MemberStore::multi_get_existing(
+    std::vector<std::string> keys) {
+  return link_.calls().multi_get_existing(std::move(keys));
+}
 asio::awaitable<void> MemberStore::multi_set(
     std::vector<std::pair<std::string, rdzv::Bytes>> kvs) {
   return link_.calls().multi_set(std::move(kvs));

@@ -69,6 +69,8 @@ class MemberStore final : public rdzv::Store {
       std::vector<std::string> keys) override;
   rdzv::asio::awaitable<void> multi_set(
       std::vector<std::pair<std::string, rdzv::Bytes>> kvs) override;
+  rdzv::asio::awaitable<std::vector<rdzv::Bytes>> multi_get_existing(
+      std::vector<std::string> keys) override;
 
  private:
   SharedLink& link_;

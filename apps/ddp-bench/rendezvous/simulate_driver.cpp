@@ -62,6 +62,7 @@ class Driver {
 
     // Formation: every member joins at "go".
     const auto cpu_before = store_cpu();
+    members_cpu_before_ = members_cpu();
     for (auto& shard : shards_) shard->send("go");
     const auto first = collect(0, o_.k, "the first round");
     r.formed_s = seconds_between(first.start_ns, first.last_ns);
@@ -100,6 +101,7 @@ class Driver {
   void measure_loss(SimulateReport& r) {
     // Shard 0's first member dies.
     const auto cpu_loss = store_cpu();
+    members_cpu_before_ = members_cpu();
     shards_.front()->send("kill");
     const std::int64_t killed = std::stoll(expect(*shards_.front(), "killed", "kill"));
     const auto next = collect(1, o_.k - 1, "the round after the loss");
@@ -199,6 +201,7 @@ class Driver {
     c.counts = placed.counts;
     const auto cpu_after = store_cpu();
     if (cpu_before && cpu_after) c.store_cpu_s = *cpu_after - *cpu_before;
+    c.members_cpu_s = members_cpu() - members_cpu_before_;
     return c;
   }
 
@@ -216,6 +219,12 @@ class Driver {
     return {total, cpu, at};
   }
 
+  double members_cpu() const {
+    double total = 0;
+    for (const auto& shard : shards_) total += process_cpu_seconds(shard->pid()).value_or(0);
+    return total;
+  }
+
   std::optional<double> store_cpu() const {
     if (store_pid_ <= 0) return std::nullopt;
     return process_cpu_seconds(store_pid_);
@@ -228,6 +237,7 @@ class Driver {
   pid_t store_pid_ = -1;
   std::unique_ptr<ChildProcess> store_process_;
   std::vector<std::unique_ptr<ChildProcess>> shards_;
+  double members_cpu_before_ = 0;  // at the start of the phase cost() ends
 };
 
 }  // namespace

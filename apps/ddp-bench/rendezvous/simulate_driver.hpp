@@ -26,6 +26,7 @@ struct PhaseCost {  // what the members did in one round, summed
   int members = 0;
   WireCounts counts;
   double store_cpu_s = -1;  // -1: the store's process is not known
+  double members_cpu_s = 0;  // the shard processes' CPU seconds (the members' own side)
 };
 
 struct SimulateReport {

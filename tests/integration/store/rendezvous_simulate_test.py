@@ -3,7 +3,8 @@ serve`, once with connections of their own and once with 4 members per link. Eve
 learns a distinct place in the first round and, after one member dies, every survivor a distinct
 place in the next (read back from the store's place keys); the dead member is the only one lost,
 and its lease, not the heartbeats, told (the change log says `by=connection`); the report's fields
-are present and sane. Figures are not asserted (docs/BENCHMARKS.md)."""
+are present and sane, and a member's first round takes the documented number of store requests.
+Figures are not asserted (docs/BENCHMARKS.md)."""
 
 import json
 
@@ -50,9 +51,11 @@ def simulate(per_connection):
         ddptest.check(report[key] == value, f"{key}: {report[key]} != {value}\n{report}")
     ddptest.check(report["formed_s"] > 0, f"formed_s {report['formed_s']}")
     round_ = report["round"]
-    ddptest.check(round_["members"] == K and round_["requests_per_member"] >= 5 and
-                  round_["request_bytes_per_member"] > 0 and round_["reply_bytes_per_member"] > 0,
-                  f"round {round_}")
+    # Issue 24: a member's first round is 7 requests at any K (docs/rendezvous.md), plus its
+    # monitor's first heartbeat; the closer's few more spread over K. Counted, not timed.
+    ddptest.check(round_["members"] == K and 7 <= round_["requests_per_member"] <= 8.5 and
+                  round_["request_bytes_per_member"] > 0 and round_["reply_bytes_per_member"] > 0
+                  and round_["members_cpu_s"] >= 0, f"round {round_}")
     beats = report["heartbeat"]
     ddptest.check(beats["window_s"] > 0 and beats["requests_per_s"] > 0 and
                   0 <= beats["store_cpu_share"] < 2, f"heartbeat {beats}")

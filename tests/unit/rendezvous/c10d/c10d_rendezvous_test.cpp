@@ -124,6 +124,14 @@ TEST_CASE("issue 21: waiting progress shows at warning level and never says 'up 
   CHECK_THAT(captured.str(), !Catch::Contains("waiting up to 0 s"));
 }
 
+TEST_CASE("issue 24: nodes waiting for a large round wake within the store's budget", "[c10d]") {
+  // A wake-up is 4 requests: every 5 s up to 25,000 nodes, every 20 s at 100,000.
+  CHECK(c10d_progress_period(5s, 4) == 5s);
+  CHECK(c10d_progress_period(50ms, 4) == 50ms);
+  CHECK(c10d_progress_period(5s, 25000) == 5s);
+  CHECK(c10d_progress_period(5s, 100000) == 20s);
+}
+
 TEST_CASE("a late node makes running nodes restart into a bigger round", "[c10d]") {
   C10dSettings s = fast_settings(2, 3);
   Cluster c(s);

@@ -78,6 +78,8 @@ TEST_CASE("MemoryStore set, get, add, compare_set, check, delete, num_keys") {
     const auto values = co_await store.multi_get(wanted);
     CHECK(to_string(values.at(0)) == "2");
     CHECK(to_string(values.at(1)) == "abcd");
+    const auto existing = co_await store.multi_get_existing(wanted);
+    CHECK(existing == values);
   }());
 }
 

@@ -180,6 +180,34 @@ TEST_CASE_METHOD(WireTest, "2.x multi_get and multi_set use MULTI_GET and MULTI_
   run(server(), client());
 }
 
+TEST_CASE_METHOD(WireTest, "multi_get_existing reads without a WAIT in both dialects",
+                 "[client]") {
+  // Issue 24: a key the caller knows exists costs one request, not a WAIT and a read.
+  auto client = [&](WireDialect dialect) -> asio::awaitable<void> {
+    auto c = co_await connect(dialect);
+    std::vector<std::string> ab{"/a", "/b"};
+    auto values = co_await c->multi_get_existing(ab);
+    std::vector<Bytes> expected{to_bytes("1"), to_bytes("2")};
+    CHECK(values == expected);
+  };
+  SECTION("2.x: one MULTI_GET") {
+    auto server = [&]() -> asio::awaitable<void> {
+      auto s = co_await accept(WireDialect::kTorch2);
+      co_await expect_bytes(s, "0A 0200000000000000 0200000000000000 2f61 0200000000000000 2f62");
+      co_await write_all(s, hex("0100000000000000 31 0100000000000000 32"));
+    };
+    run(server(), client(WireDialect::kTorch2));
+  }
+  SECTION("1.13: one GET per key, pipelined") {
+    auto server = [&]() -> asio::awaitable<void> {
+      auto s = co_await accept(WireDialect::kTorch113);
+      co_await expect_bytes(s, ("02 0200000000000000 2f61 02 0200000000000000 2f62"));
+      co_await write_all(s, hex("0100000000000000 31 0100000000000000 32"));
+    };
+    run(server(), client(WireDialect::kTorch113));
+  }
+}
+
 TEST_CASE_METHOD(WireTest, "a 2.x wait past its deadline sends CANCEL_WAIT and raises a timeout",
                  "[client]") {
   auto server = [&]() -> asio::awaitable<void> {
