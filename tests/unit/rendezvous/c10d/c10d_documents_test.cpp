@@ -196,14 +196,14 @@ TEST_CASE("the round header and place documents keep their bytes", "[c10d]") {
   const C10dRoundHeader header{5, 2, "10.0.0.2", 4711, true, 3, 7};
   CHECK(to_string(encode(header)) ==
         R"({"host_first":true,"master_addr":"10.0.0.2","master_port":4711,"restart_count":2,)"
-        R"("round":5,"size":3,"version":3,"world_size":7})");
+        R"("round":5,"size":3,"version":4,"world_size":7})");
   const C10dPlace place{1, 4, 2, "c"};
   CHECK(to_string(encode(place)) ==
-        R"({"group_rank":1,"neighbour":"c","neighbour_index":2,"rank_base":4,"version":3})");
+        R"({"group_rank":1,"neighbour":"c","neighbour_index":2,"rank_base":4,"version":4})");
   const auto back = decode_round_header(encode(header), "header");
   CHECK(back.master_port == 4711);
   CHECK(back.world_size == 7);
   CHECK(decode_place(encode(place), "place").neighbour == "c");
-  CHECK_THROWS_AS(decode_place(to_bytes(R"({"version":3,"group_rank":1})"), "place"),
+  CHECK_THROWS_AS(decode_place(to_bytes(R"({"version":4,"group_rank":1})"), "place"),
                   ddp::InternalError);
 }
