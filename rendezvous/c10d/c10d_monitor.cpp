@@ -1,13 +1,14 @@
 // The running round: heartbeats, the group heartbeat reads and the change-log wait (detached
 // coroutines per round), watch_round(), the failure verdict and the exit barrier.
 //
-// Liveness: every member adds one to its heartbeat counter each interval (an ADD, whose reply
-// tells a member that only beats that the store is still there); the first member of each
-// group of join indices reads the next group's counters (c10d_watched) and compares values with
-// its own steady clock, so no two machines' clocks are ever compared, and the store sees about
-// one request per member per interval. Changes (lost, failed, waiting, closed) are pushed: the
-// change log key is created by the first line appended to it, and every member keeps a WAIT
-// parked on it, so nothing polls it. One detected loss is enough: any loss ends the round for all.
+// Liveness: every member adds one to its heartbeat counter each interval (now and then with an
+// ADD, whose reply tells a member that only beats that the store is still there); the first
+// member of each group of join indices reads the next group's counters (c10d_watched) and
+// compares values with its own steady clock, so no two machines' clocks are ever compared, and
+// the store sees about one request per member per interval. Changes (lost, failed, waiting,
+// closed) are pushed: the change log key is created by the first line appended to it, and every
+// member keeps a WAIT parked on it, so nothing polls it. One detected loss is enough: any loss
+// ends the round for all.
 
 #include <fmt/format.h>
 
@@ -161,6 +162,11 @@ void C10dRendezvous::start_monitor(const Member& member) {
   spawn([](std::shared_ptr<Monitor> m, Store& store, C10dWatched watched, milliseconds interval,
            milliseconds period, milliseconds lost_after, milliseconds unstarted_after,
            std::string change_key) -> asio::awaitable<void> {
+    std::int64_t beat = 0;
+    // Beats between two that ask for a reply: keep_alive_max_attempt, or one call deadline's
+    // worth when that is longer, so a cut link is noticed within about two call deadlines.
+    const std::int64_t reply_every =
+        std::max<std::int64_t>({lost_after / interval, store.timeout() / interval, 1});
     // The first beat goes out at once: readers start timing when their own monitor starts, so a
     // member that read the assignment a little later is not mistaken for lost.
     Clock::time_point next_beat = Clock::now();
@@ -177,10 +183,15 @@ void C10dRendezvous::start_monitor(const Member& member) {
     bool was_reading = true;
     while (!m->stopped) {
       if (Clock::now() >= next_beat) {
-        // ADD, not SET: a SET has no reply in TCPStore's protocol, so a member that only beats
-        // (it reads no group) would never notice a store it can no longer reach (its link cut);
-        // the ADD's reply has the call's deadline.
-        co_await store.add(my_beat, 1);
+        // Every reply_every-th beat is an ADD (the same +1), the others SETs: a SET has no reply
+        // in TCPStore's protocol, so a member that only beats (it reads no group) would never
+        // notice a store it can no longer reach (its link cut); the ADD's reply has the call's
+        // deadline. A reply to every beat would cost the store a write per beat.
+        if (++beat % reply_every == 0) {
+          beat = co_await store.add(my_beat, 1);
+        } else {
+          co_await store.set(my_beat, to_bytes(std::to_string(beat)));
+        }
         // A beat that went out late is not followed by catch-up beats: on a loaded store they
         // would only add to what delayed it.
         next_beat = std::max(next_beat + interval, Clock::now() + interval / 2);
