@@ -76,7 +76,7 @@ asio::awaitable<Bytes> read_change_log(Store& store, std::string change_key) {
   Bytes log;
   std::vector<std::string> probe = c10d_keys::one(change_key);
   const bool exists = co_await store.check(std::move(probe));
-  if (exists) log = co_await store.get(change_key);
+  if (exists) log = co_await store.get_existing(change_key);
   co_return log;
 }
 
@@ -148,7 +148,7 @@ void C10dRendezvous::start_monitor(const Member& member) {
     while (!m->stopped && !co_await watch.wait_for(c10d_keys::one(change_key), park)) {
     }
     if (m->stopped) co_return;
-    Bytes log = co_await watch.get(change_key);
+    Bytes log = co_await watch.get_existing(change_key);  // the wait saw it
     if (m->stopped) co_return;
     m->changes = parse_changes(log);
     if (const auto event = m->changes.first_event()) {

@@ -55,13 +55,6 @@ double seconds(Clock::duration d) {
   return std::chrono::duration<double>(d).count();
 }
 
-// The value of a key this node knows exists (it waited for it, or for a key written after it):
-// one request, where get() is a WAIT and a GET.
-asio::awaitable<Bytes> get_existing(Store& store, std::string key) {
-  std::vector<Bytes> values = co_await store.multi_get_existing(c10d_keys::one(std::move(key)));
-  co_return std::move(values.at(0));
-}
-
 }  // namespace
 
 C10dRendezvous::C10dRendezvous(asio::any_io_executor executor, Store& store,
@@ -85,7 +78,7 @@ asio::awaitable<RendezvousInfo> C10dRendezvous::next_round(int local_world_size)
   if (current_ && co_await store_.check(c10d_keys::one(keys::kClosed))) {
     // Tell a store host that is failing the job that we have read why, so it may exit.
     co_await store_.add(keys::left(current_->header.round), 1);
-    const std::string why = to_string(co_await get_existing(store_, keys::kClosed));
+    const std::string why = to_string(co_await store_.get_existing(keys::kClosed));
     throw RendezvousClosedError(closed_message(settings_.run_id, why));
   }
   const Clock::time_point deadline = Clock::now() + settings_.join_timeout;
@@ -129,7 +122,7 @@ asio::awaitable<RendezvousInfo> C10dRendezvous::next_round(int local_world_size)
   }
   // The closer wrote the places before the header.
   const std::string place_key = keys::place(round, joined.index);
-  const C10dPlace place = decode_place(co_await get_existing(store_, place_key), place_key);
+  const C10dPlace place = decode_place(co_await store_.get_existing(place_key), place_key);
   current_ = Member{header, place};
   current_index_ = joined.index;
   RendezvousInfo info = info_for(header, place, settings_.run_id);
@@ -160,7 +153,7 @@ asio::awaitable<std::optional<int>> C10dRendezvous::latest_round() {
   std::vector<std::string> probe{latest_key};
   const bool has_latest = co_await store_.check(std::move(probe));
   if (!has_latest) co_return std::nullopt;
-  const Bytes value = co_await get_existing(store_, latest_key);
+  const Bytes value = co_await store_.get_existing(latest_key);
   const auto latest = leading_int(value);
   co_return latest && *latest >= 0 ? static_cast<int>(*latest) : 0;
 }
@@ -234,7 +227,7 @@ asio::awaitable<C10dRoundHeader> C10dRendezvous::wait_closed(const Joined& joine
                                    std::chrono::duration_cast<milliseconds>(wake - now));
     // The header, not the size: one wake-up and one read per node when the round closes.
     if (co_await store_.wait_for(c10d_keys::one(keys::assignment(round)), wait_for)) {
-      const Bytes value = co_await get_existing(store_, keys::assignment(round));
+      const Bytes value = co_await store_.get_existing(keys::assignment(round));
       if (value == to_bytes(keys::kClosedSize)) {
         co_await throw_if_closed();
         throw RendezvousClosedError(fmt::format("c10d rendezvous run={} round={} was closed",
@@ -335,7 +328,7 @@ asio::awaitable<void> C10dRendezvous::publish_assignment(int round, int size) {
 
 asio::awaitable<void> C10dRendezvous::throw_if_closed() {
   if (!co_await store_.check(c10d_keys::one(keys::kClosed))) co_return;
-  const std::string why = to_string(co_await get_existing(store_, keys::kClosed));
+  const std::string why = to_string(co_await store_.get_existing(keys::kClosed));
   throw RendezvousClosedError(closed_message(settings_.run_id, why));
 }
 

@@ -80,6 +80,14 @@ class Store {
   virtual asio::awaitable<std::vector<Bytes>> multi_get_existing(std::vector<std::string> keys) {
     return multi_get(std::move(keys));
   }
+  // The value of one key the caller knows exists (multi_get_existing): one request, where get()
+  // is a WAIT and a GET.
+  asio::awaitable<Bytes> get_existing(std::string key) {
+    std::vector<std::string> keys;
+    keys.push_back(std::move(key));
+    std::vector<Bytes> values = co_await multi_get_existing(std::move(keys));
+    co_return std::move(values.at(0));
+  }
 
   // The default deadline of get, wait and multi_get (and of every client call).
   std::chrono::milliseconds timeout() const { return timeout_; }
