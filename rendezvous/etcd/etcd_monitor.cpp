@@ -75,14 +75,26 @@ struct RollCall {
   std::int64_t size = 0;  // the round's members
 };
 
-// This node's answer to a roll call, and the count of answers in the same transaction (it sees
-// ours). The answers have increasing revisions, so the last one counts them all and says so.
+// Puts `key` (bound to `lease`) and counts the keys under `prefix` in one transaction, so the
+// count sees the put: an arrival and the arrivals so far. nullopt when etcd sent no count.
+asio::awaitable<std::optional<std::int64_t>> put_and_count(EtcdClient& client, std::string key,
+                                                           std::string prefix,
+                                                           std::int64_t lease, std::string what) {
+  TxnRequest txn;
+  txn.success.push_back({std::move(key), "1", lease});
+  txn.success_reads.push_back(prefix_count(prefix));
+  const TxnResponse counted = co_await client.txn(std::move(txn), std::move(what));
+  if (counted.ranges.size() != 1) co_return std::nullopt;
+  co_return counted.ranges[0].count;
+}
+
+// This node's answer to a roll call, and the count of answers. The answers have increasing
+// revisions, so the last one counts them all and says so.
 asio::awaitable<void> answer_roll_call(std::shared_ptr<EtcdClient> client, RollCall call) {
-  TxnRequest answer;
-  answer.success.push_back({call.present, "1", call.lease});
-  answer.success_reads.push_back(prefix_count(call.presents));
-  const TxnResponse counted = co_await client->txn(std::move(answer), "answer " + call.present);
-  if (counted.ranges.size() == 1 && counted.ranges[0].count >= call.size) {
+  const std::optional<std::int64_t> answers =
+      co_await put_and_count(*client, call.present, call.presents, call.lease,
+                             "answer " + call.present);
+  if (answers && *answers >= call.size) {
     PutRequest all{call.all_present, "1", 0};
     co_await client->put(std::move(all));
   }
@@ -307,13 +319,9 @@ asio::awaitable<void> EtcdRendezvous::exit_barrier() {
   const std::shared_ptr<Monitor> m = monitor_;
   m->finishing = true;
   // Our arrival and the count of arrivals so far in one transaction (the count sees our put).
-  TxnRequest arrive;
-  arrive.success.push_back({keys::done(job_, round, self_.name), "1", lease_->id});
-  arrive.success_reads.push_back(prefix_count(keys::dones(job_, round)));
-  const TxnResponse arrived =
-      co_await client_->txn(std::move(arrive), "done " + keys::done(job_, round, self_.name));
-  std::optional<std::int64_t> counted;
-  if (arrived.ranges.size() == 1) counted = arrived.ranges[0].count;
+  const std::string mine = keys::done(job_, round, self_.name);
+  std::optional<std::int64_t> counted =
+      co_await put_and_count(*client_, mine, keys::dones(job_, round), lease_->id, "done " + mine);
   for (;;) {
     if (m->stopped || m->all_finished) co_return;
     if (m->error || lease_->error) {
