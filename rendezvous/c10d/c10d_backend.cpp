@@ -166,7 +166,7 @@ class C10dBackend final : public Rendezvous {
                                                        connect_options);
       lease_holder_ = std::make_unique<LeaseHolder>(
           io_.get_executor(), *lease_client_,
-          c10d_keys::prefix(s.run_id) + "/" + c10d_keys::lease_base(self_.name));
+          c10d_keys::full_lease_base(s.run_id, self_.name));
       // A connection for the monitor's wait on the round's change log, parked for the whole
       // round: the store tells every member of a change at once, and nobody polls.
       watch_client_ = co_await TcpStoreClient::connect(options_.endpoint_host, s.store_port,

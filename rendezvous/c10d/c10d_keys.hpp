@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "rendezvous/store/prefix_store.hpp"
+
 namespace ddp::rdzv::c10d_keys {
 
 inline constexpr const char* kClosed = "closed";      // why the job ended (failed, finished)
@@ -18,6 +20,10 @@ inline constexpr const char* kClosedSize = "closed";
 inline std::string prefix(const std::string& run_id) { return "/ddprun/" + run_id; }
 // The base of a node's store lease (store_lease.hpp): "<base>/lease" and "<base>/lease.held".
 inline std::string lease_base(const std::string& node) { return "nodes/" + node; }
+// The same base as the store sees it, under the run's prefix: what a LeaseHolder holds.
+inline std::string full_lease_base(const std::string& run_id, const std::string& node) {
+  return prefixed_key(prefix(run_id), lease_base(node));
+}
 
 // A one-key list for check/wait. (A braced list inside a co_await expression trips GCC 12.)
 inline std::vector<std::string> one(std::string key) {

@@ -117,8 +117,7 @@ class Shard {
  private:
   // The member's lease base, as C10dRendezvous names it.
   std::string lease_base(int id) const {
-    return rdzv::c10d_keys::prefix(o_.run_id) + "/" +
-           rdzv::c10d_keys::lease_base(fmt::format("sim{}", id));
+    return rdzv::c10d_keys::full_lease_base(o_.run_id, fmt::format("sim{}", id));
   }
 
   asio::awaitable<void> connect() {

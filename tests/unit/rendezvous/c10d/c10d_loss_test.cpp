@@ -31,7 +31,7 @@ struct TcpJob {
       n.lease_client = connect_client(io, server.port());
       n.holder = std::make_unique<LeaseHolder>(
           io.get_executor(), *n.lease_client,
-          c10d_keys::prefix(settings.run_id) + "/" + c10d_keys::lease_base(name));
+          c10d_keys::full_lease_base(settings.run_id, name));
       n.watch_client = connect_client(io, server.port());
       n.rdzv = std::make_unique<C10dRendezvous>(io.get_executor(), *n.client, settings,
                                                 C10dNode{"127.0.0.1", name, false});
