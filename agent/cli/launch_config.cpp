@@ -251,9 +251,9 @@ void resolve_rendezvous(LaunchConfig& config) {
   }
 }
 
-// Multi-node c10d or etcd without --rdzv_id: every node runs the same command, so an id hashed from it
-// (run_id_hash.hpp) is shared by the nodes of one job and differs between two jobs that meet
-// at one endpoint.
+// Multi-node c10d or etcd without --rdzv_id: every node runs the same command, so an id hashed from
+// it (run_id_hash.hpp) is shared by the nodes of one job and differs between two jobs that meet at
+// one endpoint.
 void derive_job_run_id(LaunchConfig& config) {
   if (config.rdzv_backend == "static" || config.is_single_node() ||
       config.source_of("rdzv_id") != ValueSource::kDefault) {
@@ -379,8 +379,8 @@ void read_supervision(Reader& reader, LaunchConfig& config,
   }
 }
 
-// --hostfile and its companions; the fan-out (agent/hostfile/fanout_plan.cpp) checks them against the
-// rendezvous options.
+// --hostfile and its companions; the fan-out (agent/hostfile/fanout_plan.cpp) checks them against
+// the rendezvous options.
 void read_fanout(Reader& reader, LaunchConfig& config) {
   if (const RawValue* v = reader.get("hostfile"); v && !v->text.empty()) config.hostfile = v->text;
   if (const RawValue* v = reader.get("ssh")) {

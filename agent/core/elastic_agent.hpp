@@ -10,7 +10,7 @@
 //                                                   |                        |
 //   all exited 0 --> [exit barrier] -- finished --> exit 0                   |
 //                        | peer failed -------------------------------------+ (no restart spent)
-//   worker failed --> stop others (SIGTERM, grace, SIGKILL) --> a node was lost? ---+ (no restart spent)
+//   worker failed --> stop others (TERM, grace, KILL) --> a node lost? ------+ (no restart spent)
 //                        | every node alive --> report_failure
 //                        | restarts remain --> restart (count+1) ------------+
 //                        | spent --> failure report, finish(false) --> exit root cause's code
@@ -39,9 +39,9 @@ namespace ddp::agent {
 class ElasticAgent {
  public:
   // Installs the signal handlers (SIGINT, SIGTERM, SIGHUP, --signals_to_handle, and SIGQUIT for
-  // stack reports) at once, so a signal during the first rendezvous is handled too. `config`, `rendezvous` and
-  // `events` must outlive the agent, and `launcher` too when given (tests); null: worker
-  // processes (ProcessLauncher).
+  // stack reports) at once, so a signal during the first rendezvous is handled too. `config`,
+  // `rendezvous` and `events` must outlive the agent, and `launcher` too when given (tests); null:
+  // worker processes (ProcessLauncher).
   ElasticAgent(boost::asio::io_context& io, const LaunchConfig& config,
                std::map<std::string, std::string> parent_env, rdzv::Rendezvous& rendezvous,
                EventSink& events, WorkerLauncher* launcher = nullptr);

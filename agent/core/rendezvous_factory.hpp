@@ -1,7 +1,8 @@
 #pragma once
 // make_rendezvous: the Rendezvous backend a LaunchConfig asks for. static (one node, or
-// --node_rank across nodes), c10d (elastic) and etcd (elastic, over an etcd v3 cluster). The rendezvous owns the store server when this
-// node hosts it; workers reach it through RendezvousInfo::master_addr/master_port.
+// --node_rank across nodes), c10d (elastic) and etcd (elastic, over an etcd v3 cluster). The
+// rendezvous owns the store server when this node hosts it; workers reach it through
+// RendezvousInfo::master_addr/master_port.
 
 #include <boost/asio/io_context.hpp>
 

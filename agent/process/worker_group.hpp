@@ -1,9 +1,9 @@
 #pragma once
-// WorkerGroup: the processes of one attempt on this node. Spawns them (vfork-style clone + exec, own process
-// group each, parent-death signal), routes their output line by line (console, tee, redirect
-// files), keeps the last lines of every worker's stderr, and learns of exits on the io_context
-// (pidfd or SIGCHLD; never a polling sleep). If the agent dies, even by SIGKILL, every worker and
-// grandchild dies within a second.
+// WorkerGroup: the processes of one attempt on this node. Spawns them (vfork-style clone + exec,
+// own process group each, parent-death signal), routes their output line by line (console, tee,
+// redirect files), keeps the last lines of every worker's stderr, and learns of exits on the
+// io_context (pidfd or SIGCHLD; never a polling sleep). If the agent dies, even by SIGKILL, every
+// worker and grandchild dies within a second.
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>

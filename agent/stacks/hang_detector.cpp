@@ -85,7 +85,8 @@ std::optional<HangVerdict> judge_hang(const std::vector<RankProgress>& ranks, do
   std::vector<int> lagging_by_progress;
   for (const auto& r : ranks) {
     if (r.remote || !r.record || r.idle_s < timeout_s || r.record->seq >= highest) continue;
-    if (std::find(verdict.lagging.begin(), verdict.lagging.end(), r.rank) != verdict.lagging.end()) {
+    if (std::find(verdict.lagging.begin(), verdict.lagging.end(), r.rank) !=
+        verdict.lagging.end()) {
       continue;
     }
     verdict.lagging.push_back(r.rank);
@@ -97,9 +98,9 @@ std::optional<HangVerdict> judge_hang(const std::vector<RankProgress>& ranks, do
   if (!lagging_by_progress.empty()) {
     for (const auto& [key, entry] : waits) {
       if (key.second <= 0) continue;
-      verdict.lines.push_back(fmt::format("{} wait{} in {} #{} for {:.1f}s", ranks_text(entry.first),
-                                          entry.first.size() == 1 ? "s" : "", key.first,
-                                          key.second, entry.second));
+      verdict.lines.push_back(
+          fmt::format("{} wait{} in {} #{} for {:.1f}s", ranks_text(entry.first),
+                      entry.first.size() == 1 ? "s" : "", key.first, key.second, entry.second));
     }
     const auto& [key, entry] = *waits.rbegin();
     guilty.push_back(fmt::format("{} made no progress while {} wait{} in {} #{}",

@@ -16,7 +16,8 @@
 namespace ddp::agent {
 namespace {
 
-constexpr const char* kSiteCustomize = R"PY(# Written by ddprun: registers faulthandler on ddprun's stack signal, then runs the
+constexpr const char* kSiteCustomize =
+    R"PY(# Written by ddprun: registers faulthandler on ddprun's stack signal, then runs the
 # sitecustomize this interpreter would have run without it (see ddprun's docs/agent.md).
 import os as _os
 import sys as _sys

@@ -34,8 +34,10 @@ ProcStat read_proc_stat() {
   const double ticks = static_cast<double>(::sysconf(_SC_CLK_TCK));
   const double page = static_cast<double>(::sysconf(_SC_PAGESIZE));
   for (int number = 3; fields >> field; ++number) {
-    if (number == 14 || number == 15) stat.cpu_seconds += parse_number<double>(field).value_or(0) / ticks;  // utime, stime
-    if (number == 22) stat.start_seconds_since_boot = parse_number<double>(field).value_or(0) / ticks;
+    if (number == 14 || number == 15)
+      stat.cpu_seconds += parse_number<double>(field).value_or(0) / ticks;  // utime, stime
+    if (number == 22)
+      stat.start_seconds_since_boot = parse_number<double>(field).value_or(0) / ticks;
     if (number == 23) stat.virtual_bytes = parse_number<double>(field).value_or(0);
     if (number == 24) stat.resident_bytes = parse_number<double>(field).value_or(0) * page;
   }

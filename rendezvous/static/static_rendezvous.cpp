@@ -430,7 +430,8 @@ asio::awaitable<int> StaticRendezvous::report_failure(std::string what) {
     // Another node reported this round first and spends the restart for both of us.
     const std::string restart = to_string(co_await store.get(round_key(round, "restart")));
     const auto count = parse_number<int>(restart);
-    if (!count) throw Error(fmt::format("round {}: restart count '{}' is not a number", round, restart));
+    if (!count)
+      throw Error(fmt::format("round {}: restart count '{}' is not a number", round, restart));
     co_return *count;
   }
   const auto count = static_cast<int>(co_await store.add("restart_count", 1));

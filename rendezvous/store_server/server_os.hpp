@@ -22,7 +22,8 @@ std::string describe_port_owner(std::uint16_t port);
 
 // Makes an accepted socket notice a peer gone without a FIN (link cut, host lost) within about
 // `within`: keepalive probes after within/2 of silence, then every within/8 (at least 1 s), and
-// TCP_USER_TIMEOUT `within` for output the peer never acknowledges. Zero leaves the socket as it is.
+// TCP_USER_TIMEOUT `within` for output the peer never acknowledges. Zero leaves the socket as it
+// is.
 void set_keepalive(int fd, std::chrono::seconds within);
 
 // The spare-descriptor trick for EMFILE: one descriptor held in reserve, so that at the limit the

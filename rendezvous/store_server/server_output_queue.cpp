@@ -1,5 +1,6 @@
-// OutputQueue: a vector of chunks, consumed from a head index. Small writes coalesce into the last owned chunk (up to
-// kShareBytes) so that a batch of small replies goes out in one write, as one buffer.
+// OutputQueue: a vector of chunks, consumed from a head index. Small writes coalesce into the last
+// owned chunk (up to kShareBytes) so that a batch of small replies goes out in one write, as one
+// buffer.
 
 #include "rendezvous/store_server/server_output_queue.hpp"
 

@@ -1,5 +1,6 @@
 // Backend choice. A CUDA build on a machine without a usable driver (cudaGetDeviceCount fails with
-// cudaErrorInsufficientDriver there, rather than returning 0) falls back to gloo: see cuda_devices.cpp.
+// cudaErrorInsufficientDriver there, rather than returning 0) falls back to gloo: see
+// cuda_devices.cpp.
 #include "runtime/src/backend_choice.hpp"
 
 #include <fmt/format.h>

@@ -1,7 +1,7 @@
 #pragma once
-// LinkLease: the store leases (rendezvous/store/store_lease.hpp) of the simulated members that share
-// one lease connection: a single WAIT parked on all their hold keys. A member that "dies" drops
-// out of it as its own connection would: the connection closes (the store drops the wait on
+// LinkLease: the store leases (rendezvous/store/store_lease.hpp) of the simulated members that
+// share one lease connection: a single WAIT parked on all their hold keys. A member that "dies"
+// drops out of it as its own connection would: the connection closes (the store drops the wait on
 // every key of it) and the others' keys are parked again at once on a new connection, well
 // within the lease grace, so that only the dead member's lease expires. With one member per
 // link it is exactly an agent's LeaseHolder. Runs on one io_context; not thread-safe.

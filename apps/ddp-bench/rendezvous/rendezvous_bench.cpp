@@ -1,8 +1,9 @@
 // ddp-bench rendezvous --simulate K [--procs P] [--backend c10d] [--store H:P] [--json]: K c10d
 // rendezvous members, the real member code as coroutines spread over P processes, against a real
 // store; prints how long the round takes to form, what one round costs a member in store
-// requests and bytes, the heartbeat load, and how long a loss takes to re-form (docs/rendezvous.md).
-// With --shard FIRST:LAST it is one of those processes (started by the driver).
+// requests and bytes, the heartbeat load, and how long a loss takes to re-form
+// (docs/rendezvous.md). With --shard FIRST:LAST it is one of those processes (started by the
+// driver).
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -88,7 +89,9 @@ int main(int argc, char** argv) {
   int keep_alive_ms = 5000;
   double window_s = 0;
   bool json = false;
-  app.add_option("--simulate", o.k, "members to simulate")->required()->check(CLI::Range(2, 1000000));
+  app.add_option("--simulate", o.k, "members to simulate")
+      ->required()
+      ->check(CLI::Range(2, 1000000));
   app.add_option("--procs", o.procs, "processes to spread them over (default: by connections)")
       ->check(CLI::Range(1, 64));
   app.add_option("--backend", backend, "rendezvous backend (c10d only)")->capture_default_str();

@@ -14,7 +14,8 @@ namespace ddp::bench {
 struct SimulateOptions {
   int k = 0;
   int procs = 0;           // 0: enough that no process holds more than 15,000 connections
-  int per_connection = 0;  // members per link of 3 connections; 0: 1 up to K = 6,000, else 3K/18,000
+  int per_connection =
+      0;  // members per link of 3 connections; 0: 1 up to K = 6,000, else 3K/18,000
   std::string store;       // "H:P"; empty: start `ddp-store serve` next to this program
   std::chrono::milliseconds keep_alive{std::chrono::seconds(5)};
   int keep_alive_attempts = 3;

@@ -1,4 +1,5 @@
-// common/parse_number.hpp: whole-string integers (any base) and doubles, leading numbers; nullopt for anything else.
+// common/parse_number.hpp: whole-string integers (any base) and doubles, leading numbers; nullopt
+// for anything else.
 
 #include "common/parse_number.hpp"
 

@@ -14,8 +14,8 @@ RankStack python(int rank, const std::string& thread_id, const std::string& func
   s.pid = 1000 + rank;
   s.host = "node0";
   s.kind = "python";
-  s.text = "Current thread " + thread_id + " (most recent call first):\n  File \"t.py\", line 3 in " +
-           function + "\n\n";
+  s.text = "Current thread " + thread_id +
+           " (most recent call first):\n  File \"t.py\", line 3 in " + function + "\n\n";
   return s;
 }
 
@@ -33,7 +33,8 @@ TEST_CASE("normalization drops thread ids, pids and addresses", "[stacks]") {
         "Thread (most recent call first):\n");
   CHECK(normalize_stack("PID 4711 - process\nTID 4711:\n#0  0x00007f6b8fa2b0d3 nanosleep\n#1  "
                         "0x0000000000401000\n") == "thread:\n#0  nanosleep\n#1  ??\n");
-  CHECK(normalize_stack("Thread 2 (Thread 0x7f (LWP 99) \"w\"):\n") == "Thread 2 (Thread \"w\"):\n");
+  CHECK(normalize_stack("Thread 2 (Thread 0x7f (LWP 99) \"w\"):\n") ==
+        "Thread 2 (Thread \"w\"):\n");
 }
 
 TEST_CASE("identical stacks are merged and different ones kept apart", "[stacks]") {

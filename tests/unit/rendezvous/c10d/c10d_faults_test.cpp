@@ -181,7 +181,8 @@ TEST_CASE("a silent member is lost wherever it sits in the heartbeat groups", "[
   REQUIRE(all_done(c.next_round({0, 1, 2, 3, 4, 5, 6})));
   std::vector<std::shared_ptr<Outcome<RoundEvent>>> watches;
   for (int i = 0; i < 7; ++i) {
-    if (i != victim) watches.push_back(spawn(c.io, c.nodes[static_cast<std::size_t>(i)]->watch_round()));
+    if (i != victim)
+      watches.push_back(spawn(c.io, c.nodes[static_cast<std::size_t>(i)]->watch_round()));
   }
   c.nodes[static_cast<std::size_t>(victim)].reset();
   REQUIRE(run_until(c.io, [&] { return all_done(watches); }));

@@ -1,6 +1,7 @@
 // Node loss detected by a closed store connection (store leases), over a real TcpStoreServer: the
 // host uses the in-process store, the others a client, a LeaseHolder on a client of its own and a
-// third client for the change log's wait, as C10dBackend wires them. Heartbeats are slowed down so that only the connection can tell.
+// third client for the change log's wait, as C10dBackend wires them. Heartbeats are slowed down so
+// that only the connection can tell.
 
 #include <catch2/catch.hpp>
 
@@ -41,7 +42,8 @@ struct TcpJob {
 
   std::vector<std::shared_ptr<Outcome<RendezvousInfo>>> next_round(std::vector<int> which) {
     std::vector<std::shared_ptr<Outcome<RendezvousInfo>>> out;
-    for (int i : which) out.push_back(spawn(io, nodes[static_cast<std::size_t>(i)].rdzv->next_round(1)));
+    for (int i : which)
+      out.push_back(spawn(io, nodes[static_cast<std::size_t>(i)].rdzv->next_round(1)));
     run_until(io, [&] { return all_done(out); });
     return out;
   }
@@ -89,7 +91,8 @@ TEST_CASE("a closed connection makes the verdict a loss and the survivors re-for
   auto watch = spawn(job.io, job.nodes[0].rdzv->watch_round());
   job.kill(2);
   // Node 1's workers fail (their peer died): the verdict says the node was lost.
-  auto verdict = spawn(job.io, job.nodes[1].rdzv->failure_verdict(std::chrono::steady_clock::now()));
+  auto verdict =
+      spawn(job.io, job.nodes[1].rdzv->failure_verdict(std::chrono::steady_clock::now()));
   REQUIRE(run_until(job.io, [&] { return verdict->done && watch->done; }));
   const auto loss = verdict->get();
   REQUIRE(loss.has_value());
@@ -119,7 +122,8 @@ TEST_CASE("a failure with every node alive has no loss verdict and spends a rest
   s.verdict_margin = 50ms;
   TcpJob job(s);
   REQUIRE(all_done(job.next_round({0, 1, 2})));
-  auto verdict = spawn(job.io, job.nodes[1].rdzv->failure_verdict(std::chrono::steady_clock::now()));
+  auto verdict =
+      spawn(job.io, job.nodes[1].rdzv->failure_verdict(std::chrono::steady_clock::now()));
   REQUIRE(run_until(job.io, [&] { return verdict->done; }));
   CHECK_FALSE(verdict->get().has_value());
   auto count = spawn(job.io, job.nodes[1].rdzv->report_failure("rank 1 exited with 3"));

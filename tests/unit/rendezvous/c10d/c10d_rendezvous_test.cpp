@@ -120,7 +120,8 @@ TEST_CASE("issue 21: waiting progress shows at warning level and never says 'up 
   logger->sinks().pop_back();
   REQUIRE(all_done(out));
   CHECK_THROWS_AS(out[0]->get(), ddp::TimeoutError);
-  CHECK_THAT(captured.str(), Catch::Contains("1/2 nodes joined round 0 of run test; waiting up to"));
+  CHECK_THAT(captured.str(),
+             Catch::Contains("1/2 nodes joined round 0 of run test; waiting up to"));
   CHECK_THAT(captured.str(), !Catch::Contains("waiting up to 0 s"));
 }
 

@@ -102,7 +102,8 @@ TEST_CASE("a lease holder's closed connection expires its lease on a real server
   LeaseHolder alive(io.get_executor(), *alive_client, "/alive", 20ms);
   auto dying = std::make_unique<LeaseHolder>(io.get_executor(), *dying_client, "/dies");
   REQUIRE(run_until(io, [&] {
-    return table.has_waiters(lease_hold_key("/alive")) && table.has_waiters(lease_hold_key("/dies"));
+    return table.has_waiters(lease_hold_key("/alive")) &&
+           table.has_waiters(lease_hold_key("/dies"));
   }));
   dying->stop();
   dying_client.reset();  // the process died: its socket closes

@@ -57,7 +57,8 @@ TEST_CASE("a client that floods requests without reading is paused; others are s
   for (int i = 0; i < 64; ++i) gets = cat({gets, byte(2), str("/v")});
   const std::size_t sent = send_until_full(flooder, gets, std::size_t{64} << 20);
   INFO("flooder sent " << sent << " bytes of requests");
-  CHECK(sent < (std::size_t{24} << 20));  // the server stopped reading it (the rest: kernel buffers)
+  CHECK(sent <
+        (std::size_t{24} << 20));  // the server stopped reading it (the rest: kernel buffers)
   CHECK(probe.call(hex("06"), 8) == u64le(1));
   const std::size_t queued = server.on_server([](TcpStoreServer& s) { return s.queued_bytes(); });
   CHECK(queued <= (256 << 10) + 4096 + 8);
