@@ -1,10 +1,12 @@
 // The CUDA engine: the model's values, gradients and optimizer state live on one GPU (device =
 // LOCAL_RANK), with the host model's layout (the same offsets, gradients in reverse order) so that
-// every reducer bucket is one contiguous slice. GEMMs go to cuBLAS (FP32, no TF32: PyTorch 1.13's
-// default), the rest to cuda_kernels.cu; everything is queued on the legacy default stream, which
-// the NCCL group waits for before each all-reduce, so a bucket's all-reduce starts while backward
-// goes on queueing earlier layers. The host sees two numbers a row per forward (loss, correct).
-// cuBLAS is loaded on first use (cuda_blas.hpp).
+// every reducer bucket is one contiguous slice. Both data splits are copied to the device once; a
+// training batch is gathered there from the epoch's order. GEMMs go to cuBLAS (FP32, no TF32:
+// PyTorch 1.13's default), the rest to cuda_kernels.cu; everything is queued on the legacy default
+// stream, which the NCCL group waits for before each all-reduce, so a bucket's all-reduce starts
+// while backward goes on queueing earlier layers, and which waits in turn for the all-reduces
+// before the optimizer step. Loss and correct answers are summed on the device, so the host never
+// waits for a step: only take_results() does. cuBLAS is loaded on first use (cuda_blas.hpp).
 
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
@@ -102,6 +104,8 @@ class CudaEngine : public Engine {
               state_offsets_.size(), value_offsets_.size());
     state_.reserve(std::max<std::size_t>(state_total, 1));
     acts_.resize(model_.num_layers() + 1);
+    results_.reserve(2);
+    check_cuda(cudaMemset(results_.data(), 0, 2 * sizeof(double)), "cudaMemset");
     load_from_host();
   }
 
@@ -112,17 +116,35 @@ class CudaEngine : public Engine {
 
   std::string device() const override { return fmt::format("cuda:{}", device_); }
 
-  BatchResult forward(const float* x, const std::int32_t* labels, int batch) override {
+  void attach(const Dataset& train, const Dataset& test) override {
+    train_ = upload(train);
+    test_ = upload(test);
+  }
+
+  void set_train_order(const std::vector<std::int64_t>& order) override {
+    order_.reserve(order.size());
+    to_device(order_.data(), order.data(), order.size() * sizeof(std::int64_t));
+  }
+
+  void forward(Split split, std::int64_t first, int batch) override {
     const std::vector<int>& widths = model_.widths();
     const std::size_t layers = model_.num_layers();
     const auto rows = static_cast<std::size_t>(batch);
+    const auto features = static_cast<std::size_t>(widths[0]);
     reserve_batch(rows);
     batch_ = batch;
-    to_device(input_.data(), x, rows * widths[0] * sizeof(float));
-    to_device(labels_.data(), labels, rows * sizeof(std::int32_t));
+    if (split == Split::kTest) {  // contiguous rows: read in place
+      batch_input_ = test_.images.data() + static_cast<std::size_t>(first) * features;
+      batch_labels_ = test_.labels.data() + first;
+    } else {
+      cuda::gather_rows(train_.images.data(), train_.labels.data(), order_.data() + first, batch,
+                        widths[0], input_.data(), labels_.data());
+      batch_input_ = input_.data();
+      batch_labels_ = labels_.data();
+    }
     const float one = 1.0f;
     const float zero = 0.0f;
-    const float* in = input_.data();
+    const float* in = batch_input_;
     for (std::size_t l = 0; l < layers; ++l) {
       const int n_in = widths[l];
       const int n_out = widths[l + 1];
@@ -136,18 +158,16 @@ class CudaEngine : public Engine {
       in = out;
     }
     const int classes = widths.back();
-    cuda::softmax_cross_entropy(acts_[layers].data(), labels_.data(), batch, classes, probs_.data(),
+    cuda::softmax_cross_entropy(acts_[layers].data(), batch_labels_, batch, classes, probs_.data(),
                                 row_loss_.data(), row_correct_.data());
-    host_loss_.resize(rows);
-    host_correct_.resize(rows);
-    to_host(host_loss_.data(), row_loss_.data(), rows * sizeof(double));
-    to_host(host_correct_.data(), row_correct_.data(), rows * sizeof(std::int32_t));
-    BatchResult result;
-    for (std::size_t r = 0; r < rows; ++r) {  // in row order, as the CPU model sums
-      result.loss_sum += host_loss_[r];
-      result.correct += host_correct_[r];
-    }
-    return result;
+    cuda::add_row_results(row_loss_.data(), row_correct_.data(), batch, results_.data());
+  }
+
+  BatchResult take_results() override {
+    double sums[2] = {0, 0};
+    to_host(sums, results_.data(), sizeof(sums));
+    check_cuda(cudaMemset(results_.data(), 0, sizeof(sums)), "cudaMemset");
+    return BatchResult{sums[0], static_cast<std::int64_t>(sums[1])};
   }
 
   void backward(float loss_scale, const std::function<void(std::size_t)>& on_ready,
@@ -158,12 +178,12 @@ class CudaEngine : public Engine {
     const float one = 1.0f;
     const float zero = 0.0f;
     const float beta = accumulate ? 1.0f : 0.0f;
-    cuda::cross_entropy_delta(probs_.data(), labels_.data(), batch, widths.back(),
+    cuda::cross_entropy_delta(probs_.data(), batch_labels_, batch, widths.back(),
                               loss_scale / static_cast<float>(batch), delta_.data());
     for (std::size_t l = layers; l-- > 0;) {
       const int n_in = widths[l];
       const int n_out = widths[l + 1];
-      const float* in = l == 0 ? input_.data() : acts_[l].data();
+      const float* in = l == 0 ? batch_input_ : acts_[l].data();
       // dW (n_out x n_in, row-major) += delta^T * in, as column-major dW^T += in^T * delta.
       check_blas(blas_.sgemm(handle_, CUBLAS_OP_N, CUBLAS_OP_T, n_in, n_out, batch, &one, in, n_in,
                              delta_.data(), n_out, &beta, grad(2 * l), n_in),
@@ -261,6 +281,21 @@ class CudaEngine : public Engine {
   }
 
  private:
+  // A split on the device: what the trainer's batches are read from.
+  struct DeviceSplit {
+    DeviceArray<float> images;
+    DeviceArray<std::int32_t> labels;
+  };
+
+  static DeviceSplit upload(const Dataset& split) {
+    DeviceSplit d;
+    d.images.reserve(std::max<std::size_t>(split.images.size(), 1));
+    d.labels.reserve(std::max<std::size_t>(split.labels.size(), 1));
+    to_device(d.images.data(), split.images.data(), split.images.size() * sizeof(float));
+    to_device(d.labels.data(), split.labels.data(), split.labels.size() * sizeof(std::int32_t));
+    return d;
+  }
+
   float* value(std::size_t param) { return values_.data() + value_offsets_[param]; }
   float* grad(std::size_t param) { return grads_.data() + grad_offsets_[param]; }
   float* state(std::size_t index) { return state_.data() + state_offsets_[index]; }
@@ -296,8 +331,13 @@ class CudaEngine : public Engine {
   std::vector<std::size_t> value_offsets_;
   std::vector<std::size_t> grad_offsets_;
   std::vector<std::size_t> state_offsets_;
+  DeviceSplit train_;
+  DeviceSplit test_;
+  DeviceArray<std::int64_t> order_;  // the epoch's training order (row indices into train_)
   int batch_ = 0;
-  DeviceArray<float> input_;
+  const float* batch_input_ = nullptr;  // the last forward's rows: input_, or test_ in place
+  const std::int32_t* batch_labels_ = nullptr;
+  DeviceArray<float> input_;  // gathered training rows
   DeviceArray<std::int32_t> labels_;
   std::vector<DeviceArray<float>> acts_;  // acts_[l + 1]: layer l's output; acts_[0] unused
   DeviceArray<float> probs_;
@@ -306,9 +346,8 @@ class CudaEngine : public Engine {
   DeviceArray<float> ones_;
   DeviceArray<double> row_loss_;
   DeviceArray<std::int32_t> row_correct_;
+  DeviceArray<double> results_;  // loss sum, correct answers: since the last take_results()
   DeviceArray<unsigned char> scratch_;
-  std::vector<double> host_loss_;
-  std::vector<std::int32_t> host_correct_;
 };
 
 }  // namespace

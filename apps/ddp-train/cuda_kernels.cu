@@ -26,6 +26,45 @@ void check_launch(const char* kernel) {
   }
 }
 
+__global__ void gather_rows_kernel(const float* images, const std::int32_t* labels,
+                                   const std::int64_t* order, std::size_t n, int features,
+                                   float* out, std::int32_t* out_labels) {
+  for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    const std::size_t r = i / features;
+    const std::size_t f = i % features;
+    const auto row = static_cast<std::size_t>(order[r]);
+    out[i] = images[row * features + f];
+    if (f == 0) out_labels[r] = labels[row];
+  }
+}
+
+__global__ void add_row_results_kernel(const double* row_loss, const std::int32_t* row_correct,
+                                       int rows, double* totals) {
+  __shared__ double loss[kThreads];
+  __shared__ double correct[kThreads];
+  double l = 0;
+  double c = 0;
+  for (int r = threadIdx.x; r < rows; r += kThreads) {
+    l += row_loss[r];
+    c += row_correct[r];
+  }
+  loss[threadIdx.x] = l;
+  correct[threadIdx.x] = c;
+  __syncthreads();
+  for (int half = kThreads / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half) {
+      loss[threadIdx.x] += loss[threadIdx.x + half];
+      correct[threadIdx.x] += correct[threadIdx.x + half];
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    totals[0] += loss[0];
+    totals[1] += correct[0];
+  }
+}
+
 __global__ void add_bias_kernel(float* out, const float* bias, std::size_t n, int cols, bool relu) {
   for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n;
        i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
@@ -120,6 +159,20 @@ __global__ void adamw_kernel(float* value, const float* grad, float* m, float* v
 }
 
 }  // namespace
+
+void gather_rows(const float* images, const std::int32_t* labels, const std::int64_t* order,
+                 int rows, int features, float* out, std::int32_t* out_labels) {
+  const std::size_t n = static_cast<std::size_t>(rows) * features;
+  gather_rows_kernel<<<blocks_for(n), kThreads>>>(images, labels, order, n, features, out,
+                                                  out_labels);
+  check_launch("gather_rows");
+}
+
+void add_row_results(const double* row_loss, const std::int32_t* row_correct, int rows,
+                     double* totals) {
+  add_row_results_kernel<<<1, kThreads>>>(row_loss, row_correct, rows, totals);
+  check_launch("add_row_results");
+}
 
 void add_bias(float* out, const float* bias, int rows, int cols, bool relu) {
   const std::size_t n = static_cast<std::size_t>(rows) * cols;

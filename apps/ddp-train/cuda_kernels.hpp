@@ -9,6 +9,15 @@
 
 namespace ddp::train::cuda {
 
+// out row r = images row order[r] and out_labels[r] = labels[order[r]], for r < rows.
+void gather_rows(const float* images, const std::int32_t* labels, const std::int64_t* order,
+                 int rows, int features, float* out, std::int32_t* out_labels);
+
+// totals[0] += sum of row_loss, totals[1] += sum of row_correct, over `rows` rows (one block, in
+// a fixed order: the same sums every run).
+void add_row_results(const double* row_loss, const std::int32_t* row_correct, int rows,
+                     double* totals);
+
 // out[r][c] += bias[c], then max(., 0) when `relu`.
 void add_bias(float* out, const float* bias, int rows, int cols, bool relu);
 

@@ -4,6 +4,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <utility>
+
 #include "ddp/devices.hpp"
 #include "ddp/error.hpp"
 
@@ -16,9 +19,26 @@ class CpuEngine : public Engine {
 
   std::string device() const override { return "cpu"; }
 
-  BatchResult forward(const float* x, const std::int32_t* labels, int batch) override {
-    return model_.forward(x, labels, batch);
+  void attach(const Dataset& train, const Dataset& test) override {
+    train_ = &train;
+    test_ = &test;
   }
+
+  void set_train_order(const std::vector<std::int64_t>& order) override { order_ = order; }
+
+  void forward(Split split, std::int64_t first, int count) override {
+    BatchResult r;
+    if (split == Split::kTest) {
+      r = model_.forward(test_->row(first), test_->labels.data() + first, count);
+    } else {
+      gather(first, count);
+      r = model_.forward(batch_x_.data(), batch_y_.data(), count);
+    }
+    results_.loss_sum += r.loss_sum;
+    results_.correct += r.correct;
+  }
+
+  BatchResult take_results() override { return std::exchange(results_, BatchResult{}); }
 
   void backward(float loss_scale, const std::function<void(std::size_t)>& on_ready,
                 bool accumulate) override {
@@ -47,8 +67,27 @@ class CpuEngine : public Engine {
   }
 
  private:
+  // Copies the training rows order_[first ..) into one contiguous batch.
+  void gather(std::int64_t first, int count) {
+    const auto features = static_cast<std::size_t>(train_->features);
+    batch_x_.resize(static_cast<std::size_t>(count) * features);
+    batch_y_.resize(static_cast<std::size_t>(count));
+    for (int r = 0; r < count; ++r) {
+      const std::int64_t i = order_[static_cast<std::size_t>(first + r)];
+      std::copy(train_->row(i), train_->row(i) + features,
+                batch_x_.data() + static_cast<std::size_t>(r) * features);
+      batch_y_[static_cast<std::size_t>(r)] = train_->labels[static_cast<std::size_t>(i)];
+    }
+  }
+
   Mlp& model_;
   Optimizer& optimizer_;
+  const Dataset* train_ = nullptr;
+  const Dataset* test_ = nullptr;
+  std::vector<std::int64_t> order_;
+  std::vector<float> batch_x_;
+  std::vector<std::int32_t> batch_y_;
+  BatchResult results_;
 };
 
 }  // namespace

@@ -2,7 +2,8 @@
 // Engine: where the model's math runs. The trainer owns the host model and optimizer (layout,
 // init, checkpoints) and drives an engine for forward, backward and the optimizer step.
 // CpuEngine computes on the host model itself (OpenBLAS); the CUDA engine computes on device
-// copies of it (cuBLAS and small kernels, cuda_engine.cpp) and copies back for checkpoints.
+// copies of it and of the data (cuBLAS and small kernels, cuda_engine.cpp), without waiting for
+// the device between steps, and copies back for checkpoints.
 
 #include <cstdint>
 #include <functional>
@@ -10,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "apps/ddp-train/fashion_mnist.hpp"
 #include "apps/ddp-train/mlp.hpp"
 #include "apps/ddp-train/optimizer.hpp"
 #include "ddp/process_group.hpp"
@@ -17,14 +19,26 @@
 
 namespace ddp::train {
 
+enum class Split { kTrain, kTest };
+
 class Engine {
  public:
   virtual ~Engine() = default;
 
   virtual std::string device() const = 0;  // "cpu" or "cuda:<index>"
 
-  // As Mlp::forward and Mlp::backward; x and labels are host memory.
-  virtual BatchResult forward(const float* x, const std::int32_t* labels, int batch) = 0;
+  // The splits batches are drawn from, kept by reference for the engine's lifetime (the CUDA
+  // engine copies them to the device here, once).
+  virtual void attach(const Dataset& train, const Dataset& test) = 0;
+  // The order of the training rows for the coming epoch: the sampler's indices.
+  virtual void set_train_order(const std::vector<std::int64_t>& order) = 0;
+  // As Mlp::forward over `count` rows from position `first`: of the training order (kTrain) or of
+  // the test split itself (kTest). Adds the loss and correct answers to the engine's results
+  // without waiting for them (see take_results).
+  virtual void forward(Split split, std::int64_t first, int count) = 0;
+  // The results summed since the last call, which starts the sums again. Waits for the device.
+  virtual BatchResult take_results() = 0;
+  // As Mlp::backward, on the last forward's batch.
   virtual void backward(float loss_scale, const std::function<void(std::size_t)>& on_ready,
                         bool accumulate) = 0;
   // One optimizer step over every parameter (steps count from 1).

@@ -17,6 +17,7 @@
 #include <fstream>
 #include <thread>
 
+#include "common/check.hpp"
 #include "common/log.hpp"
 #include "ddp/sampler.hpp"
 
@@ -56,13 +57,14 @@ Trainer::Trainer(const TrainOptions& options, std::shared_ptr<ProcessGroup> grou
   optimizer_ = make_optimizer(options_.optimizer, model_.parameters());
   engine_ = make_engine({options_.device, group_ ? group_->backend() : "", local_rank}, model_,
                         *optimizer_, options_.optimizer);
+  engine_->attach(train_, test_);
   if (group_) {
     ReducerOptions ro;
     ro.bucket_cap_bytes = static_cast<std::size_t>(options_.bucket_cap_mb * 1024 * 1024);
     reducer_ = std::make_unique<Reducer>(group_, engine_->gradient_slots(), ro);
   }
-  const std::int64_t per_rank = (train_.size + world_ - 1) / world_;
-  micro_per_epoch_ = (per_rank + options_.batch_size - 1) / options_.batch_size;
+  rows_per_epoch_ = (train_.size + world_ - 1) / world_;  // the sampler pads to equal shares
+  micro_per_epoch_ = (rows_per_epoch_ + options_.batch_size - 1) / options_.batch_size;
   steps_per_epoch_ = (micro_per_epoch_ + options_.grad_accum - 1) / options_.grad_accum;
 }
 
@@ -116,7 +118,7 @@ int Trainer::run() {
   if (!evaluated || (pos_.micro_in_epoch != 0)) test = evaluate();
   if (!options_.checkpoint.empty()) save(pos_);
   if (rank_ == 0) {
-    const double sps = train_seconds_ > 0 ? samples_trained_ / train_seconds_ : 0.0;
+    const double sps = samples_per_second();
     print_line(fmt::format(
         "summary epochs={} steps={} device={} world_size={} batch_size={} test_loss={:.4f} "
         "test_accuracy={:.4f} samples_per_s={:.1f} train_s={:.2f}",
@@ -134,7 +136,10 @@ void Trainer::train_epoch(std::int64_t epoch) {
   so.seed = options_.seed;
   DistributedSampler sampler(so);
   sampler.set_epoch(epoch);
-  const std::vector<std::int64_t> indices = sampler.indices();
+  const std::vector<std::int64_t> order = sampler.indices();
+  DDP_CHECK(static_cast<std::int64_t>(order.size()) == rows_per_epoch_,
+            "sampler gave {} rows, expected {}", order.size(), rows_per_epoch_);
+  engine_->set_train_order(order);
   const std::int64_t planned =
       options_.max_steps > 0 ? std::min(options_.max_steps, options_.epochs * steps_per_epoch_)
                              : options_.epochs * steps_per_epoch_;
@@ -144,22 +149,37 @@ void Trainer::train_epoch(std::int64_t epoch) {
     maybe_fail();
     maybe_hang();
     const auto start = Clock::now();
-    train_step(indices, window);
-    train_seconds_ += std::chrono::duration<double>(Clock::now() - start).count();
+    const std::int64_t samples = train_step();
+    window.count += static_cast<double>(samples);
     ++window_steps;
     const bool epoch_end = pos_.micro_in_epoch >= micro_per_epoch_;
     if (epoch_end) {
       pos_.epoch = epoch + 1;
       pos_.micro_in_epoch = 0;
     }
+    const bool window_end = window_steps == options_.log_every || epoch_end || is_done();
+    // Reading the results waits for the device, so the time measured includes its work. The
+    // first step also waits: it pays the one-time costs that the figures leave out.
+    if (window_end || first_step_samples_ == 0) {
+      const BatchResult r = engine_->take_results();
+      window.loss_sum += r.loss_sum;
+      window.correct += static_cast<double>(r.correct);
+    }
+    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    train_seconds_ += seconds;
+    samples_trained_ += samples * world_;
+    if (first_step_samples_ == 0) {
+      first_step_seconds_ = seconds;
+      first_step_samples_ = samples * world_;
+    }
     if (!options_.checkpoint.empty() && options_.checkpoint_every > 0 &&
         pos_.step % options_.checkpoint_every == 0) {
       save(pos_);
     }
-    if (window_steps == options_.log_every || epoch_end || is_done()) {
+    if (window_end) {
       const Tally t = all_reduce(window);
       if (rank_ == 0) {
-        const double sps = samples_trained_ / train_seconds_;
+        const double sps = samples_per_second();
         const double step_s =
             train_seconds_ /
             static_cast<double>(std::max<std::int64_t>(
@@ -178,28 +198,17 @@ void Trainer::train_epoch(std::int64_t epoch) {
   }
 }
 
-void Trainer::train_step(const std::vector<std::int64_t>& indices, Tally& tally) {
-  const int features = train_.features;
+std::int64_t Trainer::train_step() {
+  std::int64_t samples = 0;
   const auto n_micro = static_cast<int>(
       std::min<std::int64_t>(options_.grad_accum, micro_per_epoch_ - pos_.micro_in_epoch));
   const float loss_scale = 1.0f / static_cast<float>(n_micro);
   for (int k = 0; k < n_micro; ++k) {
     const std::int64_t begin = pos_.micro_in_epoch * options_.batch_size;
-    const std::int64_t end = std::min<std::int64_t>(begin + options_.batch_size,
-                                                    static_cast<std::int64_t>(indices.size()));
+    const std::int64_t end = std::min(begin + options_.batch_size, rows_per_epoch_);
     const int batch = static_cast<int>(end - begin);
-    batch_x_.resize(static_cast<std::size_t>(batch) * features);
-    batch_y_.resize(static_cast<std::size_t>(batch));
-    for (int r = 0; r < batch; ++r) {
-      const std::int64_t i = indices[static_cast<std::size_t>(begin + r)];
-      std::copy(train_.row(i), train_.row(i) + features,
-                batch_x_.data() + static_cast<std::size_t>(r) * features);
-      batch_y_[static_cast<std::size_t>(r)] = train_.labels[static_cast<std::size_t>(i)];
-    }
-    const BatchResult result = engine_->forward(batch_x_.data(), batch_y_.data(), batch);
-    tally.loss_sum += result.loss_sum;
-    tally.correct += static_cast<double>(result.correct);
-    tally.count += batch;
+    engine_->forward(Split::kTrain, begin, batch);
+    samples += batch;
     if (reducer_) {
       reducer_->set_require_sync(k + 1 == n_micro);
       engine_->backward(
@@ -208,11 +217,18 @@ void Trainer::train_step(const std::vector<std::int64_t>& indices, Tally& tally)
       engine_->backward(loss_scale, nullptr, k > 0);
     }
     ++pos_.micro_in_epoch;
-    samples_trained_ += static_cast<std::int64_t>(batch) * world_;
   }
   if (reducer_) reducer_->finalize();
   ++pos_.step;
   engine_->step(pos_.step);
+  return samples;
+}
+
+double Trainer::samples_per_second() const {
+  const std::int64_t samples = samples_trained_ - first_step_samples_;
+  const double seconds = train_seconds_ - first_step_seconds_;
+  if (samples > 0 && seconds > 0) return static_cast<double>(samples) / seconds;
+  return train_seconds_ > 0 ? static_cast<double>(samples_trained_) / train_seconds_ : 0.0;
 }
 
 Tally Trainer::evaluate() {
@@ -222,12 +238,12 @@ Tally Trainer::evaluate() {
   Tally local;
   for (std::int64_t i = begin; i < end; i += kEvalBatch) {
     const int batch = static_cast<int>(std::min<std::int64_t>(kEvalBatch, end - i));
-    const BatchResult r =
-        engine_->forward(test_.row(i), test_.labels.data() + static_cast<std::size_t>(i), batch);
-    local.loss_sum += r.loss_sum;
-    local.correct += static_cast<double>(r.correct);
+    engine_->forward(Split::kTest, i, batch);
     local.count += batch;
   }
+  const BatchResult r = engine_->take_results();
+  local.loss_sum = r.loss_sum;
+  local.correct = static_cast<double>(r.correct);
   return all_reduce(local);
 }
 

@@ -38,7 +38,9 @@ class Trainer {
 
  private:
   void train_epoch(std::int64_t epoch);
-  void train_step(const std::vector<std::int64_t>& indices, Tally& tally);
+  std::int64_t train_step();  // one optimizer step; returns the samples this rank trained
+  // Over the steps after the first (which pays one-time costs), or the first when it is alone.
+  double samples_per_second() const;
   Tally evaluate();
   Tally all_reduce(const Tally& local);
   void save(const TrainPosition& pos);
@@ -57,12 +59,13 @@ class Trainer {
   std::unique_ptr<Engine> engine_;  // where forward, backward and the step run (CPU or CUDA)
   std::unique_ptr<Reducer> reducer_;
   TrainPosition pos_;
+  std::int64_t rows_per_epoch_ = 0;  // this rank's share of the training split
   std::int64_t steps_per_epoch_ = 0;
   std::int64_t micro_per_epoch_ = 0;
-  std::vector<float> batch_x_;
-  std::vector<std::int32_t> batch_y_;
   double train_seconds_ = 0;
   std::int64_t samples_trained_ = 0;  // by all ranks, in this process's lifetime
+  double first_step_seconds_ = 0;
+  std::int64_t first_step_samples_ = 0;  // by all ranks; 0 until the first step is done
 };
 
 }  // namespace ddp::train

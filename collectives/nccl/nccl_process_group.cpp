@@ -65,6 +65,11 @@ class NcclWork final : public Work {
 
   bool is_completed() override { return cudaEventQuery(done_) != cudaErrorNotReady; }
 
+  void wait_on_stream() override {
+    check_cuda(cudaStreamWaitEvent(cudaStreamLegacy, done_, 0), "cudaStreamWaitEvent",
+               comm_->device());
+  }
+
   void wait() override {
     for (;;) {
       const cudaError_t status = cudaEventQuery(done_);

@@ -19,6 +19,7 @@ DATA = os.environ["DDP_DATA_DIR"]
 ROOT = os.environ["DDP_SOURCE_DIR"]
 BUDGET_S = float(os.environ.get("DDP_GPU_CHECK_BUDGET_S", "450"))  # check.sh's 8 minutes, less setup
 BATCHES = [64, 128, 256, 512, 1024, 2048, 4096, 8192]
+SWEEP_EPOCHS = 3  # per batch size, each side; the first step of each run is left out of samples/s
 START = time.monotonic()
 PY = sys.executable
 
@@ -202,7 +203,8 @@ def step_sweep(c, roofline):
     """ddp-train (CUDA, 1 rank) and PyTorch DDP (NCCL, torchrun, 1 rank) per batch size."""
     rows, problems = {}, []
     for b in BATCHES:
-        rc, out = c.run(train_cmd(1, "cuda", "--epochs", "1", "--batch_size", str(b)), 120)
+        rc, out = c.run(train_cmd(1, "cuda", "--epochs", str(SWEEP_EPOCHS), "--batch_size", str(b)),
+                        120)
         f = summary_fields(out)
         if rc != 0 or not f:
             problems.append(f"ddp-train batch {b} rc={rc}: {tail(out, 2)}")
@@ -211,7 +213,8 @@ def step_sweep(c, roofline):
                         "ddp_train_test_accuracy": float(f["test_accuracy"])}
     rc, out = c.run([PY, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=1",
                      os.path.join(ROOT, "scripts/bench/torch_mlp_ddp.py"), "--device", "cuda",
-                     "--data", DATA, "--batch_sizes", ",".join(map(str, BATCHES))], 240)
+                     "--data", DATA, "--epochs", str(SWEEP_EPOCHS),
+                     "--batch_sizes", ",".join(map(str, BATCHES))], 240)
     torch_lines = [l for l in out.splitlines() if l.startswith("summary ")]
     if rc != 0 or not torch_lines:
         problems.append(f"PyTorch DDP rc={rc}: {tail(out, 3)}")

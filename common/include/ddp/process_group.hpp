@@ -53,6 +53,10 @@ class Work {
   virtual void wait() = 0;
   // True once the operation has completed (successfully or not); never blocks.
   virtual bool is_completed() = 0;
+  // Orders the operation before the work the caller queues next on the device's legacy default
+  // stream, without blocking the host (NCCL); its errors and timeouts show at a later wait().
+  // Host-memory backends have no stream to order: they wait().
+  virtual void wait_on_stream() { wait(); }
 };
 
 class ProcessGroup {

@@ -55,8 +55,11 @@ class Reducer {
   void mark_ready(std::size_t slot);
 
   // Waits for every bucket, divides by the world size and unpacks packed buckets, then resets for
-  // the next backward. Throws InternalError naming a gradient never marked ready; TimeoutError or
-  // IoError from the group.
+  // the next backward. CUDA gradients are not waited for on the host: the averaged gradients are
+  // ordered before what the caller queues next on the legacy default stream, and the host waits
+  // for them at the next finalize() (or destruction), where a failure or timeout then surfaces.
+  // Throws InternalError naming a gradient never marked ready; TimeoutError or IoError from the
+  // group.
   void finalize();
 
   // The slots of each bucket, in the order buckets are reduced (for logs and tests).
@@ -73,6 +76,7 @@ class Reducer {
   std::vector<bool> ready_;
   bool require_sync_ = true;
   bool on_device_ = false;  // CUDA gradients: reduced in place only
+  std::vector<std::shared_ptr<Work>> in_flight_;  // CUDA: the last finalize's, host-waited next
 };
 
 }  // namespace ddp

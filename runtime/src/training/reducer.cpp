@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <utility>
 
 #include "common/check.hpp"
 #include "ddp/error.hpp"
@@ -76,10 +77,11 @@ Reducer::Reducer(std::shared_ptr<ProcessGroup> group, std::vector<GradientSlot> 
 Reducer::~Reducer() {
   // A backward abandoned by an exception may leave all-reduces in flight on our buffers; they must
   // finish before the buffers go away.
-  for (auto& b : buckets_) {
-    if (b->work) {
+  for (auto& b : buckets_) in_flight_.push_back(std::move(b->work));
+  for (auto& work : in_flight_) {
+    if (work) {
       try {
-        b->work->wait();
+        work->wait();
       } catch (const std::exception&) {
       }
     }
@@ -125,9 +127,17 @@ void Reducer::finalize() {
           slots_[i].name));
     }
   }
+  // The previous step's device all-reduces finished long ago in a healthy job; waiting for them
+  // here keeps a peer's failure or a timeout from going unnoticed.
+  for (auto& work : std::exchange(in_flight_, {})) work->wait();
   for (auto& b : buckets_) {
     std::shared_ptr<Work> work = std::move(b->work);
     b->pending = b->slots.size();
+    if (on_device_) {  // in place: nothing left for the host to do with it
+      work->wait_on_stream();
+      in_flight_.push_back(std::move(work));
+      continue;
+    }
     work->wait();
     if (b->in_place == nullptr) {
       std::size_t off = 0;

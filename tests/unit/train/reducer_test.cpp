@@ -150,3 +150,74 @@ TEST_CASE("CUDA gradients must be contiguous and on one device", "[reducer]") {
     CHECK_THROWS_AS(ddp::Reducer(g, grads.slots), ddp::ConfigError);
   });
 }
+
+namespace {
+
+// What the reducer asked of each all-reduce: a device-stream wait, a host wait. The host wait of
+// operation `failing` throws, as a peer's failure would.
+struct RecordedWork final : ddp::Work {
+  std::vector<std::string>* log;
+  int id;
+  bool fails;
+  RecordedWork(std::vector<std::string>* l, int i, bool f) : log(l), id(i), fails(f) {}
+  void wait() override {
+    log->push_back("wait " + std::to_string(id));
+    if (fails) throw ddp::IoError("peer gone in all-reduce " + std::to_string(id));
+  }
+  bool is_completed() override { return true; }
+  void wait_on_stream() override { log->push_back("stream " + std::to_string(id)); }
+};
+
+class RecordingGroup final : public ddp::ProcessGroup {
+ public:
+  std::vector<std::string> log;
+  int failing = -1;
+
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  std::string backend() const override { return "nccl"; }
+  std::shared_ptr<ddp::Work> all_reduce(ddp::Tensor, ddp::ReduceOp) override {
+    const int id = next_++;
+    log.push_back("all_reduce " + std::to_string(id));
+    return std::make_shared<RecordedWork>(&log, id, id == failing);
+  }
+  std::shared_ptr<ddp::Work> broadcast(ddp::Tensor, int) override { return nullptr; }
+  std::shared_ptr<ddp::Work> all_gather(ddp::Tensor, ddp::Tensor) override { return nullptr; }
+  std::shared_ptr<ddp::Work> reduce_scatter(ddp::Tensor, ddp::Tensor, ddp::ReduceOp) override {
+    return nullptr;
+  }
+  std::shared_ptr<ddp::Work> barrier() override { return nullptr; }
+  std::shared_ptr<ddp::Work> send(ddp::Tensor, int, int) override { return nullptr; }
+  std::shared_ptr<ddp::Work> recv(ddp::Tensor, int, int) override { return nullptr; }
+  std::shared_ptr<ddp::ProcessGroup> new_group(std::vector<int>) override { return nullptr; }
+
+ private:
+  int next_ = 0;
+};
+
+}  // namespace
+
+TEST_CASE("CUDA gradients: finalize orders the stream and host-waits one step later",
+          "[reducer]") {
+  auto group = std::make_shared<RecordingGroup>();
+  Grads grads(4, 3, 2);  // host memory stands in for the device: the reducer never touches it
+  for (auto& s : grads.slots) s.device = ddp::DeviceKind::kCuda;
+  ddp::ReducerOptions o;
+  o.first_bucket_cap_bytes = 8;  // p2 alone, then p1 and p0
+  group->failing = 1;  // step 1's second bucket fails: the host learns it at step 2
+  {
+    ddp::Reducer r(group, grads.slots, o);
+    for (std::size_t s : {2u, 1u, 0u}) r.mark_ready(s);
+    r.finalize();
+    CHECK(group->log ==
+          std::vector<std::string>{"all_reduce 0", "all_reduce 1", "stream 0", "stream 1"});
+    group->log.clear();
+    for (std::size_t s : {2u, 1u, 0u}) r.mark_ready(s);
+    CHECK_THROWS_WITH(r.finalize(), Catch::Contains("peer gone in all-reduce 1"));
+    CHECK(group->log ==
+          std::vector<std::string>{"all_reduce 2", "all_reduce 3", "wait 0", "wait 1"});
+    group->log.clear();
+  }
+  // Destroyed with step 2's all-reduces in flight: it waits for them before the buffers go.
+  CHECK(group->log == std::vector<std::string>{"wait 2", "wait 3"});
+}
