@@ -72,8 +72,7 @@ std::int64_t KeyTable::counter_plus(const char* op, const std::string& key,
   }
   std::int64_t result = 0;
   if (__builtin_add_overflow(current, delta, &result)) {
-    throw Error(
-        fmt::format("{}({}): {} + {} overflows a 64-bit integer", op, key, current, delta));
+    throw Error(fmt::format("{}({}): {} + {} overflows a 64-bit integer", op, key, current, delta));
   }
   return result;
 }
@@ -84,8 +83,8 @@ std::int64_t KeyTable::add(const std::string& key, std::int64_t delta) {
   return result;
 }
 
-std::optional<KeyTable::WaiterId> KeyTable::barrier(const std::string& key,
-                                                    std::int64_t world_size, WakeFn wake) {
+std::optional<KeyTable::WaiterId> KeyTable::barrier(const std::string& key, std::int64_t world_size,
+                                                    WakeFn wake) {
   const std::int64_t count = counter_plus("barrier", key, 1);
   // The arrivals before the last do not wake anybody, not even a WAIT on the counter's key
   // (PyTorch's server wakes nobody either until the count is reached).
@@ -162,8 +161,8 @@ std::size_t KeyTable::queue_length(const std::string& key) const {
   return it == queues_.end() ? 0 : it->second.size();
 }
 
-std::optional<KeyTable::WaiterId> KeyTable::wait(const std::vector<std::string>& keys,
-                                                 WakeFn wake, Presence presence) {
+std::optional<KeyTable::WaiterId> KeyTable::wait(const std::vector<std::string>& keys, WakeFn wake,
+                                                 Presence presence) {
   if (contains_all(keys, presence)) return std::nullopt;
   // A key whose queue is non-empty is still awaited when another key is missing: like PyTorch's
   // libuv server, a wait parks on every key absent from the table.

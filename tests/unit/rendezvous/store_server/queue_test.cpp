@@ -83,8 +83,7 @@ TEST_CASE("a push wakes one WAIT on an empty queue; a second waiter stays waitin
   CHECK(table.waiter_count() == 0);
 }
 
-TEST_CASE("a push wakes the first waiter for which the queue was the last missing key",
-          "[queue]") {
+TEST_CASE("a push wakes the first waiter for which the queue was the last missing key", "[queue]") {
   KeyTable table;
   Peer2 both(table);
   Peer2 queue_only(table);
