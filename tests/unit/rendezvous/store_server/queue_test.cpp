@@ -63,7 +63,8 @@ TEST_CASE("2.x queues: push, pop and length in FIFO order, apart from the keys",
   CHECK(peer.send(pop("/q")) == cat({u64le(1), str("queued")}));
 }
 
-TEST_CASE("a push wakes one WAIT on an empty queue; a second waiter stays waiting", "[queue]") {
+TEST_CASE("a push wakes one WAIT on an empty queue, and a second waiter stays waiting",
+          "[queue]") {
   KeyTable table;
   Peer2 first(table);
   Peer2 second(table);
