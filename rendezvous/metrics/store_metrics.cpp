@@ -41,8 +41,10 @@ void export_store_metrics(metrics::Registry& registry) {
   registry.gauge_fn("ddp_store_keys", "Keys held by the store now.", {},
                     [&stats] { return static_cast<double>(stats.key_count()); });
   registry.gauge_fn("ddp_store_waiters",
-                    "Parked WAIT requests (clients' and in-process) on the store now.", {},
-                    [&stats] { return static_cast<double>(stats.waiter_count()); });
+                    "Parked WAIT and BARRIER requests (clients' and in-process) on the store now.",
+                    {}, [&stats] { return static_cast<double>(stats.waiter_count()); });
+  registry.gauge_fn("ddp_store_queued_values", "Values held in the store's 2.x queues now.", {},
+                    [&stats] { return static_cast<double>(stats.queued_value_count()); });
 }
 
 }  // namespace ddp::rdzv

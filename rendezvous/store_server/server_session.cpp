@@ -1,7 +1,7 @@
 // ServerSession: one switch over the commands. Replies follow spec §5.3 byte for byte; where the
 // dialects' servers differ we take the friendlier behaviour that no client can tell apart (a GET
 // miss answers an empty value instead of closing; COMPARE_SET creating a key wakes its waiters),
-// see docs/protocol.md.
+// see docs/protocol.md. The 2.x queues, LIST_KEYS and BARRIER follow PyTorch's libuv server.
 
 #include "rendezvous/store_server/server_session.hpp"
 
@@ -9,12 +9,16 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace ddp::rdzv {
 
 using wire::Command;
 
 namespace {
 constexpr std::size_t kScratchBytes = 4096;
+// CHECK and WAIT count a non-empty 2.x queue as a present key, in both dialects (one table).
+constexpr auto kPresence = KeyTable::Presence::kTableOrQueue;
 }  // namespace
 
 ServerSession::ServerSession(KeyTable& table, Send send, wire::Limits limits)
@@ -64,7 +68,7 @@ void ServerSession::handle(wire::Request request, OutputQueue& out) {
       wire::append_i64(reply, table.add(keys[0], request.delta));
       break;
     case Command::kCheck:
-      wire::append_u8(reply, static_cast<std::uint8_t>(table.contains_all(keys)
+      wire::append_u8(reply, static_cast<std::uint8_t>(table.contains_all(keys, kPresence)
                                                            ? wire::CheckResponse::kReady
                                                            : wire::CheckResponse::kNotReady));
       break;
@@ -95,6 +99,28 @@ void ServerSession::handle(wire::Request request, OutputQueue& out) {
       // A wait that already completed sent STOP_WAITING first, as PyTorch's server does.
       drop_pending_wait();
       wire::append_u8(reply, static_cast<std::uint8_t>(wire::WaitResponse::kWaitCanceled));
+      break;
+    case Command::kQueuePush:
+      table.queue_push(keys[0], std::move(values[0]));
+      break;
+    case Command::kQueuePop: {
+      // The length before the pop, then the value when there was one.
+      KeyTable::Popped popped = table.queue_pop(keys[0]);
+      wire::append_i64(reply, static_cast<std::int64_t>(popped.length));
+      out.append(reply);
+      reply.clear();
+      if (popped.length > 0) out.append_value(popped.value);
+      break;
+    }
+    case Command::kQueueLen:
+      wire::append_i64(reply, static_cast<std::int64_t>(table.queue_length(keys[0])));
+      break;
+    case Command::kListKeys:
+      handle_list_keys(out);
+      break;
+    case Command::kBarrier:
+      pending_wait_ = table.barrier(keys[0], request.delta, wake_on_stop());
+      if (!pending_wait_) append_stop_waiting(reply);
       break;
   }
   out.append(reply);
@@ -131,15 +157,46 @@ void ServerSession::handle_multi_get(const std::vector<std::string>& keys, Outpu
   for (const auto& value : values) out.append_value(value);
 }
 
-void ServerSession::handle_wait(const std::vector<std::string>& keys, wire::Buffer& reply) {
-  pending_wait_ = table_->wait(keys, [this] {
+void ServerSession::append_stop_waiting(wire::Buffer& out) {
+  wire::append_u8(out, static_cast<std::uint8_t>(wire::WaitResponse::kStopWaiting));
+}
+
+KeyTable::WakeFn ServerSession::wake_on_stop() {
+  return [this] {
     pending_wait_.reset();
     wire::Buffer stop;
-    wire::append_u8(stop, static_cast<std::uint8_t>(wire::WaitResponse::kStopWaiting));
+    append_stop_waiting(stop);
     send_(std::move(stop));
+  };
+}
+
+void ServerSession::handle_wait(const std::vector<std::string>& keys, wire::Buffer& reply) {
+  pending_wait_ = table_->wait(keys, wake_on_stop(), kPresence);
+  if (!pending_wait_) append_stop_waiting(reply);
+}
+
+void ServerSession::handle_list_keys(OutputQueue& out) {
+  // Sorted, so the reply does not depend on the hash map's order; refused past the value limit
+  // like a MULTI_GET reply, before anything is queued.
+  std::vector<const std::string*> keys;
+  keys.reserve(table_->size());
+  std::size_t total = wire::kLengthBytes;
+  table_->for_each_key([&](const std::string& key) {
+    keys.push_back(&key);
+    total += wire::kLengthBytes + key.size();
   });
-  if (!pending_wait_) {
-    wire::append_u8(reply, static_cast<std::uint8_t>(wire::WaitResponse::kStopWaiting));
+  if (total > limits_.max_value_bytes) {
+    throw Error(fmt::format("LIST_KEYS of {} keys: the reply of {} bytes exceeds the value limit "
+                            "of {} bytes", keys.size(), total, limits_.max_value_bytes));
+  }
+  std::sort(keys.begin(), keys.end(), [](const auto* a, const auto* b) { return *a < *b; });
+  wire::Buffer field;
+  wire::append_i64(field, static_cast<std::int64_t>(keys.size()));
+  out.append(field);
+  for (const std::string* key : keys) {
+    field.clear();
+    wire::append_bytes(field, *key);
+    out.append(field);
   }
 }
 

@@ -28,10 +28,10 @@ class ServerSession {
   ServerSession& operator=(const ServerSession&) = delete;
 
   // Serves one request and appends its immediate reply (if it has one) to `reply`. A parked
-  // WAIT that was never cancelled (1.13 clients give up silently) is dropped by the next request
-  // other than CANCEL_WAIT. Throws ddp::Error when the request cannot be served (ADD on a
-  // non-integer, too many watches, an APPEND or a reply past the value limit): the connection
-  // must be closed.
+  // WAIT or BARRIER that was never cancelled (1.13 clients give up silently) is dropped by the
+  // next request other than CANCEL_WAIT. Throws ddp::Error when the request cannot be served
+  // (ADD or BARRIER on a non-integer, too many watches, an APPEND or a reply (MULTI_GET,
+  // LIST_KEYS) past the value limit): the connection must be closed.
   void handle(wire::Request request, OutputQueue& reply);
 
   // Why a value of `length` bytes announced in `partial` cannot be served ("" when it can): an
@@ -45,7 +45,11 @@ class ServerSession {
   bool is_waiting() const { return pending_wait_.has_value(); }
 
  private:
+  // The callback a parked WAIT or BARRIER gets: it sends STOP_WAITING.
+  KeyTable::WakeFn wake_on_stop();
+  static void append_stop_waiting(wire::Buffer& out);
   void handle_wait(const std::vector<std::string>& keys, wire::Buffer& reply);
+  void handle_list_keys(OutputQueue& out);
   void handle_watch(const std::string& key, wire::Buffer& reply);
   void handle_multi_get(const std::vector<std::string>& keys, OutputQueue& reply);
   std::string append_refusal(const std::string& key, std::uint64_t appended) const;

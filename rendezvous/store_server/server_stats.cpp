@@ -42,6 +42,16 @@ const char* command_label(wire::Command command) {
       return "cancel_wait";
     case C::kPing:
       return "ping";
+    case C::kQueuePush:
+      return "queue_push";
+    case C::kQueuePop:
+      return "queue_pop";
+    case C::kQueueLen:
+      return "queue_len";
+    case C::kListKeys:
+      return "list_keys";
+    case C::kBarrier:
+      return "barrier";
   }
   return "unknown";
 }
@@ -51,18 +61,17 @@ ServerStats& server_stats() {
   return stats;
 }
 
-std::size_t ServerStats::key_count() const {
+std::size_t ServerStats::sum_over_tables(std::size_t (KeyTable::*count)() const) const {
   const std::lock_guard lock(tables_mutex_);
-  std::size_t keys = 0;
-  for (const KeyTable* table : tables_) keys += table->size();
-  return keys;
+  std::size_t total = 0;
+  for (const KeyTable* table : tables_) total += (table->*count)();
+  return total;
 }
 
-std::size_t ServerStats::waiter_count() const {
-  const std::lock_guard lock(tables_mutex_);
-  std::size_t waiters = 0;
-  for (const KeyTable* table : tables_) waiters += table->waiter_count();
-  return waiters;
+std::size_t ServerStats::key_count() const { return sum_over_tables(&KeyTable::size); }
+std::size_t ServerStats::waiter_count() const { return sum_over_tables(&KeyTable::waiter_count); }
+std::size_t ServerStats::queued_value_count() const {
+  return sum_over_tables(&KeyTable::queued_value_count);
 }
 
 ServerStats::TableRegistration::TableRegistration(const KeyTable& table) : table_(&table) {

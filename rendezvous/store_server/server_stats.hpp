@@ -18,7 +18,7 @@ namespace ddp::rdzv {
 
 class KeyTable;
 
-inline constexpr std::size_t kCommandCount = static_cast<std::size_t>(wire::Command::kPing) + 1;
+inline constexpr std::size_t kCommandCount = static_cast<std::size_t>(wire::Command::kBarrier) + 1;
 
 // The label a command is exported under ("set", "compare_set", "multi_get", ...).
 const char* command_label(wire::Command command);
@@ -39,9 +39,11 @@ struct ServerStats {
     counter.fetch_add(n, std::memory_order_relaxed);
   }
 
-  // Keys and parked waits summed over the tables of the servers alive now.
+  // Keys, parked waits and values held in 2.x queues, summed over the tables of the servers
+  // alive now.
   std::size_t key_count() const;
   std::size_t waiter_count() const;
+  std::size_t queued_value_count() const;
 
   // A server's table, registered for its lifetime (TcpStoreServer holds one).
   class TableRegistration {
@@ -56,6 +58,8 @@ struct ServerStats {
   };
 
  private:
+  std::size_t sum_over_tables(std::size_t (KeyTable::*count)() const) const;
+
   mutable std::mutex tables_mutex_;
   std::vector<const KeyTable*> tables_;
 };

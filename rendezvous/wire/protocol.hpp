@@ -12,7 +12,8 @@ namespace ddp::rdzv::wire {
 
 // Which numbering a connection speaks. kTorch113: no handshake, 1.13/2.0 numbering (SET = 0,
 // WATCH_KEY = 7, and 2.0's APPEND..CANCEL_WAIT = 9..12). kTorch2: the first request is VALIDATE
-// (00 + magic), then the 2.x numbering (SET = 1 ... PING = 13).
+// (00 + magic), then the 2.x numbering (SET = 1 ... PING = 13, the queues 14..16, LIST_KEYS = 17,
+// BARRIER = 18).
 enum class Dialect : std::uint8_t { kTorch113, kTorch2 };
 
 // A command independent of its number on the wire.
@@ -32,6 +33,11 @@ enum class Command : std::uint8_t {
   kMultiSet,     // u64 n, n x (key, value); no reply
   kCancelWait,   // nothing; reply: u8 WaitResponse::kWaitCanceled
   kPing,         // 2.x only: u32 nonce; reply: the same u32
+  kQueuePush,    // 2.x only: key, value; no reply
+  kQueuePop,     // 2.x only: key; reply: i64 length before the pop, then (if > 0) the value
+  kQueueLen,     // 2.x only: key; reply: i64
+  kListKeys,     // 2.x only: nothing; reply: i64 n, then n keys
+  kBarrier,      // 2.x only: key, i64 world_size; reply: u8 kStopWaiting once world_size arrived
 };
 
 // The 1.13 (and 2.0-era, pre-VALIDATE) numbering. 1.13 itself stops at 8 (DELETE_KEY) and closes
@@ -52,8 +58,8 @@ inline constexpr std::uint8_t kMultiSet = 11;
 inline constexpr std::uint8_t kCancelWait = 12;
 }  // namespace torch113
 
-// The 2.x numbering with VALIDATE (2.6 .. 2.14 headers). 14..18 (queues, LIST_KEYS, BARRIER)
-// exist only on newer libuv servers and are not served.
+// The 2.x numbering with VALIDATE (2.6 .. 2.14 headers). 14..16 (queues) came with the libuv
+// server, 17..18 (LIST_KEYS, BARRIER) with the newest clients.
 namespace torch2 {
 inline constexpr std::uint8_t kValidate = 0;
 inline constexpr std::uint8_t kSet = 1;
@@ -69,6 +75,11 @@ inline constexpr std::uint8_t kMultiGet = 10;
 inline constexpr std::uint8_t kMultiSet = 11;
 inline constexpr std::uint8_t kCancelWait = 12;
 inline constexpr std::uint8_t kPing = 13;
+inline constexpr std::uint8_t kQueuePush = 14;
+inline constexpr std::uint8_t kQueuePop = 15;
+inline constexpr std::uint8_t kQueueLen = 16;
+inline constexpr std::uint8_t kListKeys = 17;
+inline constexpr std::uint8_t kBarrier = 18;
 }  // namespace torch2
 
 // The command a byte means in `dialect`; nullopt for a byte that dialect does not define.
@@ -85,13 +96,14 @@ constexpr std::optional<Command> decode_command(Dialect dialect, std::uint8_t by
   constexpr C kTable[] = {C::kValidate,  C::kSet,       C::kCompareSet, C::kGet,
                           C::kAdd,       C::kCheck,     C::kWait,       C::kGetNumKeys,
                           C::kDeleteKey, C::kAppend,    C::kMultiGet,   C::kMultiSet,
-                          C::kCancelWait, C::kPing};
+                          C::kCancelWait, C::kPing,     C::kQueuePush, C::kQueuePop,
+                          C::kQueueLen,  C::kListKeys,  C::kBarrier};
   if (byte < std::size(kTable)) return kTable[byte];
   return std::nullopt;
 }
 
 // The byte of `command` in `dialect`; nullopt when that dialect has no such command
-// (VALIDATE and PING in 1.13, WATCH_KEY in 2.x).
+// (VALIDATE, PING, the queues, LIST_KEYS and BARRIER in 1.13; WATCH_KEY in 2.x).
 constexpr std::optional<std::uint8_t> encode_command(Dialect dialect, Command command) {
   for (unsigned byte = 0; byte < 256; ++byte) {
     if (decode_command(dialect, static_cast<std::uint8_t>(byte)) == command) {
@@ -103,7 +115,7 @@ constexpr std::optional<std::uint8_t> encode_command(Dialect dialect, Command co
 
 // u8 reply to CHECK.
 enum class CheckResponse : std::uint8_t { kReady = 0, kNotReady = 1 };
-// u8 reply to WAIT (kStopWaiting) and to CANCEL_WAIT (kWaitCanceled).
+// u8 reply to WAIT and BARRIER (kStopWaiting) and to CANCEL_WAIT (kWaitCanceled).
 enum class WaitResponse : std::uint8_t { kStopWaiting = 0, kWaitCanceled = 1 };
 // u8 reply to WATCH_KEY (kKeyCallbackRegistered) and first byte of each later watch event:
 // event = u8 type, key string, old value, new value (created: old empty; deleted: new empty).

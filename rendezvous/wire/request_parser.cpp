@@ -48,6 +48,7 @@ RequestParser::Step RequestParser::next_field_step() const {
       return fields_done_ == 0 ? Step::kWord : Step::kDone;
     case Command::kSet:
     case Command::kAppend:
+    case Command::kQueuePush:
       return fields_done_ == 0 ? Step::kKeyLength
              : fields_done_ == 1 ? Step::kValueLength
                                  : Step::kDone;
@@ -58,8 +59,11 @@ RequestParser::Step RequestParser::next_field_step() const {
     case Command::kGet:
     case Command::kWatchKey:
     case Command::kDeleteKey:
+    case Command::kQueuePop:
+    case Command::kQueueLen:
       return fields_done_ == 0 ? Step::kKeyLength : Step::kDone;
     case Command::kAdd:
+    case Command::kBarrier:
       return fields_done_ == 0 ? Step::kKeyLength
              : fields_done_ == 1 ? Step::kDelta
                                  : Step::kDone;
@@ -74,6 +78,7 @@ RequestParser::Step RequestParser::next_field_step() const {
       return keys == values ? Step::kKeyLength : Step::kValueLength;
     case Command::kGetNumKeys:
     case Command::kCancelWait:
+    case Command::kListKeys:
       return Step::kDone;
   }
   return Step::kDone;

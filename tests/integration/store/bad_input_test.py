@@ -60,7 +60,8 @@ BAD_INPUTS = {
     "garbage": b"\xff\xfe\xfd\xfc garbage",
     "2^60 length": b"\x00" + string("/k") + struct.pack("<Q", 1 << 60),
     "2^60 key length": b"\x02" + struct.pack("<Q", 1 << 60),
-    "unknown 2.x command": b"\x00" + struct.pack("<I", 0x3C85F7CE) + b"\x0e",
+    "unknown 2.x command": b"\x00" + struct.pack("<I", 0x3C85F7CE) + b"\x13",
+    "2.x QUEUE_PUSH on a 1.13 connection": b"\x0e" + string("/q") + string("v"),
     "2^60 keys in a WAIT": b"\x05" + struct.pack("<Q", 1 << 60),
 }
 

@@ -91,6 +91,17 @@ TEST_CASE("MemoryStore get waits for a key set later") {
   CHECK(store.table().waiter_count() == 0);
 }
 
+TEST_CASE("MemoryStore get waits for a key, never for a 2.x queue of the same name") {
+  asio::io_context io;
+  MemoryStore store(io.get_executor());
+  // A client's QUEUE_PUSH on the agent's store: the key stays missing for in-process users (had
+  // the queue counted, get() would find no value, wait again at once, and spin the loop).
+  store.table().queue_push("k", to_bytes("queued"));
+  asio::co_spawn(io, set_after(store, "k", 20ms), asio::detached);
+  CHECK(to_string(run(io, store.get("k"))) == "late");
+  CHECK(store.table().queue_length("k") == 1);
+}
+
 TEST_CASE("MemoryStore wait times out naming the missing keys and forgets the waiter") {
   asio::io_context io;
   MemoryStore store(io.get_executor());

@@ -1,48 +1,10 @@
 // ServerSession + RequestParser on a KeyTable: the server's replies byte for byte against the
 // captured 1.13 conversation (§5.9), 2.x PING/CANCEL_WAIT, parked waits, and 1.13 watch events.
 
-#include "rendezvous/store_server/server_key_table.hpp"
-#include "rendezvous/store_server/server_session.hpp"
-#include "rendezvous/wire/request_parser.hpp"
-#include "tests/unit/rendezvous/wire_fixtures.hpp"
-
-#include <catch2/catch.hpp>
-
-#include <span>
+#include "tests/unit/rendezvous/store_server/session_peer.hpp"
 
 using namespace ddp::rdzv;
 using namespace ddp::rdzv::test;
-
-namespace {
-
-// A session with a parser: feed bytes, read back the immediate replies and the later output.
-struct Peer {
-  explicit Peer(KeyTable& table)
-      : session(table, [this](wire::Buffer bytes) {
-          later.insert(later.end(), bytes.begin(), bytes.end());
-        }, wire::Limits{.max_keys_per_query = 16}) {}
-
-  // Feeds bytes; returns the replies to the requests they complete.
-  ByteVec send(const ByteVec& bytes) {
-    OutputQueue reply;
-    std::span<const std::uint8_t> rest(bytes);
-    while (!rest.empty()) {
-      const auto result = parser.feed(rest);
-      rest = rest.subspan(result.consumed);
-      if (result.status == wire::ParseStatus::kNeedMore) break;
-      REQUIRE(result.status == wire::ParseStatus::kOk);
-      session.handle(parser.take_request(), reply);
-    }
-    return reply.take_all();
-  }
-  ByteVec take_later() { return std::exchange(later, {}); }
-
-  wire::RequestParser parser;
-  ByteVec later;
-  ServerSession session;
-};
-
-}  // namespace
 
 TEST_CASE("the server answers the captured 1.13 conversation byte for byte") {
   KeyTable table;

@@ -39,6 +39,21 @@ TEST_CASE("a WAIT on one connection is answered when another sets the key") {
   CHECK(waiter.recv(1) == hex("00"));
 }
 
+TEST_CASE("a blocking 2.x queue_pop is woken by another connection's push") {
+  ServerThread server;
+  RawClient popper(server.port());
+  RawClient pusher(server.port());
+  popper.send(validate());
+  pusher.send(validate());
+  // PyTorch's queue_pop(block=True): WAIT on the key, then QUEUE_POP.
+  popper.send(cat({byte(6), u64le(1), str("/jobs")}));
+  CHECK(popper.is_silent_for(50));
+  pusher.send(cat({byte(14), str("/jobs"), str("late")}));
+  CHECK(popper.recv(1) == hex("00"));
+  CHECK(popper.call(cat({byte(15), str("/jobs")}), 20) == cat({u64le(1), str("late")}));
+  CHECK(pusher.call(cat({byte(16), str("/jobs")}), 8) == u64le(0));
+}
+
 TEST_CASE("in-process writes through store() wake remote waiters") {
   ServerThread server;
   RawClient waiter(server.port());
@@ -68,7 +83,12 @@ TEST_CASE("bad input closes only the offending connection") {
   }
   SECTION("an unknown 2.x command after the handshake") {
     RawClient bad(server.port());
-    bad.send(cat({validate(), byte(14)}));
+    bad.send(cat({validate(), byte(19)}));
+    CHECK(bad.is_closed_by_server());
+  }
+  SECTION("2.x's QUEUE_PUSH byte on a 1.13 connection") {
+    RawClient bad(server.port());
+    bad.send(cat({byte(14), str("/q"), str("v")}));
     CHECK(bad.is_closed_by_server());
   }
   SECTION("ADD on text") {

@@ -5,6 +5,7 @@
 #include "tests/unit/rendezvous/wire_fixtures.hpp"
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include <span>
 
@@ -188,6 +189,44 @@ TEST_CASE("2.x requests use the VALIDATE numbering") {
   }
 }
 
+TEST_CASE("2.x queue, LIST_KEYS and BARRIER requests parse split anywhere") {
+  const ByteVec bytes = cat({
+      validate(),
+      cat({byte(14), str("/q"), str("job")}),  // QUEUE_PUSH
+      cat({byte(15), str("/q")}),              // QUEUE_POP
+      cat({byte(16), str("/q")}),              // QUEUE_LEN
+      byte(17),                                // LIST_KEYS
+      cat({byte(18), str("/bar"), u64le(3)}),  // BARRIER
+      byte(7),                                 // GETNUMKEYS: the stream stays in step
+  });
+  for (std::size_t chunk : {std::size_t{1}, std::size_t{3}, bytes.size()}) {
+    const auto r = parse_chunked(bytes, chunk);
+    REQUIRE(r.size() == 7);
+    CHECK(r[1].command == Command::kQueuePush);
+    CHECK(r[1].keys == std::vector<std::string>{"/q"});
+    CHECK(text(r[1].values[0]) == "job");
+    CHECK(r[2].command == Command::kQueuePop);
+    CHECK(r[2].keys == std::vector<std::string>{"/q"});
+    CHECK(r[3].command == Command::kQueueLen);
+    CHECK(r[4].command == Command::kListKeys);
+    CHECK(r[4].keys.empty());
+    CHECK(r[5].command == Command::kBarrier);
+    CHECK(r[5].keys == std::vector<std::string>{"/bar"});
+    CHECK(r[5].delta == 3);
+    CHECK(r[6].command == Command::kGetNumKeys);
+  }
+}
+
+TEST_CASE("a QUEUE_PUSH value past the value limit is bad input before it is read") {
+  RequestParser parser(Limits{.max_value_bytes = 32});
+  const ByteVec bytes = cat({validate(), byte(14), str("/q"), u64le(33)});
+  auto result = parser.feed(bytes);
+  REQUIRE(result.status == ParseStatus::kOk);
+  parser.take_request();
+  REQUIRE(parser.feed(std::span(bytes).subspan(result.consumed)).status == ParseStatus::kBad);
+  CHECK(parser.error() == "value length 33 exceeds the limit of 32 bytes");
+}
+
 TEST_CASE("the 2.0-era pre-VALIDATE numbering serves APPEND to CANCEL_WAIT as 9 to 12") {
   const auto r = parse_all(cat({cat({byte(9), str("/k"), str("x")}), byte(12)}));
   REQUIRE(r.size() == 2);
@@ -221,13 +260,20 @@ TEST_CASE("unknown command bytes are bad input in each dialect") {
   }
   {
     RequestParser parser;
-    const ByteVec bytes = cat({validate(), hex("0E")});  // QUEUE_PUSH is not served
+    const ByteVec bytes = cat({validate(), hex("13")});  // past BARRIER (18)
     auto result = parser.feed(bytes);
     REQUIRE(result.status == ParseStatus::kOk);
     parser.take_request();
     std::span<const std::uint8_t> rest(bytes);
     REQUIRE(parser.feed(rest.subspan(result.consumed)).status == ParseStatus::kBad);
-    CHECK(parser.error() == "unknown command byte 0x0e in the 2.x dialect");
+    CHECK(parser.error() == "unknown command byte 0x13 in the 2.x dialect");
+  }
+  for (std::uint8_t queue_push_and_on = 14; queue_push_and_on <= 18; ++queue_push_and_on) {
+    RequestParser parser;  // 2.x's QUEUE_PUSH .. BARRIER bytes mean nothing to 1.13
+    const ByteVec bytes = cat({byte(queue_push_and_on), str("/q"), str("v")});
+    REQUIRE(parser.feed(bytes).status == ParseStatus::kBad);
+    CHECK(parser.error() ==
+          fmt::format("unknown command byte 0x{:02x} in the 1.13 dialect", queue_push_and_on));
   }
   {
     RequestParser parser;
@@ -297,6 +343,14 @@ TEST_CASE("command numbering maps both ways") {
   CHECK(encode_command(Dialect::kTorch113, Command::kSet) == 0);
   CHECK(encode_command(Dialect::kTorch2, Command::kSet) == 1);
   CHECK(encode_command(Dialect::kTorch2, Command::kPing) == 13);
+  CHECK(encode_command(Dialect::kTorch2, Command::kQueuePush) == 14);
+  CHECK(encode_command(Dialect::kTorch2, Command::kQueuePop) == 15);
+  CHECK(encode_command(Dialect::kTorch2, Command::kQueueLen) == 16);
+  CHECK(encode_command(Dialect::kTorch2, Command::kListKeys) == 17);
+  CHECK(encode_command(Dialect::kTorch2, Command::kBarrier) == 18);
+  CHECK_FALSE(decode_command(Dialect::kTorch2, 19));
+  CHECK_FALSE(encode_command(Dialect::kTorch113, Command::kQueuePush));
+  CHECK_FALSE(encode_command(Dialect::kTorch113, Command::kBarrier));
   CHECK_FALSE(encode_command(Dialect::kTorch2, Command::kWatchKey));
   CHECK_FALSE(encode_command(Dialect::kTorch113, Command::kValidate));
 }

@@ -1,0 +1,44 @@
+#pragma once
+// Peer: a ServerSession with its RequestParser on a KeyTable, for wire-level tests without
+// sockets: request bytes in, the immediate replies out, and the output sent later (wake-ups,
+// watch events) collected apart.
+
+#include "rendezvous/store_server/server_key_table.hpp"
+#include "rendezvous/store_server/server_session.hpp"
+#include "rendezvous/wire/request_parser.hpp"
+#include "tests/unit/rendezvous/wire_fixtures.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <span>
+#include <utility>
+
+namespace ddp::rdzv::test {
+
+struct Peer {
+  explicit Peer(KeyTable& table, wire::Limits limits = {.max_keys_per_query = 16})
+      : parser(limits), session(table, [this](wire::Buffer bytes) {
+          later.insert(later.end(), bytes.begin(), bytes.end());
+        }, limits) {}
+
+  // Feeds bytes; returns the replies to the requests they complete.
+  ByteVec send(const ByteVec& bytes) {
+    OutputQueue reply;
+    std::span<const std::uint8_t> rest(bytes);
+    while (!rest.empty()) {
+      const auto result = parser.feed(rest);
+      rest = rest.subspan(result.consumed);
+      if (result.status == wire::ParseStatus::kNeedMore) break;
+      REQUIRE(result.status == wire::ParseStatus::kOk);
+      session.handle(parser.take_request(), reply);
+    }
+    return reply.take_all();
+  }
+  ByteVec take_later() { return std::exchange(later, {}); }
+
+  wire::RequestParser parser;
+  ByteVec later;
+  ServerSession session;
+};
+
+}  // namespace ddp::rdzv::test
