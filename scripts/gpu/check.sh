@@ -20,8 +20,7 @@ work="$(mktemp -d /tmp/ddp-gpu-check.XXXXXX)"
 trap 'rm -rf "$work"' EXIT
 "$python" -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' \
   "$carry/bin-lib.tar.xz" "$work" || { echo "check.sh: cannot unpack $carry/bin-lib.tar.xz" >&2; exit 2; }
-echo "check.sh: carried build of commit $(cat "$work/COMMIT"); this tree is at" \
-  "$(git -C "$root" rev-parse HEAD 2>/dev/null || echo '?')"
+echo "check.sh: carried build of commit $(cat "$work/COMMIT")"
 
 # CUDA's libraries: the PyTorch wheels' nvidia/<part>/lib (and nvidia/cu13/lib), else the toolkit's.
 cuda_dirs="$("$python" -c '

@@ -63,7 +63,9 @@ for t in "${targets[@]}"; do ldd "$build/bin/$t"; done |
         ;;
     esac
   done
-git rev-parse HEAD >"$stage/COMMIT"
+# The commit, marked when the build had uncommitted changes (the device's copy of the tree has no
+# reliable git metadata of its own, so this is the one record of what was built).
+{ git rev-parse HEAD | tr -d '\n'; git diff --quiet HEAD -- || printf '+uncommitted'; echo; } >"$stage/COMMIT"
 
 rm -rf "$carry"
 mkdir -p "$carry/fashion-mnist"
