@@ -16,7 +16,8 @@ cd "$root"
 build="${1:-build}"
 carry=.gpu-carry
 data=/usr/share/datasets/fashion-mnist
-targets=(ddprun ddp-train ddp-bench ddp-bench-allreduce ddp-bench-sgemm ddp-store runtime_worker)
+targets=(ddprun ddp-train ddp-bench ddp-bench-allreduce ddp-bench-sgemm ddp-bench-rendezvous ddp-store
+         runtime_worker)
 limit=$((64 * 1024 * 1024))
 
 if [[ ! -f $build/CMakeCache.txt ]]; then
