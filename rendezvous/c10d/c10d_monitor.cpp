@@ -46,6 +46,7 @@ struct C10dRendezvous::Monitor {
   int round = 0;
   int index = 0;  // this node's arrival index
   int size = 0;   // members of the round
+  std::optional<C10dDerivedRound> derived;  // the plan, when the round was derived
 };
 
 namespace {
@@ -80,11 +81,83 @@ asio::awaitable<Bytes> read_change_log(Store& store, std::string change_key) {
   co_return log;
 }
 
+// A change-log line for a log message (without its newline).
+std::string shown(const Bytes& line) {
+  std::string text = to_string(line);
+  if (!text.empty() && text.back() == '\n') text.pop_back();
+  return text;
+}
+
 // One watched member's heartbeat as this node last saw it.
 struct Beat {
-  Bytes value;
+  Bytes value;  // empty: its key does not exist yet (a derived round's member not there yet)
   Clock::time_point changed;
 };
+
+// The watched heartbeats, an absent one read as empty. Once all were seen to exist (at once in a
+// joined round: each wrote its heartbeat before its descriptor), one MULTI_GET and no WAIT; in a
+// derived round a member that has not written its key yet (or died first) is looked for alone.
+asio::awaitable<std::vector<Bytes>> read_beats(Store& store, const std::vector<std::string>& keys,
+                                               std::vector<char>& present) {
+  if (std::find(present.begin(), present.end(), 0) != present.end()) {
+    if (co_await store.check(keys)) {
+      std::fill(present.begin(), present.end(), 1);
+    } else {
+      for (std::size_t i = 0; i < keys.size(); ++i) {
+        if (!present[i]) present[i] = co_await store.check(c10d_keys::one(keys[i])) ? 1 : 0;
+      }
+    }
+  }
+  std::vector<std::string> existing;
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    if (present[i]) existing.push_back(keys[i]);
+  }
+  std::vector<Bytes> got;
+  if (!existing.empty()) got = co_await store.multi_get_existing(std::move(existing));
+  std::vector<Bytes> values(keys.size());
+  for (std::size_t i = 0, at = 0; i < keys.size(); ++i) {
+    if (present[i]) values[i] = std::move(got.at(at++));
+  }
+  co_return values;
+}
+
+// The lost line for the silent member at `index`: named by its descriptor, with its place (in a
+// derived round its group rank is index - 1; in a joined round its place says). A member that
+// never wrote its descriptor is named by its index, without a place (the next round re-joins).
+asio::awaitable<Bytes> silent_line(Store& store, int round, int index, bool derived,
+                                   std::chrono::milliseconds after) {
+  const std::string node_key = c10d_keys::node(round, index);
+  if (!co_await store.check(c10d_keys::one(node_key))) {
+    co_return lost_line(fmt::format("member-{}-of-round-{}", index, round), "heartbeat",
+                        std::to_string(after.count()));
+  }
+  const std::string place_key = c10d_keys::place(round, index);
+  std::vector<std::string> read{node_key};
+  if (!derived) read.push_back(place_key);
+  const std::vector<Bytes> values = co_await store.multi_get_existing(std::move(read));
+  const C10dNodeDesc desc = decode_node_desc(values.at(0), node_key);
+  const int rank = derived ? index - 1 : decode_place(values.at(1), place_key).group_rank;
+  co_return lost_line(desc.name, "heartbeat", std::to_string(after.count()),
+                      C10dLostMember{rank, desc.local_world_size});
+}
+
+// A member of a derived round that has not started there may have died between the rounds: its
+// lease then said so in the previous round's log, which nobody watches any more. The line for
+// such a member (group rank index - 1 here), translated to this round, or nullopt.
+std::optional<Bytes> carried_loss(const C10dChanges& before, const C10dDerivedRound& plan,
+                                  int index) {
+  for (std::size_t i = 0; i < before.lost.size(); ++i) {
+    const auto& member = before.lost_members[i];
+    if (!member) continue;
+    const std::optional<int> rank = derived_rank(plan, member->group_rank);
+    if (!rank || *rank != index - 1) continue;
+    const NodeLoss& loss = before.losses[i];
+    return lost_line(loss.node, loss.detected_by.empty() ? "connection" : loss.detected_by,
+                     std::to_string(loss.after.count()),
+                     C10dLostMember{*rank, member->local_world_size});
+  }
+  return std::nullopt;
+}
 
 }  // namespace
 
@@ -111,6 +184,7 @@ void C10dRendezvous::start_monitor(const Member& member) {
   m->round = member.header.round;
   m->index = current_index_;
   m->size = member.header.size;
+  m->derived = member.derived;
   monitor_ = m;
   const milliseconds interval = settings_.keep_alive_interval;
   const auto lost_after = interval * settings_.keep_alive_max_attempt;
@@ -178,6 +252,7 @@ void C10dRendezvous::start_monitor(const Member& member) {
       beat_keys.push_back(keys::heartbeat(m->round, watched.first + i));
     }
     std::vector<Beat> seen(beat_keys.size(), Beat{{}, Clock::now()});
+    std::vector<char> present(beat_keys.size(), 0);
     const Bytes zero = to_bytes("0");  // joined, monitor not started
     bool declared = false;
     bool was_reading = true;
@@ -215,17 +290,40 @@ void C10dRendezvous::start_monitor(const Member& member) {
           // Only time that surely passed without a beat counts: from the answer that showed
           // the last change to the moment this read was sent (a slow answer proves nothing).
           const Clock::time_point sent = Clock::now();
-          const std::vector<Bytes> values = co_await store.multi_get(beat_keys);
+          const std::vector<Bytes> values = co_await read_beats(store, beat_keys, present);
           if (m->stopped) break;
           const Clock::time_point answered = Clock::now();
           std::optional<std::size_t> silent;
+          std::optional<Bytes> carried;
+          bool unstarted = false;
           for (std::size_t i = 0; i < values.size(); ++i) {
+            const bool started = !values[i].empty() && values[i] != zero;
+            unstarted = unstarted || !started;
             if (values[i] != seen[i].value) {
               seen[i] = Beat{values[i], answered};
             } else if (!silent && sent - seen[i].changed >=
-                                      (seen[i].value == zero ? unstarted_after : lost_after)) {
+                                      (started ? lost_after : unstarted_after)) {
               silent = i;
             }
+          }
+          if (unstarted && m->derived) {
+            // Did one of them die between the rounds? (Once a member has started, its own lease
+            // speaks for it in this round's log.)
+            const C10dChanges before = parse_changes(
+                co_await read_change_log(store, keys::change(m->derived->from_round)));
+            if (m->stopped) break;
+            for (std::size_t i = 0; i < values.size() && !carried; ++i) {
+              if (values[i].empty() || values[i] == zero) {
+                carried = carried_loss(before, *m->derived, watched.first + static_cast<int>(i));
+              }
+            }
+          }
+          if (carried) {
+            logger()->warn("a member of round {} died before it started there: {}", m->round,
+                           shown(*carried));
+            co_await store.append(change_key, *carried);
+            declared = true;
+            continue;
           }
           if (silent) {
             // A member that saw a change moved on to the next round and stopped beating here:
@@ -238,14 +336,13 @@ void C10dRendezvous::start_monitor(const Member& member) {
               continue;
             }
             const int index = watched.first + static_cast<int>(*silent);
-            const std::string node_key = keys::node(m->round, index);
-            const std::string name = decode_node_desc(co_await store.get(node_key), node_key).name;
             const auto after =
                 std::chrono::duration_cast<milliseconds>(Clock::now() - seen[*silent].changed);
-            logger()->warn("node {} missed its heartbeats for {} ms: declaring it lost", name,
-                           after.count());
-            co_await store.append(change_key,
-                                  lost_line(name, "heartbeat", std::to_string(after.count())));
+            const Bytes line =
+                co_await silent_line(store, m->round, index, m->derived.has_value(), after);
+            logger()->warn("a member missed its heartbeats for {} ms: {}", after.count(),
+                           shown(line));
+            co_await store.append(change_key, line);
             declared = true;
           }
         }
@@ -255,6 +352,10 @@ void C10dRendezvous::start_monitor(const Member& member) {
       co_await m->tick.async_wait(asio::redirect_error(asio::use_awaitable, ec));
     }
   }(m, store, watched, interval, period, lost_after, unstarted_after, change_key));
+}
+
+C10dChanges C10dRendezvous::seen_changes() const {
+  return monitor_ ? monitor_->changes : C10dChanges{};
 }
 
 void C10dRendezvous::stop_monitor() {

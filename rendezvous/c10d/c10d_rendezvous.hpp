@@ -18,6 +18,7 @@
 
 #include "rendezvous/c10d/c10d_assignment.hpp"
 #include "rendezvous/c10d/c10d_change_log.hpp"
+#include "rendezvous/c10d/c10d_derived.hpp"
 #include "rendezvous/c10d/c10d_settings.hpp"
 #include "rendezvous/rendezvous.hpp"
 #include "rendezvous/store/prefix_store.hpp"
@@ -60,6 +61,7 @@ class C10dRendezvous final : public Rendezvous {
   struct Member {  // this node in the closed round it runs in
     C10dRoundHeader header;
     C10dPlace place;
+    std::optional<C10dDerivedRound> derived;  // the plan, when header.derived
   };
   struct Monitor;  // the running round's heartbeat and change watcher (c10d_monitor.cpp)
 
@@ -69,6 +71,17 @@ class C10dRendezvous final : public Rendezvous {
   asio::awaitable<Joined> join(int round, int local_world_size, int expected);
   asio::awaitable<C10dRoundHeader> wait_closed(const Joined& joined, int expected,
                                                std::chrono::steady_clock::time_point deadline);
+  // Re-forming from the plan in r<N+1>/size (c10d_reform.cpp): this node's place in the derived
+  // round, or nullopt when every node joins round N+1 in full. `seen`: the change log as the
+  // monitor last read it.
+  asio::awaitable<std::optional<RendezvousInfo>> reform(int local_world_size,
+                                                        const C10dChanges& seen);
+  asio::awaitable<Bytes> plan_of(int round, const C10dChanges& seen);
+  // compare_set of r<round>/size from absent (or from a join plan, which a closer replaces);
+  // returns the value stored.
+  asio::awaitable<Bytes> claim_size(int round, Bytes desired);
+  // This node's store lease for `round` (key, document); nullopt for the store host.
+  std::optional<std::pair<std::string, Bytes>> lease_entry(int round) const;
   asio::awaitable<void> close_round(int round, int size);
   asio::awaitable<void> publish_assignment(int round, int size);
   asio::awaitable<void> write_lease(int round);
@@ -78,6 +91,8 @@ class C10dRendezvous final : public Rendezvous {
 
   void start_monitor(const Member& member);
   void stop_monitor();
+  // The running round's change log as the monitor last read it (empty without a monitor).
+  C10dChanges seen_changes() const;
   asio::awaitable<void> exit_barrier();
   asio::awaitable<void> wait_until_read(int round);
   asio::awaitable<void> close_job(const std::string& why);
@@ -90,6 +105,8 @@ class C10dRendezvous final : public Rendezvous {
   std::optional<Member> current_;  // the round this node runs in
   int current_index_ = 0;
   std::optional<std::string> failure_;    // what report_failure was told last
+  int failed_round_ = -1;                 // the round report_failure was last called in
+  int local_world_size_ = 1;              // as given to next_round
   std::shared_ptr<Monitor> monitor_;
   std::optional<PrefixStore> watch_store_;  // watch_changes_on
 };
