@@ -179,7 +179,7 @@ void C10dRendezvous::watch_changes_on(Store& store) {
   watch_store_.emplace(keys::prefix(settings_.run_id), store);
 }
 
-void C10dRendezvous::start_monitor(const Member& member) {
+void C10dRendezvous::start_monitor(const Member& member, bool beaten) {
   auto m = std::make_shared<Monitor>(executor_);
   m->round = member.header.round;
   m->index = current_index_;
@@ -235,15 +235,16 @@ void C10dRendezvous::start_monitor(const Member& member) {
   const C10dWatched watched = c10d_watched(m->index, m->size);
   spawn([](std::shared_ptr<Monitor> m, Store& store, C10dWatched watched, milliseconds interval,
            milliseconds period, milliseconds lost_after, milliseconds unstarted_after,
-           std::string change_key) -> asio::awaitable<void> {
-    std::int64_t beat = 0;
+           std::string change_key, bool beaten) -> asio::awaitable<void> {
+    std::int64_t beat = beaten ? 1 : 0;
     // Beats between two that ask for a reply: keep_alive_max_attempt, or one call deadline's
     // worth when that is longer, so a cut link is noticed within about two call deadlines.
     const std::int64_t reply_every =
         std::max<std::int64_t>({lost_after / interval, store.timeout() / interval, 1});
-    // The first beat goes out at once: readers start timing when their own monitor starts, so a
-    // member that read the assignment a little later is not mistaken for lost.
-    Clock::time_point next_beat = Clock::now();
+    // The first beat goes out at once (unless it went with the round's keys): readers start
+    // timing when their own monitor starts, so a member that read the assignment a little later
+    // is not mistaken for lost.
+    Clock::time_point next_beat = beaten ? Clock::now() + interval : Clock::now();
     Clock::time_point next_read = Clock::now() + period;
     const std::string my_beat = keys::heartbeat(m->round, m->index);
     // (A group never reads itself: there are always two groups or more.)
@@ -351,7 +352,7 @@ void C10dRendezvous::start_monitor(const Member& member) {
       boost::system::error_code ec;
       co_await m->tick.async_wait(asio::redirect_error(asio::use_awaitable, ec));
     }
-  }(m, store, watched, interval, period, lost_after, unstarted_after, change_key));
+  }(m, store, watched, interval, period, lost_after, unstarted_after, change_key, beaten));
 }
 
 C10dChanges C10dRendezvous::seen_changes() const {

@@ -1,8 +1,8 @@
 // Re-forming after a loss without re-joining. The first survivor to ask writes the plan of round
 // N+1 into r<N+1>/size with compare_set (first wins), and the compare_set's reply gives every
 // later survivor the winning plan: one request, a few hundred bytes. A derived plan lists the lost
-// members' places, so each survivor computes its own (c10d_derived.hpp) and writes its heartbeat,
-// descriptor and lease in one more request; the store's work is O(survivors). A join plan, or a
+// members' places, so each survivor computes its own (c10d_derived.hpp) and writes its first
+// heartbeat, descriptor and lease in one more request; the store's work is O(survivors). A join plan, or a
 // round N+1 a late node closed first, sends every node through the full join of next_round.
 
 #include <fmt/format.h>
@@ -90,12 +90,13 @@ asio::awaitable<std::optional<RendezvousInfo>> C10dRendezvous::reform(int local_
   const auto [header, place] = derive(current_->header, current_->place, *derived);
   current_ = Member{header, place, derived};
   current_index_ = place.group_rank + 1;
-  // One request: the heartbeat (a reader names a silent member by the descriptor) and the lease,
-  // which from now on appends to the new round's log.
+  // One request: the first heartbeat (so the monitor's first beat waits an interval), the
+  // descriptor (a reader names a silent member by it) and the lease, which from now on appends
+  // to the new round's log.
   C10dNodeDesc desc{self_.name, self_.addr, local_world_size, self_.is_host, {}, 0,
                     self_.rank_hint};
   std::vector<std::pair<std::string, Bytes>> mine;
-  mine.emplace_back(keys::heartbeat(next, current_index_), to_bytes("0"));
+  mine.emplace_back(keys::heartbeat(next, current_index_), to_bytes("1"));
   mine.emplace_back(keys::node(next, current_index_), encode(desc));
   if (auto lease = lease_entry(next)) mine.push_back(std::move(*lease));
   co_await store_.multi_set(std::move(mine));
@@ -110,7 +111,7 @@ asio::awaitable<std::optional<RendezvousInfo>> C10dRendezvous::reform(int local_
                  derived->from_round, derived->lost.size(), info.group_rank,
                  info.group_world_size, info.world_size, info.restart_count, info.master_addr,
                  info.master_port);
-  start_monitor(*current_);
+  start_monitor(*current_, /*beaten=*/true);
   co_return info;
 }
 

@@ -89,7 +89,8 @@ class C10dRendezvous final : public Rendezvous {
   asio::awaitable<std::string> joined_names(int round, int count);
   std::string missing_report(int round, int joined) const;
 
-  void start_monitor(const Member& member);
+  // `beaten`: this node's heartbeat key holds its first beat already (a derived round).
+  void start_monitor(const Member& member, bool beaten = false);
   void stop_monitor();
   // The running round's change log as the monitor last read it (empty without a monitor).
   C10dChanges seen_changes() const;
