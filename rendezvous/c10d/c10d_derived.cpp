@@ -26,10 +26,14 @@ std::optional<C10dDerivedRound> derivable(const C10dRoundHeader& prev, const C10
   if (changes.lost.size() > static_cast<std::size_t>(kC10dMaxDerivedLosses)) return std::nullopt;
   C10dDerivedRound derived;
   derived.from_round = prev.round;
-  for (const auto& member : changes.lost_members) {
+  for (std::size_t i = 0; i < changes.lost_members.size(); ++i) {
+    const auto& member = changes.lost_members[i];
     if (!member || member->group_rank >= prev.size) return std::nullopt;
     if (prev.host_first && member->group_rank == 0) return std::nullopt;  // the store went too
     derived.lost.push_back(*member);
+    const NodeLoss& loss = changes.losses[i];
+    derived.log += to_string(lost_line(loss.node, loss.detected_by,
+                                       std::to_string(loss.after.count()), member));
   }
   std::sort(derived.lost.begin(), derived.lost.end(),
             [](const auto& a, const auto& b) { return a.group_rank < b.group_rank; });

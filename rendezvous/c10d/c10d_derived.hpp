@@ -23,6 +23,7 @@ inline constexpr int kC10dMaxDerivedLosses = 64;
 struct C10dDerivedRound {
   int from_round = 0;
   std::vector<C10dLostMember> lost;  // distinct group ranks of from_round, ascending
+  std::string log;  // their lost lines: members that wait for the plan learn whom they lost
   std::string master_addr;           // the store host's fresh worker store ("": as before)
   std::uint16_t master_port = 0;
 };

@@ -47,6 +47,9 @@ struct C10dRendezvous::Monitor {
   int index = 0;  // this node's arrival index
   int size = 0;   // members of the round
   std::optional<C10dDerivedRound> derived;  // the plan, when the round was derived
+  std::optional<Bytes> plan;  // the next round's plan, once read or written
+  std::optional<C10dDerivedRound> next;  // the same, decoded, when read as a derived round
+  bool may_derive = true;     // false once this node spent a restart in the round
 };
 
 namespace {
@@ -215,21 +218,54 @@ void C10dRendezvous::start_monitor(const Member& member, bool beaten) {
     });
   };
 
-  // The change log: one WAIT until its first line, then one read. Later lines matter only to
-  // members in the exit barrier, which read the log themselves.
-  spawn([](std::shared_ptr<Monitor> m, Store& watch, std::string change_key,
-           milliseconds park) -> asio::awaitable<void> {
+  // The change log: one WAIT until its first line, then one read, then (in a round without the
+  // store host, whose host proposes in next_round) the next round's plan. Only a few members do
+  // that in a large round (c10d_reads_log); the others wait for the plan, which names the lost,
+  // and read the log only when the plan is a full join. Later lines matter only to members in
+  // the exit barrier, which read the log themselves.
+  const std::string plan_key = keys::size(m->round + 1);
+  const bool reads_log = member.header.host_first || c10d_reads_log(m->index, m->size);
+  std::optional<PlanRules> rules;
+  if (!member.header.host_first) rules = plan_rules(m->round + 1);
+  spawn([](std::shared_ptr<Monitor> m, Store& watch, std::string change_key, std::string plan_key,
+           milliseconds park, bool reads_log, C10dRoundHeader header,
+           std::optional<PlanRules> rules) -> asio::awaitable<void> {
+    if (!reads_log) {
+      while (!m->stopped && !co_await watch.wait_for(c10d_keys::one(plan_key), park)) {
+      }
+      if (m->stopped) co_return;
+      Bytes plan = co_await watch.get_existing(plan_key);  // the wait saw it
+      if (m->stopped) co_return;
+      auto derived = decode_derived_size(plan, plan_key);
+      if (derived && derived->from_round == m->round) {
+        m->plan = std::move(plan);
+        m->changes = parse_changes(to_bytes(derived->log));
+        m->next = std::move(derived);
+        logger()->info("round {} changes: lost node(s) in the plan of round {}", m->round,
+                       m->round + 1);
+        m->wake();
+        co_return;
+      }
+      m->plan = std::move(plan);  // a full join: the log says why
+    }
     while (!m->stopped && !co_await watch.wait_for(c10d_keys::one(change_key), park)) {
     }
     if (m->stopped) co_return;
     Bytes log = co_await watch.get_existing(change_key);  // the wait saw it
     if (m->stopped) co_return;
-    m->changes = parse_changes(log);
+    C10dChanges changes = parse_changes(log);
+    if (reads_log && rules) {
+      rules->may_derive = rules->may_derive && m->may_derive;
+      Bytes plan = co_await propose_plan(watch, header, changes, std::move(*rules));
+      if (m->stopped) co_return;
+      m->plan = std::move(plan);
+    }
+    m->changes = std::move(changes);
     if (const auto event = m->changes.first_event()) {
       logger()->info("round {} changes: {}", m->round, event->detail);
     }
     m->wake();
-  }(m, watch, change_key, park));
+  }(m, watch, change_key, plan_key, park, reads_log, member.header, std::move(rules)));
 
   // The heartbeat, and the group's heartbeats for the members that read them.
   const C10dWatched watched = c10d_watched(m->index, m->size);
@@ -355,8 +391,18 @@ void C10dRendezvous::start_monitor(const Member& member, bool beaten) {
   }(m, store, watched, interval, period, lost_after, unstarted_after, change_key, beaten));
 }
 
-C10dChanges C10dRendezvous::seen_changes() const {
-  return monitor_ ? monitor_->changes : C10dChanges{};
+C10dRendezvous::Seen C10dRendezvous::seen() const {
+  if (!monitor_) return {};
+  return {monitor_->changes, monitor_->plan, monitor_->next};
+}
+
+void C10dRendezvous::forbid_derived_plan() {
+  if (monitor_) monitor_->may_derive = false;
+}
+
+bool c10d_reads_log(int index, int size) {
+  const int group = std::min(kC10dWatchGroup, (size + 1) / 2);
+  return group < 1 || (index - 1) % group < 2;
 }
 
 void C10dRendezvous::stop_monitor() {

@@ -1,6 +1,7 @@
-// Re-forming after a loss without re-joining. The first survivor to ask writes the plan of round
-// N+1 into r<N+1>/size with compare_set (first wins), and the compare_set's reply gives every
-// later survivor the winning plan: one request, a few hundred bytes. A derived plan lists the lost
+// Re-forming after a loss without re-joining. The first member to propose writes the plan of
+// round N+1 into r<N+1>/size with compare_set (first wins), and the compare_set's reply gives
+// every later proposer the winning plan: one request, a few hundred bytes. In a large round only
+// a few members read the log and propose (c10d_monitor.cpp); the others wait for the plan. A derived plan lists the lost
 // members' places, so each survivor computes its own (c10d_derived.hpp) and writes its first
 // heartbeat, descriptor and lease in one more request; the store's work is O(survivors). A join plan, or a
 // round N+1 a late node closed first, sends every node through the full join of next_round.
@@ -40,6 +41,42 @@ asio::awaitable<Bytes> C10dRendezvous::claim_size(int round, Bytes desired) {
   co_return stored;
 }
 
+C10dRendezvous::PlanRules C10dRendezvous::plan_rules(int next) {
+  PlanRules rules;
+  rules.name = self_.name;
+  rules.min_nodes = settings_.min_nodes;
+  rules.max_nodes = settings_.max_nodes;
+  // A node that spent a restart this round re-joins (its failed line may postdate the log read).
+  rules.may_derive = !current_ || failed_round_ != current_->header.round;
+  if (self_.is_host && open_worker_store_) {
+    rules.open_worker_store = [open = open_worker_store_, next] { return open(next); };
+  }
+  return rules;
+}
+
+asio::awaitable<Bytes> C10dRendezvous::propose_plan(Store& store, C10dRoundHeader prev,
+                                                    C10dChanges changes, PlanRules rules) {
+  const std::string key = keys::size(prev.round + 1);
+  std::optional<C10dDerivedRound> derived;
+  if (rules.may_derive) derived = derivable(prev, changes, rules.min_nodes);
+  // A spare that stood by at a full round takes the freed slot: everyone re-joins with it.
+  if (derived && prev.size >= rules.max_nodes &&
+      co_await store.check(c10d_keys::one(keys::standby(prev.round)))) {
+    derived.reset();
+  }
+  // A member whose workers succeeded waits in the exit barrier and does not re-form: in a full
+  // join the round closes without it.
+  if (derived && co_await store.check(c10d_keys::one(keys::finished(prev.round)))) {
+    derived.reset();
+  }
+  if (!derived) co_return co_await store.compare_set(key, {}, join_plan(rules.name));
+  if (rules.open_worker_store) {
+    std::tie(derived->master_addr, derived->master_port) = rules.open_worker_store();
+  }
+  const int size = prev.size - static_cast<int>(derived->lost.size());
+  co_return co_await store.compare_set(key, {}, encode_derived_size(size, rules.name, *derived));
+}
+
 asio::awaitable<Bytes> C10dRendezvous::plan_of(int next, const C10dChanges& seen) {
   const C10dRoundHeader& prev = current_->header;
   const std::string key = keys::size(next);
@@ -52,37 +89,27 @@ asio::awaitable<Bytes> C10dRendezvous::plan_of(int next, const C10dChanges& seen
     }
     co_return co_await store_.compare_set(key, {}, join_plan(self_.name));
   }
-  // A node that spent a restart this round re-joins (its failed line may postdate `seen`).
-  std::optional<C10dDerivedRound> derived;
-  if (failed_round_ != prev.round) derived = derivable(prev, seen, settings_.min_nodes);
-  // A spare that stood by at a full round takes the freed slot: everyone re-joins with it.
-  if (derived && prev.size >= settings_.max_nodes &&
-      co_await store_.check(c10d_keys::one(keys::standby(prev.round)))) {
-    derived.reset();
-  }
-  if (!derived) co_return co_await store_.compare_set(key, {}, join_plan(self_.name));
-  if (self_.is_host && open_worker_store_) {
-    std::tie(derived->master_addr, derived->master_port) = open_worker_store_(next);
-  }
-  const int size = prev.size - static_cast<int>(derived->lost.size());
-  co_return co_await store_.compare_set(key, {}, encode_derived_size(size, self_.name, *derived));
+  co_return co_await propose_plan(store_, prev, seen, plan_rules(next));
 }
 
 asio::awaitable<std::optional<RendezvousInfo>> C10dRendezvous::reform(int local_world_size,
-                                                                     const C10dChanges& seen) {
+                                                                     Seen seen) {
   const int next = current_->header.round + 1;
-  C10dChanges changes = seen;
-  if (changes.empty()) {
-    // The monitor had not read the log yet (the agent came here from its own verdict, or
-    // nothing happened): read it once.
-    const std::string change_key = keys::change(current_->header.round);
-    if (co_await store_.check(c10d_keys::one(change_key))) {
-      changes = parse_changes(co_await store_.get_existing(change_key));
+  if (!seen.plan) {
+    C10dChanges changes = std::move(seen.changes);
+    if (changes.empty()) {
+      // The monitor had not read the log yet (the agent came here from its own verdict, or
+      // nothing happened): read it once.
+      const std::string change_key = keys::change(current_->header.round);
+      if (co_await store_.check(c10d_keys::one(change_key))) {
+        changes = parse_changes(co_await store_.get_existing(change_key));
+      }
     }
+    seen.plan = co_await plan_of(next, changes);
   }
-  const Bytes plan = co_await plan_of(next, changes);
-  const std::string size_key = keys::size(next);
-  const std::optional<C10dDerivedRound> derived = decode_derived_size(plan, size_key);
+  const Bytes plan = std::move(*seen.plan);
+  const std::optional<C10dDerivedRound> derived =
+      seen.derived ? std::move(seen.derived) : decode_derived_size(plan, keys::size(next));
   if (!derived || derived->from_round != current_->header.round ||
       !derived_rank(*derived, current_->place.group_rank)) {
     co_return std::nullopt;  // a full join (a round this node is lost from: it is late there)
@@ -93,11 +120,13 @@ asio::awaitable<std::optional<RendezvousInfo>> C10dRendezvous::reform(int local_
   // One request: the first heartbeat (so the monitor's first beat waits an interval), the
   // descriptor (a reader names a silent member by it) and the lease, which from now on appends
   // to the new round's log.
-  C10dNodeDesc desc{self_.name, self_.addr, local_world_size, self_.is_host, {}, 0,
-                    self_.rank_hint};
+  if (derived_desc_.empty()) {
+    derived_desc_ = encode(C10dNodeDesc{self_.name, self_.addr, local_world_size, self_.is_host,
+                                        {}, 0, self_.rank_hint});
+  }
   std::vector<std::pair<std::string, Bytes>> mine;
   mine.emplace_back(keys::heartbeat(next, current_index_), to_bytes("1"));
-  mine.emplace_back(keys::node(next, current_index_), encode(desc));
+  mine.emplace_back(keys::node(next, current_index_), derived_desc_);
   if (auto lease = lease_entry(next)) mine.push_back(std::move(*lease));
   co_await store_.multi_set(std::move(mine));
   if (closer_of(plan) == self_.name) {

@@ -69,13 +69,14 @@ C10dRendezvous::C10dRendezvous(asio::any_io_executor executor, Store& store,
 C10dRendezvous::~C10dRendezvous() { stop_monitor(); }
 
 asio::awaitable<RendezvousInfo> C10dRendezvous::next_round(int local_world_size) {
-  const C10dChanges seen = seen_changes();
+  Seen seen = this->seen();
   stop_monitor();
+  if (local_world_size != local_world_size_) derived_desc_.clear();
   local_world_size_ = local_world_size;
   // After a loss the survivors derive the next round from this one (c10d_reform.cpp); the plan
   // says when every node joins the next round in full instead, as below.
   if (current_) {
-    if (auto info = co_await reform(local_world_size, seen)) co_return *info;
+    if (auto info = co_await reform(local_world_size, std::move(seen))) co_return *info;
   }
   // A node's first call joins round 0 at once. In a fresh job that is the round to join; a job
   // that runs, or has closed (a job closes only after one of its rounds did), has closed round 0
@@ -386,6 +387,7 @@ std::string C10dRendezvous::missing_report(int round, int joined) const {
 asio::awaitable<int> C10dRendezvous::report_failure(std::string what) {
   failure_ = what;
   if (current_) failed_round_ = current_->header.round;
+  forbid_derived_plan();
   if (!current_) co_return static_cast<int>(co_await store_.add(keys::kRestarts, 1));
   const int round = current_->header.round;
   const Bytes desired = to_bytes(self_.name + " " + what);

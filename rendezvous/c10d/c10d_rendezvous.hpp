@@ -71,12 +71,30 @@ class C10dRendezvous final : public Rendezvous {
   asio::awaitable<Joined> join(int round, int local_world_size, int expected);
   asio::awaitable<C10dRoundHeader> wait_closed(const Joined& joined, int expected,
                                                std::chrono::steady_clock::time_point deadline);
+  // What the monitor learnt of the running round: its change log as last read, and the plan of
+  // the next round when it read or wrote one.
+  struct Seen {
+    C10dChanges changes;
+    std::optional<Bytes> plan;
+    std::optional<C10dDerivedRound> derived;  // the plan, decoded, when it is a derived round
+  };
+  // What a proposal for round N+1 depends on besides round N's header and log.
+  struct PlanRules {
+    std::string name;  // the proposer
+    int min_nodes = 1;
+    int max_nodes = 1;
+    bool may_derive = true;  // false: the proposer spent a restart in round N
+    std::function<std::pair<std::string, std::uint16_t>()> open_worker_store;  // the host's
+  };
   // Re-forming from the plan in r<N+1>/size (c10d_reform.cpp): this node's place in the derived
-  // round, or nullopt when every node joins round N+1 in full. `seen`: the change log as the
-  // monitor last read it.
-  asio::awaitable<std::optional<RendezvousInfo>> reform(int local_world_size,
-                                                        const C10dChanges& seen);
+  // round, or nullopt when every node joins round N+1 in full.
+  asio::awaitable<std::optional<RendezvousInfo>> reform(int local_world_size, Seen seen);
   asio::awaitable<Bytes> plan_of(int round, const C10dChanges& seen);
+  // Proposes the plan of round prev.round + 1 (compare_set from absent) and returns the plan that
+  // won. Touches nothing but `store`: the monitor calls it too.
+  static asio::awaitable<Bytes> propose_plan(Store& store, C10dRoundHeader prev,
+                                             C10dChanges changes, PlanRules rules);
+  PlanRules plan_rules(int next);
   // compare_set of r<round>/size from absent (or from a join plan, which a closer replaces);
   // returns the value stored.
   asio::awaitable<Bytes> claim_size(int round, Bytes desired);
@@ -92,8 +110,10 @@ class C10dRendezvous final : public Rendezvous {
   // `beaten`: this node's heartbeat key holds its first beat already (a derived round).
   void start_monitor(const Member& member, bool beaten = false);
   void stop_monitor();
-  // The running round's change log as the monitor last read it (empty without a monitor).
-  C10dChanges seen_changes() const;
+  // What the monitor of the running round learnt (nothing without a monitor).
+  Seen seen() const;
+  // This node spent a restart in the running round: its monitor proposes no derived plan.
+  void forbid_derived_plan();
   asio::awaitable<void> exit_barrier();
   asio::awaitable<void> wait_until_read(int round);
   asio::awaitable<void> close_job(const std::string& why);
@@ -108,6 +128,7 @@ class C10dRendezvous final : public Rendezvous {
   std::optional<std::string> failure_;    // what report_failure was told last
   int failed_round_ = -1;                 // the round report_failure was last called in
   int local_world_size_ = 1;              // as given to next_round
+  Bytes derived_desc_;  // this node's descriptor in a derived round (the same every round)
   std::shared_ptr<Monitor> monitor_;
   std::optional<PrefixStore> watch_store_;  // watch_changes_on
 };

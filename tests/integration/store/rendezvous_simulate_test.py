@@ -74,10 +74,11 @@ def simulate(per_connection):
     ddptest.check(beats["window_s"] > 0 and beats["requests_per_s"] > 0 and
                   0 <= beats["store_cpu_share"] < 2, f"heartbeat {beats}")
     loss = report["loss"]
-    # A survivor's re-form: the plan, the spares' count, one MULTI_SET with its first heartbeat.
+    # A survivor's re-form, from the death on: most read the plan and write one MULTI_SET with
+    # their first heartbeat; 4 of the 64 read the log and propose (docs/rendezvous.md).
     ddptest.check(0 < loss["detected_s"] <= loss["reformed_s"] and
                   loss["round"]["members"] == K - 1 and
-                  loss["round"]["requests_per_member"] <= 3.5, f"loss {loss}")
+                  loss["round"]["requests_per_member"] <= 2.5, f"loss {loss}")
     print(f"per_connection={per_connection}: {report}")
 
 
