@@ -74,11 +74,12 @@ def simulate(per_connection):
     ddptest.check(beats["window_s"] > 0 and beats["requests_per_s"] > 0 and
                   0 <= beats["store_cpu_share"] < 2, f"heartbeat {beats}")
     loss = report["loss"]
-    # A survivor's re-form, from the death on: most read the plan and write one MULTI_SET with
-    # their first heartbeat; 4 of the 64 read the log and propose (docs/rendezvous.md).
+    # A survivor's re-form, from the death on: most read the plan, write one MULTI_SET with
+    # their first heartbeat and park a WAIT; 4 of the 64 read the log and propose
+    # (docs/rendezvous.md). A full re-join was 10 requests, before the log's read.
     ddptest.check(0 < loss["detected_s"] <= loss["reformed_s"] and
                   loss["round"]["members"] == K - 1 and
-                  loss["round"]["requests_per_member"] <= 2.5, f"loss {loss}")
+                  loss["round"]["requests_per_member"] <= 3.5, f"loss {loss}")
     print(f"per_connection={per_connection}: {report}")
 
 
