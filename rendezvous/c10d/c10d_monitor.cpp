@@ -226,7 +226,7 @@ void C10dRendezvous::start_monitor(const Member& member, bool beaten) {
   const std::string plan_key = keys::size(m->round + 1);
   const bool reads_log = member.header.host_first || c10d_reads_log(m->index, m->size);
   std::optional<PlanRules> rules;
-  if (!member.header.host_first) rules = plan_rules(m->round + 1);
+  if (reads_log && !member.header.host_first) rules = plan_rules(m->round + 1);
   spawn([](std::shared_ptr<Monitor> m, Store& watch, std::string change_key, std::string plan_key,
            milliseconds park, bool reads_log, C10dRoundHeader header,
            std::optional<PlanRules> rules) -> asio::awaitable<void> {
