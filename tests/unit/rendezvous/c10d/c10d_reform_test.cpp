@@ -258,3 +258,21 @@ TEST_CASE("a loss that leaves too few after a derived round closes the job namin
   CHECK_THROWS_AS(last[0]->get(), ddp::RendezvousClosedError);
   CHECK_THAT(last[0]->error_text(), Catch::Contains("n1") && Catch::Contains("min is 2"));
 }
+
+TEST_CASE("a member that finished does not re-form: the survivors re-join in full without it",
+          "[c10d][reform]") {
+  Cluster c(fast_settings(1, 3));  // a last call of 100 ms closes the full round without n0
+  auto first = form(c, 3, {0, 1, 2});
+  auto barrier = spawn(c.io, c.nodes[0]->finish(true));  // n0's workers succeeded
+  REQUIRE(run_until(c.io, [&] { return c.store.table().contains("/ddprun/test/r0/finished"); }));
+  lose(c, first, {2}, {1});
+  auto next = c.next_round({1});
+  REQUIRE(all_done(next));
+  CHECK(next[0]->get().round == 1);
+  CHECK(next[0]->get().group_world_size == 1);  // a derived round would have held n0 too
+  const Bytes* header = c.store.table().find("/ddprun/test/r1/assignment");
+  REQUIRE(header != nullptr);
+  CHECK_FALSE(decode_round_header(*header, "header").derived);
+  c.nodes[0].reset();
+  barrier.reset();
+}
