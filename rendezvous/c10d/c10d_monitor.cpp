@@ -6,9 +6,10 @@
 // member of each group of join indices reads the next group's counters (c10d_watched) and
 // compares values with its own steady clock, so no two machines' clocks are ever compared, and
 // the store sees about one request per member per interval. Changes (lost, failed, waiting,
-// closed) are pushed: the change log key is created by the first line appended to it, and every
-// member keeps a WAIT parked on it, so nothing polls it. One detected loss is enough: any loss
-// ends the round for all.
+// closed) are pushed: the change log key is created by the first line appended to it, and the
+// members that read it (all in a small round, 1 in 16 in a large one: c10d_reads_log) keep a
+// WAIT parked on it and write the next round's plan when it appears; the others keep theirs on
+// the plan. Nothing polls. One detected loss is enough: any loss ends the round for all.
 
 #include <fmt/format.h>
 

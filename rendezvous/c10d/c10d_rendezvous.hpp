@@ -1,11 +1,13 @@
 #pragma once
 // C10dRendezvous: the elastic rendezvous protocol (--rdzv_backend=c10d) over any Store. Rounds
 // close at max_nodes at once, at the size the previous round's changes predict at once, or at
-// min_nodes after the last call; the store host gets group rank 0. While a round runs, a
-// background monitor heartbeats, some members read a group's heartbeats (each member is read by
-// one other: linear cost), and every member keeps a WAIT parked on the round's change log, which
-// exists only once something happened. Runs on one io_context thread; the stores must outlive it.
-// The backend that owns the store server or client is C10dBackend (c10d_backend.hpp).
+// min_nodes after the last call; the store host gets group rank 0. After a loss the survivors
+// derive the next round from the last through a small plan instead of re-joining
+// (c10d_reform.cpp). While a round runs, a background monitor heartbeats, some members read a
+// group's heartbeats (each member is read by one other: linear cost), and every member keeps a
+// WAIT parked on the round's change log (which exists only once something happened) or, in a
+// large round, on the next round's plan. Runs on one io_context thread; the stores must outlive
+// it. The backend that owns the store server or client is C10dBackend (c10d_backend.hpp).
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/steady_timer.hpp>
