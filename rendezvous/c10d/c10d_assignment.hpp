@@ -51,6 +51,9 @@ struct C10dRoundHeader {
   bool host_first = false;
   int size = 0;        // members (the group world size)
   int world_size = 0;  // workers of every member
+  // Derived from the round before (c10d_derived.hpp): its members did not join by arrival, so
+  // every arrival in it is late.
+  bool derived = false;
 };
 
 // What one member reads of its own place in a closed round.

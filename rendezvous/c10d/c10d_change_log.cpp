@@ -24,9 +24,19 @@ void add_distinct(std::vector<std::string>& names, const std::string& name) {
   if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
 }
 
-// "<node> by=<how> after_ms=<n>" (older writers: "<node>" alone).
-NodeLoss parse_loss(const std::string& rest) {
+int parse_int(const std::string& field, std::size_t from, bool& ok) {
+  int n = 0;
+  const auto [end, ec] = std::from_chars(field.data() + from, field.data() + field.size(), n);
+  ok = ec == std::errc{} && end == field.data() + field.size();
+  return n;
+}
+
+// "<node> by=<how> after_ms=<n> rank=<r> lws=<n>" (the last two only when the writer knew them).
+NodeLoss parse_loss(const std::string& rest, std::optional<C10dLostMember>& member) {
   NodeLoss loss;
+  bool has_rank = false;
+  bool has_lws = false;
+  C10dLostMember place;
   std::size_t start = 0;
   bool first = true;
   while (start <= rest.size()) {
@@ -44,8 +54,13 @@ NodeLoss parse_loss(const std::string& rest) {
       if (std::from_chars(begin, field.data() + field.size(), ms).ec == std::errc{}) {
         loss.after = std::chrono::milliseconds(ms);
       }
+    } else if (field.starts_with("rank=")) {
+      place.group_rank = parse_int(field, 5, has_rank);
+    } else if (field.starts_with("lws=")) {
+      place.local_world_size = parse_int(field, 4, has_lws);
     }
   }
+  if (has_rank && has_lws && place.group_rank >= 0 && place.local_world_size >= 0) member = place;
   return loss;
 }
 
@@ -55,8 +70,13 @@ std::string joined(const std::vector<std::string>& names) {
 
 }  // namespace
 
-Bytes lost_line(const std::string& node, const std::string& how, const std::string& after_ms) {
-  return line("lost", node + " by=" + how + " after_ms=" + after_ms);
+Bytes lost_line(const std::string& node, const std::string& how, const std::string& after_ms,
+                const std::optional<C10dLostMember>& member) {
+  std::string rest = node + " by=" + how + " after_ms=" + after_ms;
+  if (member) {
+    rest += fmt::format(" rank={} lws={}", member->group_rank, member->local_world_size);
+  }
+  return line("lost", rest);
 }
 Bytes waiting_line(const std::string& node) { return line("waiting", node); }
 Bytes failed_line(const std::string& node, const std::string& what) {
@@ -78,10 +98,15 @@ C10dChanges parse_changes(const Bytes& log) {
     const std::string verb = entry.substr(0, space);
     const std::string rest = entry.substr(space + 1);
     if (verb == "lost") {
-      NodeLoss loss = parse_loss(rest);
-      if (std::find(changes.lost.begin(), changes.lost.end(), loss.node) == changes.lost.end()) {
+      std::optional<C10dLostMember> member;
+      NodeLoss loss = parse_loss(rest, member);
+      const auto known = std::find(changes.lost.begin(), changes.lost.end(), loss.node);
+      if (known == changes.lost.end()) {
         changes.lost.push_back(loss.node);
         changes.losses.push_back(std::move(loss));
+        changes.lost_members.push_back(member);
+      } else if (auto& seen = changes.lost_members[known - changes.lost.begin()]; !seen) {
+        seen = member;  // a later line about the same node may say where it sat
       }
     } else if (verb == "waiting") {
       add_distinct(changes.waiting, rest);

@@ -1,7 +1,8 @@
 #pragma once
 // The change log of a running c10d round: an append-only store value, one line per event
-// ("lost <node> by=<how> after_ms=<n>", "waiting <node>", "failed <node> <what>", "closed <why>").
-// Every member polls it; whoever sees a line first ends its round. Pure parsing; no store.
+// ("lost <node> by=<how> after_ms=<n> rank=<group rank> lws=<n>", "waiting <node>",
+// "failed <node> <what>", "closed <why>"). Every member waits on it; whoever sees a line first
+// ends its round. Pure parsing; no store.
 
 #include <optional>
 #include <string>
@@ -14,9 +15,18 @@ namespace ddp::rdzv {
 
 inline constexpr const char* kJobFinished = "job finished";
 
+// Where a lost member sat in the round whose log names it: what the survivors need to derive
+// their places in the next round without re-joining (c10d_derived.hpp).
+struct C10dLostMember {
+  int group_rank = 0;
+  int local_world_size = 1;
+};
+
 struct C10dChanges {
   std::vector<std::string> lost;     // nodes declared lost (distinct)
   std::vector<NodeLoss> losses;      // the same nodes, with how and when (first line of each)
+  // The same nodes' places (nullopt: the line did not say, so no round can be derived from it).
+  std::vector<std::optional<C10dLostMember>> lost_members;
   std::vector<std::string> waiting;  // late nodes waiting to join (distinct)
   std::vector<std::string> failed;   // "<node> <what>" lines, in order
   std::optional<std::string> closed; // the job ended: why
@@ -41,8 +51,9 @@ struct C10dChanges {
 C10dChanges parse_changes(const Bytes& log);
 
 // `how` is "connection" or "heartbeat"; `after_ms` is a number, or kLeaseAfterMs in a lease's
-// value (the store fills it in).
-Bytes lost_line(const std::string& node, const std::string& how, const std::string& after_ms);
+// value (the store fills it in); `member` is the node's place in the round of this log, when known.
+Bytes lost_line(const std::string& node, const std::string& how, const std::string& after_ms,
+                const std::optional<C10dLostMember>& member = std::nullopt);
 Bytes waiting_line(const std::string& node);
 Bytes failed_line(const std::string& node, const std::string& what);
 Bytes closed_line(const std::string& why);

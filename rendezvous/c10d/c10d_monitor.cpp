@@ -6,9 +6,10 @@
 // member of each group of join indices reads the next group's counters (c10d_watched) and
 // compares values with its own steady clock, so no two machines' clocks are ever compared, and
 // the store sees about one request per member per interval. Changes (lost, failed, waiting,
-// closed) are pushed: the change log key is created by the first line appended to it, and every
-// member keeps a WAIT parked on it, so nothing polls it. One detected loss is enough: any loss
-// ends the round for all.
+// closed) are pushed: the change log key is created by the first line appended to it, and the
+// members that read it (all in a small round, 1 in 16 in a large one: c10d_reads_log) keep a
+// WAIT parked on it and write the next round's plan when it appears; the others keep theirs on
+// the plan. Nothing polls. One detected loss is enough: any loss ends the round for all.
 
 #include <fmt/format.h>
 
@@ -46,6 +47,10 @@ struct C10dRendezvous::Monitor {
   int round = 0;
   int index = 0;  // this node's arrival index
   int size = 0;   // members of the round
+  std::optional<C10dDerivedRound> derived;  // the plan, when the round was derived
+  std::optional<Bytes> plan;  // the next round's plan, once read or written
+  std::optional<C10dDerivedRound> next;  // the same, decoded, when read as a derived round
+  bool may_derive = true;     // false once this node spent a restart in the round
 };
 
 namespace {
@@ -80,11 +85,83 @@ asio::awaitable<Bytes> read_change_log(Store& store, std::string change_key) {
   co_return log;
 }
 
+// A change-log line for a log message (without its newline).
+std::string shown(const Bytes& line) {
+  std::string text = to_string(line);
+  if (!text.empty() && text.back() == '\n') text.pop_back();
+  return text;
+}
+
 // One watched member's heartbeat as this node last saw it.
 struct Beat {
-  Bytes value;
+  Bytes value;  // empty: its key does not exist yet (a derived round's member not there yet)
   Clock::time_point changed;
 };
+
+// The watched heartbeats, an absent one read as empty. Once all were seen to exist (at once in a
+// joined round: each wrote its heartbeat before its descriptor), one MULTI_GET and no WAIT; in a
+// derived round a member that has not written its key yet (or died first) is looked for alone.
+asio::awaitable<std::vector<Bytes>> read_beats(Store& store, const std::vector<std::string>& keys,
+                                               std::vector<char>& present) {
+  if (std::find(present.begin(), present.end(), 0) != present.end()) {
+    if (co_await store.check(keys)) {
+      std::fill(present.begin(), present.end(), 1);
+    } else {
+      for (std::size_t i = 0; i < keys.size(); ++i) {
+        if (!present[i]) present[i] = co_await store.check(c10d_keys::one(keys[i])) ? 1 : 0;
+      }
+    }
+  }
+  std::vector<std::string> existing;
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    if (present[i]) existing.push_back(keys[i]);
+  }
+  std::vector<Bytes> got;
+  if (!existing.empty()) got = co_await store.multi_get_existing(std::move(existing));
+  std::vector<Bytes> values(keys.size());
+  for (std::size_t i = 0, at = 0; i < keys.size(); ++i) {
+    if (present[i]) values[i] = std::move(got.at(at++));
+  }
+  co_return values;
+}
+
+// The lost line for the silent member at `index`: named by its descriptor, with its place (in a
+// derived round its group rank is index - 1; in a joined round its place says). A member that
+// never wrote its descriptor is named by its index, without a place (the next round re-joins).
+asio::awaitable<Bytes> silent_line(Store& store, int round, int index, bool derived,
+                                   std::chrono::milliseconds after) {
+  const std::string node_key = c10d_keys::node(round, index);
+  if (!co_await store.check(c10d_keys::one(node_key))) {
+    co_return lost_line(fmt::format("member-{}-of-round-{}", index, round), "heartbeat",
+                        std::to_string(after.count()));
+  }
+  const std::string place_key = c10d_keys::place(round, index);
+  std::vector<std::string> read{node_key};
+  if (!derived) read.push_back(place_key);
+  const std::vector<Bytes> values = co_await store.multi_get_existing(std::move(read));
+  const C10dNodeDesc desc = decode_node_desc(values.at(0), node_key);
+  const int rank = derived ? index - 1 : decode_place(values.at(1), place_key).group_rank;
+  co_return lost_line(desc.name, "heartbeat", std::to_string(after.count()),
+                      C10dLostMember{rank, desc.local_world_size});
+}
+
+// A member of a derived round that has not started there may have died between the rounds: its
+// lease then said so in the previous round's log, which nobody watches any more. The line for
+// such a member (group rank index - 1 here), translated to this round, or nullopt.
+std::optional<Bytes> carried_loss(const C10dChanges& before, const C10dDerivedRound& plan,
+                                  int index) {
+  for (std::size_t i = 0; i < before.lost.size(); ++i) {
+    const auto& member = before.lost_members[i];
+    if (!member) continue;
+    const std::optional<int> rank = derived_rank(plan, member->group_rank);
+    if (!rank || *rank != index - 1) continue;
+    const NodeLoss& loss = before.losses[i];
+    return lost_line(loss.node, loss.detected_by.empty() ? "connection" : loss.detected_by,
+                     std::to_string(loss.after.count()),
+                     C10dLostMember{*rank, member->local_world_size});
+  }
+  return std::nullopt;
+}
 
 }  // namespace
 
@@ -106,11 +183,12 @@ void C10dRendezvous::watch_changes_on(Store& store) {
   watch_store_.emplace(keys::prefix(settings_.run_id), store);
 }
 
-void C10dRendezvous::start_monitor(const Member& member) {
+void C10dRendezvous::start_monitor(const Member& member, bool beaten) {
   auto m = std::make_shared<Monitor>(executor_);
   m->round = member.header.round;
   m->index = current_index_;
   m->size = member.header.size;
+  m->derived = member.derived;
   monitor_ = m;
   const milliseconds interval = settings_.keep_alive_interval;
   const auto lost_after = interval * settings_.keep_alive_max_attempt;
@@ -141,35 +219,69 @@ void C10dRendezvous::start_monitor(const Member& member) {
     });
   };
 
-  // The change log: one WAIT until its first line, then one read. Later lines matter only to
-  // members in the exit barrier, which read the log themselves.
-  spawn([](std::shared_ptr<Monitor> m, Store& watch, std::string change_key,
-           milliseconds park) -> asio::awaitable<void> {
+  // The change log: one WAIT until its first line, then one read, then (in a round without the
+  // store host, whose host proposes in next_round) the next round's plan. Only a few members do
+  // that in a large round (c10d_reads_log); the others wait for the plan, which names the lost,
+  // and read the log only when the plan is a full join. Later lines matter only to members in
+  // the exit barrier, which read the log themselves.
+  const std::string plan_key = keys::size(m->round + 1);
+  const bool reads_log = member.header.host_first || c10d_reads_log(m->index, m->size);
+  std::optional<PlanRules> rules;
+  if (reads_log && !member.header.host_first) rules = plan_rules(m->round + 1);
+  spawn([](std::shared_ptr<Monitor> m, Store& watch, std::string change_key, std::string plan_key,
+           milliseconds park, bool reads_log, C10dRoundHeader header,
+           std::optional<PlanRules> rules) -> asio::awaitable<void> {
+    if (!reads_log) {
+      while (!m->stopped && !co_await watch.wait_for(c10d_keys::one(plan_key), park)) {
+      }
+      if (m->stopped) co_return;
+      Bytes plan = co_await watch.get_existing(plan_key);  // the wait saw it
+      if (m->stopped) co_return;
+      auto derived = decode_derived_size(plan, plan_key);
+      if (derived && derived->from_round == m->round) {
+        m->plan = std::move(plan);
+        m->changes = parse_changes(to_bytes(derived->log));
+        m->next = std::move(derived);
+        logger()->info("round {} changes: lost node(s) in the plan of round {}", m->round,
+                       m->round + 1);
+        m->wake();
+        co_return;
+      }
+      m->plan = std::move(plan);  // a full join: the log says why
+    }
     while (!m->stopped && !co_await watch.wait_for(c10d_keys::one(change_key), park)) {
     }
     if (m->stopped) co_return;
     Bytes log = co_await watch.get_existing(change_key);  // the wait saw it
     if (m->stopped) co_return;
-    m->changes = parse_changes(log);
+    C10dChanges changes = parse_changes(log);
+    if (reads_log && rules) {
+      rules->may_derive = rules->may_derive && m->may_derive;
+      Bytes plan = co_await propose_plan(watch, header, changes, std::move(*rules));
+      if (m->stopped) co_return;
+      m->plan = std::move(plan);
+    }
+    m->changes = std::move(changes);
     if (const auto event = m->changes.first_event()) {
       logger()->info("round {} changes: {}", m->round, event->detail);
     }
     m->wake();
-  }(m, watch, change_key, park));
+  }(m, watch, change_key, plan_key, park, reads_log, member.header, std::move(rules)));
 
   // The heartbeat, and the group's heartbeats for the members that read them.
   const C10dWatched watched = c10d_watched(m->index, m->size);
   spawn([](std::shared_ptr<Monitor> m, Store& store, C10dWatched watched, milliseconds interval,
            milliseconds period, milliseconds lost_after, milliseconds unstarted_after,
-           std::string change_key) -> asio::awaitable<void> {
-    std::int64_t beat = 0;
+           std::string change_key, bool beaten) -> asio::awaitable<void> {
+    std::int64_t beat = beaten ? 1 : 0;
     // Beats between two that ask for a reply: keep_alive_max_attempt, or one call deadline's
     // worth when that is longer, so a cut link is noticed within about two call deadlines.
     const std::int64_t reply_every =
         std::max<std::int64_t>({lost_after / interval, store.timeout() / interval, 1});
-    // The first beat goes out at once: readers start timing when their own monitor starts, so a
-    // member that read the assignment a little later is not mistaken for lost.
-    Clock::time_point next_beat = Clock::now();
+    // The first beat goes out at once (unless it went with the round's keys): readers start
+    // timing when their own monitor starts, so a member that read the assignment a little later
+    // is not mistaken for lost.
+    Clock::time_point next_beat = beaten ? Clock::now() + interval : Clock::now();
     Clock::time_point next_read = Clock::now() + period;
     const std::string my_beat = keys::heartbeat(m->round, m->index);
     // (A group never reads itself: there are always two groups or more.)
@@ -178,6 +290,7 @@ void C10dRendezvous::start_monitor(const Member& member) {
       beat_keys.push_back(keys::heartbeat(m->round, watched.first + i));
     }
     std::vector<Beat> seen(beat_keys.size(), Beat{{}, Clock::now()});
+    std::vector<char> present(beat_keys.size(), 0);
     const Bytes zero = to_bytes("0");  // joined, monitor not started
     bool declared = false;
     bool was_reading = true;
@@ -215,17 +328,40 @@ void C10dRendezvous::start_monitor(const Member& member) {
           // Only time that surely passed without a beat counts: from the answer that showed
           // the last change to the moment this read was sent (a slow answer proves nothing).
           const Clock::time_point sent = Clock::now();
-          const std::vector<Bytes> values = co_await store.multi_get(beat_keys);
+          const std::vector<Bytes> values = co_await read_beats(store, beat_keys, present);
           if (m->stopped) break;
           const Clock::time_point answered = Clock::now();
           std::optional<std::size_t> silent;
+          std::optional<Bytes> carried;
+          bool unstarted = false;
           for (std::size_t i = 0; i < values.size(); ++i) {
+            const bool started = !values[i].empty() && values[i] != zero;
+            unstarted = unstarted || !started;
             if (values[i] != seen[i].value) {
               seen[i] = Beat{values[i], answered};
             } else if (!silent && sent - seen[i].changed >=
-                                      (seen[i].value == zero ? unstarted_after : lost_after)) {
+                                      (started ? lost_after : unstarted_after)) {
               silent = i;
             }
+          }
+          if (unstarted && m->derived) {
+            // Did one of them die between the rounds? (Once a member has started, its own lease
+            // speaks for it in this round's log.)
+            const C10dChanges before = parse_changes(
+                co_await read_change_log(store, keys::change(m->derived->from_round)));
+            if (m->stopped) break;
+            for (std::size_t i = 0; i < values.size() && !carried; ++i) {
+              if (values[i].empty() || values[i] == zero) {
+                carried = carried_loss(before, *m->derived, watched.first + static_cast<int>(i));
+              }
+            }
+          }
+          if (carried) {
+            logger()->warn("a member of round {} died before it started there: {}", m->round,
+                           shown(*carried));
+            co_await store.append(change_key, *carried);
+            declared = true;
+            continue;
           }
           if (silent) {
             // A member that saw a change moved on to the next round and stopped beating here:
@@ -238,14 +374,13 @@ void C10dRendezvous::start_monitor(const Member& member) {
               continue;
             }
             const int index = watched.first + static_cast<int>(*silent);
-            const std::string node_key = keys::node(m->round, index);
-            const std::string name = decode_node_desc(co_await store.get(node_key), node_key).name;
             const auto after =
                 std::chrono::duration_cast<milliseconds>(Clock::now() - seen[*silent].changed);
-            logger()->warn("node {} missed its heartbeats for {} ms: declaring it lost", name,
-                           after.count());
-            co_await store.append(change_key,
-                                  lost_line(name, "heartbeat", std::to_string(after.count())));
+            const Bytes line =
+                co_await silent_line(store, m->round, index, m->derived.has_value(), after);
+            logger()->warn("a member missed its heartbeats for {} ms: {}", after.count(),
+                           shown(line));
+            co_await store.append(change_key, line);
             declared = true;
           }
         }
@@ -254,7 +389,21 @@ void C10dRendezvous::start_monitor(const Member& member) {
       boost::system::error_code ec;
       co_await m->tick.async_wait(asio::redirect_error(asio::use_awaitable, ec));
     }
-  }(m, store, watched, interval, period, lost_after, unstarted_after, change_key));
+  }(m, store, watched, interval, period, lost_after, unstarted_after, change_key, beaten));
+}
+
+C10dRendezvous::Seen C10dRendezvous::seen() const {
+  if (!monitor_) return {};
+  return {monitor_->changes, monitor_->plan, monitor_->next};
+}
+
+void C10dRendezvous::forbid_derived_plan() {
+  if (monitor_) monitor_->may_derive = false;
+}
+
+bool c10d_reads_log(int index, int size) {
+  const int group = std::min(kC10dWatchGroup, (size + 1) / 2);
+  return group < 1 || (index - 1) % group < 2;
 }
 
 void C10dRendezvous::stop_monitor() {

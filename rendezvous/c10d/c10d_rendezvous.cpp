@@ -69,7 +69,15 @@ C10dRendezvous::C10dRendezvous(asio::any_io_executor executor, Store& store,
 C10dRendezvous::~C10dRendezvous() { stop_monitor(); }
 
 asio::awaitable<RendezvousInfo> C10dRendezvous::next_round(int local_world_size) {
+  Seen seen = this->seen();
   stop_monitor();
+  if (local_world_size != local_world_size_) derived_desc_.clear();
+  local_world_size_ = local_world_size;
+  // After a loss the survivors derive the next round from this one (c10d_reform.cpp); the plan
+  // says when every node joins the next round in full instead, as below.
+  if (current_) {
+    if (auto info = co_await reform(local_world_size, std::move(seen))) co_return *info;
+  }
   // A node's first call joins round 0 at once. In a fresh job that is the round to join; a job
   // that runs, or has closed (a job closes only after one of its rounds did), has closed round 0
   // already, so such a node finds itself late there and only then asks whether the job is
@@ -94,7 +102,8 @@ asio::awaitable<RendezvousInfo> C10dRendezvous::next_round(int local_world_size)
   for (;;) {
     joined = co_await join(round, local_world_size, expected);
     header = co_await wait_closed(joined, expected, deadline);
-    if (joined.index <= header.size) break;  // the members are the arrivals 1..size
+    // The members are the arrivals 1..size; a derived round's members did not arrive.
+    if (joined.index <= header.size && !header.derived) break;
     if (first_call && round == 0) {
       // Round 0 closed without this node: the job runs. Is it over, and which round is last?
       co_await throw_if_closed();
@@ -123,7 +132,7 @@ asio::awaitable<RendezvousInfo> C10dRendezvous::next_round(int local_world_size)
   // The closer wrote the places before the header.
   const std::string place_key = keys::place(round, joined.index);
   const C10dPlace place = decode_place(co_await store_.get_existing(place_key), place_key);
-  current_ = Member{header, place};
+  current_ = Member{header, place, std::nullopt};
   current_index_ = joined.index;
   RendezvousInfo info = info_for(header, place, settings_.run_id);
   logger()->info("round closed run={} round={} group_rank={} group_world_size={} world_size={} "
@@ -136,14 +145,22 @@ asio::awaitable<RendezvousInfo> C10dRendezvous::next_round(int local_world_size)
 }
 
 asio::awaitable<void> C10dRendezvous::write_lease(int round) {
+  if (auto entry = lease_entry(round)) co_await store_.set(entry->first, entry->second);
+}
+
+std::optional<std::pair<std::string, Bytes>> C10dRendezvous::lease_entry(int round) const {
   // The store host needs no lease: when it dies, the store goes with it. The others' lease
-  // points at this round's change log, where the members look for lost nodes.
-  if (self_.is_host) co_return;
+  // points at this round's change log, where the members look for lost nodes, and says where
+  // this node sat, so that the survivors can derive the next round without it.
+  if (self_.is_host) return std::nullopt;
   Lease lease;
   lease.grace = settings_.connection_grace;
   lease.append_key = keys::prefix(settings_.run_id) + "/" + keys::change(round);
-  lease.value = to_string(lost_line(self_.name, "connection", std::string(kLeaseAfterMs)));
-  co_await store_.set(lease_key(keys::lease_base(self_.name)), encode(lease));
+  std::optional<C10dLostMember> member;
+  if (current_) member = C10dLostMember{current_->place.group_rank, local_world_size_};
+  lease.value =
+      to_string(lost_line(self_.name, "connection", std::string(kLeaseAfterMs), member));
+  return std::make_pair(lease_key(keys::lease_base(self_.name)), encode(lease));
 }
 
 asio::awaitable<std::optional<int>> C10dRendezvous::latest_round() {
@@ -281,8 +298,7 @@ asio::awaitable<void> C10dRendezvous::close_round(int round, int size) {
   // The value carries the closer's name so that exactly one node sees its own write come back
   // and publishes the round.
   const Bytes desired = to_bytes(fmt::format("{} {}", size, self_.name));
-  const Bytes stored = co_await store_.compare_set(keys::size(round), {}, desired);
-  if (stored != desired) co_return;
+  if (co_await claim_size(round, desired) != desired) co_return;
   logger()->debug("closing round={} size={} closer={}", round, size, self_.name);
   co_await publish_assignment(round, size);
 }
@@ -370,6 +386,8 @@ std::string C10dRendezvous::missing_report(int round, int joined) const {
 
 asio::awaitable<int> C10dRendezvous::report_failure(std::string what) {
   failure_ = what;
+  if (current_) failed_round_ = current_->header.round;
+  forbid_derived_plan();
   if (!current_) co_return static_cast<int>(co_await store_.add(keys::kRestarts, 1));
   const int round = current_->header.round;
   const Bytes desired = to_bytes(self_.name + " " + what);
@@ -392,7 +410,7 @@ asio::awaitable<void> C10dRendezvous::close_job(const std::string& why) {
     co_await store_.append(keys::change(current_->header.round), closed_line(why));
     // Nodes already waiting for the next round wake up and see the job closed.
     const Bytes closed = to_bytes(keys::kClosedSize);
-    if (co_await store_.compare_set(keys::size(current_->header.round + 1), {}, closed) == closed) {
+    if (co_await claim_size(current_->header.round + 1, closed) == closed) {
       co_await store_.set(keys::assignment(current_->header.round + 1), closed);
     }
   }

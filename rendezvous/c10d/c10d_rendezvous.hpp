@@ -1,11 +1,13 @@
 #pragma once
 // C10dRendezvous: the elastic rendezvous protocol (--rdzv_backend=c10d) over any Store. Rounds
 // close at max_nodes at once, at the size the previous round's changes predict at once, or at
-// min_nodes after the last call; the store host gets group rank 0. While a round runs, a
-// background monitor heartbeats, some members read a group's heartbeats (each member is read by
-// one other: linear cost), and every member keeps a WAIT parked on the round's change log, which
-// exists only once something happened. Runs on one io_context thread; the stores must outlive it.
-// The backend that owns the store server or client is C10dBackend (c10d_backend.hpp).
+// min_nodes after the last call; the store host gets group rank 0. After a loss the survivors
+// derive the next round from the last through a small plan instead of re-joining
+// (c10d_reform.cpp). While a round runs, a background monitor heartbeats, some members read a
+// group's heartbeats (each member is read by one other: linear cost), and every member keeps a
+// WAIT parked on the round's change log (which exists only once something happened) or, in a
+// large round, on the next round's plan. Runs on one io_context thread; the stores must outlive
+// it. The backend that owns the store server or client is C10dBackend (c10d_backend.hpp).
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -18,6 +20,7 @@
 
 #include "rendezvous/c10d/c10d_assignment.hpp"
 #include "rendezvous/c10d/c10d_change_log.hpp"
+#include "rendezvous/c10d/c10d_derived.hpp"
 #include "rendezvous/c10d/c10d_settings.hpp"
 #include "rendezvous/rendezvous.hpp"
 #include "rendezvous/store/prefix_store.hpp"
@@ -60,6 +63,7 @@ class C10dRendezvous final : public Rendezvous {
   struct Member {  // this node in the closed round it runs in
     C10dRoundHeader header;
     C10dPlace place;
+    std::optional<C10dDerivedRound> derived;  // the plan, when header.derived
   };
   struct Monitor;  // the running round's heartbeat and change watcher (c10d_monitor.cpp)
 
@@ -69,6 +73,35 @@ class C10dRendezvous final : public Rendezvous {
   asio::awaitable<Joined> join(int round, int local_world_size, int expected);
   asio::awaitable<C10dRoundHeader> wait_closed(const Joined& joined, int expected,
                                                std::chrono::steady_clock::time_point deadline);
+  // What the monitor learnt of the running round: its change log as last read, and the plan of
+  // the next round when it read or wrote one.
+  struct Seen {
+    C10dChanges changes;
+    std::optional<Bytes> plan;
+    std::optional<C10dDerivedRound> derived;  // the plan, decoded, when it is a derived round
+  };
+  // What a proposal for round N+1 depends on besides round N's header and log.
+  struct PlanRules {
+    std::string name;  // the proposer
+    int min_nodes = 1;
+    int max_nodes = 1;
+    bool may_derive = true;  // false: the proposer spent a restart in round N
+    std::function<std::pair<std::string, std::uint16_t>()> open_worker_store;  // the host's
+  };
+  // Re-forming from the plan in r<N+1>/size (c10d_reform.cpp): this node's place in the derived
+  // round, or nullopt when every node joins round N+1 in full.
+  asio::awaitable<std::optional<RendezvousInfo>> reform(int local_world_size, Seen seen);
+  asio::awaitable<Bytes> plan_of(int round, const C10dChanges& seen);
+  // Proposes the plan of round prev.round + 1 (compare_set from absent) and returns the plan that
+  // won. Touches nothing but `store`: the monitor calls it too.
+  static asio::awaitable<Bytes> propose_plan(Store& store, C10dRoundHeader prev,
+                                             C10dChanges changes, PlanRules rules);
+  PlanRules plan_rules(int next);
+  // compare_set of r<round>/size from absent (or from a join plan, which a closer replaces);
+  // returns the value stored.
+  asio::awaitable<Bytes> claim_size(int round, Bytes desired);
+  // This node's store lease for `round` (key, document); nullopt for the store host.
+  std::optional<std::pair<std::string, Bytes>> lease_entry(int round) const;
   asio::awaitable<void> close_round(int round, int size);
   asio::awaitable<void> publish_assignment(int round, int size);
   asio::awaitable<void> write_lease(int round);
@@ -76,8 +109,13 @@ class C10dRendezvous final : public Rendezvous {
   asio::awaitable<std::string> joined_names(int round, int count);
   std::string missing_report(int round, int joined) const;
 
-  void start_monitor(const Member& member);
+  // `beaten`: this node's heartbeat key holds its first beat already (a derived round).
+  void start_monitor(const Member& member, bool beaten = false);
   void stop_monitor();
+  // What the monitor of the running round learnt (nothing without a monitor).
+  Seen seen() const;
+  // This node spent a restart in the running round: its monitor proposes no derived plan.
+  void forbid_derived_plan();
   asio::awaitable<void> exit_barrier();
   asio::awaitable<void> wait_until_read(int round);
   asio::awaitable<void> close_job(const std::string& why);
@@ -90,6 +128,9 @@ class C10dRendezvous final : public Rendezvous {
   std::optional<Member> current_;  // the round this node runs in
   int current_index_ = 0;
   std::optional<std::string> failure_;    // what report_failure was told last
+  int failed_round_ = -1;                 // the round report_failure was last called in
+  int local_world_size_ = 1;              // as given to next_round
+  Bytes derived_desc_;  // this node's descriptor in a derived round (the same every round)
   std::shared_ptr<Monitor> monitor_;
   std::optional<PrefixStore> watch_store_;  // watch_changes_on
 };

@@ -44,6 +44,11 @@ struct C10dWatched {
 };
 C10dWatched c10d_watched(int index, int size);
 
+// Whether the member at join index `index` of a round of `size` waits on the round's change log
+// (and proposes the next round's plan, c10d_reform.cpp) rather than on the next round's plan:
+// the first two of each heartbeat group, so every member of a small round, 1 in 16 of a large.
+bool c10d_reads_log(int index, int size);
+
 // How often a reading member reads its group's heartbeats: half the keep-alive interval, at
 // least 50 ms. (Changes to the round need no period: members wait on the change log, see
 // c10d_monitor.cpp.)

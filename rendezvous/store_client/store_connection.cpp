@@ -1,10 +1,14 @@
 // StoreConnection: connect/backoff, handshake and deadline-bounded I/O for TcpStoreClient.
 //
 // Deadlines: one steady_timer per socket cancels the socket when a call runs past its deadline
-// (the asio timeouts example), rather than an awaitable `||` per read: a call costs one timer arm
-// and no extra coroutine frames, which matters to the store benchmark. The timer's handler holds
-// the Socket by shared_ptr and a generation number, so a handler that fires late, after the call
-// ended or the client went away, touches nothing that is gone and cancels nothing that is new.
+// (the asio timeouts example), rather than an awaitable `||` per read: no extra coroutine frames,
+// which matters to the store benchmark. The timer is not re-armed per call: a call records its
+// deadline, and the timer's wait, when it fires, cancels the socket only if a call is in progress
+// and past its deadline, or waits again for that call's deadline (calls end long before their
+// deadlines, and a timer re-armed and cancelled per call was a few per cent of a simulated
+// member's CPU). A call with an earlier deadline than the pending wait re-arms it. The handler
+// holds the Socket by shared_ptr and a generation number, so a handler that fires late, after
+// the client went away, touches nothing that is gone and cancels nothing that is new.
 #include "rendezvous/store_client/store_connection.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -60,12 +64,39 @@ struct StoreConnection::Socket {
   tcp::socket socket;
   tcp::resolver resolver;
   asio::steady_timer timer;
-  std::uint64_t generation = 0;  // bumped by every arm and disarm; stale handlers do nothing
+  Clock::time_point deadline = Clock::time_point::max();  // of the call in progress
+  bool active = false;           // a call is in progress
+  bool waiting = false;          // the timer has a wait pending
+  std::uint64_t generation = 0;  // bumped by every new wait and by stop(); stale handlers return
   bool expired = false;
 
-  void disarm() {
+  // The call ended: its deadline no longer counts (the timer's wait stays).
+  void disarm() { active = false; }
+  // The socket closes: no wait stays pending.
+  void stop() {
+    active = false;
+    waiting = false;
     ++generation;
     timer.cancel();
+  }
+  // Waits until `deadline`, then expires the call in progress if it is past its own.
+  static void wait(const std::shared_ptr<Socket>& s) {
+    s->waiting = true;
+    const auto generation = ++s->generation;
+    s->timer.expires_at(s->deadline);
+    s->timer.async_wait([s, generation](const boost::system::error_code& ec) {
+      if (ec || s->generation != generation) return;
+      s->waiting = false;
+      if (!s->active) return;
+      if (Clock::now() < s->deadline) {  // a later call's: wait for it
+        wait(s);
+        return;
+      }
+      s->expired = true;
+      boost::system::error_code ignored;
+      s->socket.cancel(ignored);
+      s->resolver.cancel();
+    });
   }
 };
 
@@ -87,7 +118,7 @@ bool StoreConnection::is_open() const { return socket_ && socket_->socket.is_ope
 
 void StoreConnection::close() {
   if (!socket_) return;
-  socket_->disarm();
+  socket_->stop();
   socket_->resolver.cancel();
   boost::system::error_code ignored;
   socket_->socket.close(ignored);
@@ -106,17 +137,12 @@ void StoreConnection::shut_down() {
 }
 
 void StoreConnection::arm(Clock::time_point deadline) {
-  auto s = socket_;
+  const auto& s = socket_;
   s->expired = false;
-  const auto generation = ++s->generation;
-  s->timer.expires_at(deadline);
-  s->timer.async_wait([s, generation](const boost::system::error_code& ec) {
-    if (ec || s->generation != generation) return;
-    s->expired = true;
-    boost::system::error_code ignored;
-    s->socket.cancel(ignored);
-    s->resolver.cancel();
-  });
+  s->active = true;
+  s->deadline = deadline;
+  if (s->waiting && s->timer.expiry() <= deadline) return;  // it fires first and looks again
+  Socket::wait(s);
 }
 
 bool StoreConnection::deadline_passed() const { return socket_ && socket_->expired; }

@@ -1,7 +1,7 @@
 #pragma once
 // ServerConnection: one accepted store socket, on the server's io_context. Its serve() coroutine
-// takes turns: wait for readability, read at most one buffer (shared by every connection), serve
-// the requests in it, yield. Replies and wake-ups go out through an OutputQueue. A client that
+// takes turns: wait for input into a small buffer of its own, then read at most one buffer
+// (shared by every connection) while more is there, serve the requests, yield. Replies and wake-ups go out through an OutputQueue. A client that
 // does not read its replies stops being read once max_queued_bytes are queued for it.
 
 #include "rendezvous/store_server/server_key_table.hpp"
@@ -62,6 +62,8 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   // written (after_write), closed (close, then the server's on_close). read_turn() reads and
   // serves one turn; flush() and the write completions write.
   Turn read_turn();
+  // Serves the `n` bytes the waiting read put into first_read_.
+  Turn first_turn(std::size_t n);
   void after_read(std::size_t n);
   // Serves every complete request in data, stopping at the queue limit (the rest is kept in
   // unread_). False (after logging) when the input is bad or a request cannot be served.
@@ -85,6 +87,8 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   wire::RequestParser parser_;
   ServerSession session_;
   std::span<std::uint8_t> read_buffer_;
+  // Where the read that waits for input puts it: one small request (a heartbeat) fits.
+  std::array<std::uint8_t, 128> first_read_{};
   wire::Buffer unread_;  // input read but not served: the queue passed its limit mid-buffer
   OutputQueue out_;
   std::array<boost::asio::const_buffer, 16> pieces_;  // of the write in progress

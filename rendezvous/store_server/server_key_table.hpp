@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace ddp::rdzv {
@@ -110,12 +111,14 @@ class KeyTable {
     WatchFn fn;
   };
 
-  // Stores value at key, then (if `wake`) wakes its waiters, and notifies its watchers.
+  // Stores value at key, then (if `wake`) wakes its waiters (those parked on a missing key, or a
+  // BARRIER's on its counter), and notifies its watchers.
   void write(const std::string& key, Bytes value, bool wake = true);
   // The decimal integer at key (missing = 0) plus delta; throws naming `op` and key.
   std::int64_t counter_plus(const char* op, const std::string& key, std::int64_t delta) const;
   WaiterId park(std::vector<std::string> keys, WakeFn wake);
   void wake_waiters_of(const std::string& key);
+  bool has_barrier_waiters(const std::string& key) const;
   void wake_one_waiter_of(const std::string& key);
   void notify_watchers(wire::WatchResponse type, const std::string& key, const Bytes& old_value,
                        const Bytes& new_value);
@@ -126,6 +129,7 @@ class KeyTable {
   std::size_t queued_values_ = 0;
   std::unordered_map<WaiterId, Waiter> waiters_;
   std::unordered_map<std::string, std::vector<WaiterId>> waiting_on_;
+  std::unordered_set<std::string> barrier_keys_;  // existing keys with BARRIER waiters parked
   std::unordered_map<WatcherId, Watcher> watchers_;
   std::unordered_map<std::string, std::vector<WatcherId>> watched_;
   std::uint64_t next_id_ = 1;

@@ -99,9 +99,10 @@ class Driver {
   }
 
   void measure_loss(SimulateReport& r) {
-    // Shard 0's first member dies.
+    // Shard 0's first member dies; every shard counts its members' requests from here.
     const auto cpu_loss = store_cpu();
     members_cpu_before_ = members_cpu();
+    for (std::size_t i = 1; i < shards_.size(); ++i) shards_[i]->send("mark");
     shards_.front()->send("kill");
     const std::int64_t killed = std::stoll(expect(*shards_.front(), "killed", "kill"));
     const auto next = collect(1, o_.k - 1, "the round after the loss");

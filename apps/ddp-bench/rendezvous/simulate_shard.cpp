@@ -4,8 +4,11 @@
 //   -> placed <round> <start_ns> <last_ns> <members> <requests> <request_bytes> <reply_bytes>
 //      <group_rank>...                          once every live member knows its place in
 //                                               <round>; the counts are those members' own for
-//                                               that round (from its start to their place)
+//                                               that round (from its start, or from the kill
+//                                               before it, to their place: what their monitors
+//                                               read of the loss counts too)
 //   <- snap          -> snap <requests> <request_bytes> <reply_bytes>   (every member, so far)
+//   <- mark          (no answer)      a loss comes: the next round's counts start here
 //   <- kill          -> killed <ns>   this shard's first member dies as a SIGKILLed agent does:
 //                                     its rendezvous is destroyed and its connections close
 //                                     (shared ones stay open for the others, and its lease's
@@ -29,6 +32,7 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "apps/ddp-bench/rendezvous/counting_store.hpp"
@@ -65,6 +69,7 @@ struct Member {
   std::unique_ptr<CountingStore> watched;  // the watch connection, counted too
   std::unique_ptr<rdzv::C10dRendezvous> rendezvous;  // reset: the member is gone
   Clock::time_point round_start;
+  std::optional<WireCounts> at_kill;  // its counts when a member was killed
 };
 
 struct Round {  // what this shard's live members did in one round
@@ -97,8 +102,11 @@ class Shard {
         for (const auto& m : members_) total += m->counts;
         say(fmt::format("snap {} {} {}", total.requests, total.request_bytes,
                         total.reply_bytes));
+      } else if (line == "mark") {
+        for (auto& m : members_) m->at_kill = m->counts;
       } else if (line == "kill") {
         Member& victim = *members_.front();
+        for (auto& m : members_) m->at_kill = m->counts;
         say(fmt::format("killed {}", ns(Clock::now())));
         victim.rendezvous.reset();
         victim.own.reset();
@@ -219,7 +227,8 @@ class Shard {
 
   asio::awaitable<void> run_member(Member& m) {
     for (int round = 0;; ++round) {
-      const WireCounts before = m.counts;
+      const WireCounts before = m.at_kill.value_or(m.counts);
+      m.at_kill.reset();
       const rdzv::RendezvousInfo info = co_await m.rendezvous->next_round(1);
       placed(m, round, info, m.counts - before);
       co_await m.rendezvous->watch_round();  // never returns once the member is killed

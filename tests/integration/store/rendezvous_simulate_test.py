@@ -1,10 +1,12 @@
 """ddp-bench rendezvous --simulate: 64 c10d members over 2 processes against a real `ddp-store
 serve`, once with connections of their own and once with 4 members per link. Every member
-learns a distinct place in the first round and, after one member dies, every survivor a distinct
-place in the next (read back from the store's place keys); the dead member is the only one lost,
-and its lease, not the heartbeats, told (the change log says `by=connection`); the report's fields
-are present and sane, and a member's first round takes the documented number of store requests.
-Figures are not asserted (docs/BENCHMARKS.md)."""
+learns a distinct place in the first round (read back from the store's place keys) and, after one
+member dies, the survivors derive the next round from the first (its header says so) with every
+survivor at a distinct place (each wrote its descriptor at its new group rank + 1); the dead member
+is the only one lost, and its lease, not the heartbeats, told (the change log says `by=connection`
+and where it sat); the report's fields are present and sane, and a member's first round and a
+survivor's re-form take the documented number of store requests. Figures are not asserted
+(docs/BENCHMARKS.md)."""
 
 import json
 
@@ -25,6 +27,19 @@ def group_ranks(store, round_, members):
     return sorted(ranks)
 
 
+def get(store, key):
+    return ddptest.run([ddptest.bin_path("ddp-store"), "get", "--addr",
+                        f"{store.host}:{store.port}", key], timeout=20, check_rc=0).stdout
+
+
+def derived_members(store, members):
+    """Round 1's header (derived, `members` big) and the names at its indices 1..members."""
+    header = json.loads(get(store, "/ddprun/sim/r1/assignment"))
+    ddptest.check(header["derived"] and header["size"] == members, f"round 1 header {header}")
+    return [json.loads(get(store, f"/ddprun/sim/r1/node/{i}"))["name"]
+            for i in range(1, members + 1)]
+
+
 def simulate(per_connection):
     with store_servers.ddp_store() as store:
         result = ddptest.run([ddptest.bin_path("ddp-bench"), "rendezvous", "--simulate", str(K),
@@ -35,14 +50,13 @@ def simulate(per_connection):
                       f"exit {result.returncode}\n{result.stdout}\n{result.stderr}")
         report = json.loads(result.stdout)
         ddptest.check(group_ranks(store, 0, K) == list(range(K)), "round 0 places not distinct")
-        ddptest.check(group_ranks(store, 1, K - 1) == list(range(K - 1)),
-                      "round 1 places not distinct")
-        log = ddptest.run([ddptest.bin_path("ddp-store"), "get", "--addr",
-                           f"{store.host}:{store.port}", "/ddprun/sim/r0/change"],
-                          timeout=20, check_rc=0).stdout
+        names = derived_members(store, K - 1)
+        ddptest.check(sorted(names) == sorted(f"sim{i}" for i in range(1, K)),
+                      f"round 1 members: {names}")
+        log = get(store, "/ddprun/sim/r0/change")
         lost = [line for line in log.splitlines() if line.startswith("lost ")]
-        ddptest.check(len(lost) == 1 and lost[0].startswith("lost sim0 by=connection "),
-                      f"round 0's change log: {log!r}")
+        ddptest.check(len(lost) == 1 and lost[0].startswith("lost sim0 by=connection ") and
+                      " rank=" in lost[0], f"round 0's change log: {log!r}")
         store.stop()
     links = (K + per_connection - 1) // per_connection
     expected = {"k": K, "procs": 2, "members_per_connection": per_connection,
@@ -60,8 +74,12 @@ def simulate(per_connection):
     ddptest.check(beats["window_s"] > 0 and beats["requests_per_s"] > 0 and
                   0 <= beats["store_cpu_share"] < 2, f"heartbeat {beats}")
     loss = report["loss"]
+    # A survivor's re-form, from the death on: most read the plan, write one MULTI_SET with
+    # their first heartbeat and park a WAIT; 4 of the 64 read the log and propose
+    # (docs/rendezvous.md). A full re-join was 10 requests, before the log's read.
     ddptest.check(0 < loss["detected_s"] <= loss["reformed_s"] and
-                  loss["round"]["members"] == K - 1, f"loss {loss}")
+                  loss["round"]["members"] == K - 1 and
+                  loss["round"]["requests_per_member"] <= 3.5, f"loss {loss}")
     print(f"per_connection={per_connection}: {report}")
 
 

@@ -5,6 +5,7 @@
 #include "ddp/error.hpp"
 #include "rendezvous/c10d/c10d_assignment.hpp"
 #include "rendezvous/c10d/c10d_change_log.hpp"
+#include "rendezvous/c10d/c10d_derived.hpp"
 
 using namespace ddp::rdzv;
 
@@ -195,15 +196,107 @@ TEST_CASE("rank hints order the members after the store host, then arrival", "[c
 TEST_CASE("the round header and place documents keep their bytes", "[c10d]") {
   const C10dRoundHeader header{5, 2, "10.0.0.2", 4711, true, 3, 7};
   CHECK(to_string(encode(header)) ==
-        R"({"host_first":true,"master_addr":"10.0.0.2","master_port":4711,"restart_count":2,)"
-        R"("round":5,"size":3,"version":4,"world_size":7})");
+        R"({"derived":false,"host_first":true,"master_addr":"10.0.0.2","master_port":4711,)"
+        R"("restart_count":2,"round":5,"size":3,"version":5,"world_size":7})");
   const C10dPlace place{1, 4, 2, "c"};
   CHECK(to_string(encode(place)) ==
-        R"({"group_rank":1,"neighbour":"c","neighbour_index":2,"rank_base":4,"version":4})");
+        R"({"group_rank":1,"neighbour":"c","neighbour_index":2,"rank_base":4,"version":5})");
   const auto back = decode_round_header(encode(header), "header");
   CHECK(back.master_port == 4711);
   CHECK(back.world_size == 7);
   CHECK(decode_place(encode(place), "place").neighbour == "c");
-  CHECK_THROWS_AS(decode_place(to_bytes(R"({"version":4,"group_rank":1})"), "place"),
+  CHECK_THROWS_AS(decode_place(to_bytes(R"({"version":5,"group_rank":1})"), "place"),
                   ddp::InternalError);
+}
+
+TEST_CASE("a round is derived from lost lines that say where the lost sat, and only then",
+          "[c10d][reform]") {
+  const C10dRoundHeader prev{4, 1, "store", 29400, false, 5, 9};  // lws 1, 2, 3, 2, 1
+  const auto log_of = [](std::vector<Bytes> lines) {
+    Bytes log;
+    for (const Bytes& l : lines) log.insert(log.end(), l.begin(), l.end());
+    return parse_changes(log);
+  };
+  const Bytes lost_b = lost_line("b", "connection", "301", C10dLostMember{1, 2});
+  const Bytes lost_d = lost_line("d", "heartbeat", "15000", C10dLostMember{3, 2});
+  const auto derived = derivable(prev, log_of({lost_d, lost_b, lost_b}), 2);
+  REQUIRE(derived.has_value());
+  REQUIRE(derived->lost.size() == 2);
+  CHECK(derived->lost[0].group_rank == 1);  // sorted by rank
+  CHECK(derivable(prev, log_of({lost_b}), 2)->lost.size() == 1);
+
+  // Members at ranks 0, 2 and 4 (lws 1, 3, 1; rank bases 0, 3, 8) become 0, 1, 2.
+  const auto [header, place] = derive(prev, C10dPlace{2, 3, 0, ""}, *derived);
+  CHECK(header.round == 5);
+  CHECK(header.derived);
+  CHECK(header.size == 3);
+  CHECK(header.world_size == 5);
+  CHECK(header.restart_count == 1);
+  CHECK(header.master_addr == "store");
+  CHECK(place.group_rank == 1);
+  CHECK(place.rank_base == 1);
+  CHECK(place.neighbour_index == 3);
+  CHECK(derive(prev, C10dPlace{4, 8, 0, ""}, *derived).second.rank_base == 4);
+  CHECK(derive(prev, C10dPlace{0, 0, 0, ""}, *derived).second.group_rank == 0);
+  CHECK_FALSE(derived_rank(*derived, 3).has_value());
+
+  // Anything but losses with places, or too few left, re-joins in full.
+  CHECK_FALSE(derivable(prev, log_of({}), 2));
+  CHECK_FALSE(derivable(prev, log_of({lost_b, waiting_line("e")}), 2));
+  CHECK_FALSE(derivable(prev, log_of({lost_b, failed_line("c", "rank 3 exited with 1")}), 2));
+  CHECK_FALSE(derivable(prev, log_of({lost_b, closed_line("job finished")}), 2));
+  CHECK_FALSE(derivable(prev, log_of({lost_line("b", "connection", "301")}), 2));
+  CHECK_FALSE(derivable(prev, log_of({lost_b, lost_d}), 4));
+  C10dRoundHeader hosted = prev;
+  hosted.host_first = true;
+  CHECK_FALSE(derivable(hosted, log_of({lost_line("h", "heartbeat", "9", C10dLostMember{0, 1})}),
+                        1));
+  C10dRoundHeader large = prev;
+  large.size = 1000;
+  std::vector<Bytes> many;
+  for (int i = 0; i <= kC10dMaxDerivedLosses; ++i) {
+    std::string name = std::to_string(i);  // (not "m" + ...: GCC 12 -O3 false -Wrestrict)
+    name.insert(name.begin(), 'm');
+    many.push_back(lost_line(name, "connection", "1", C10dLostMember{i, 1}));
+  }
+  CHECK_FALSE(derivable(large, log_of(many), 1));
+  many.pop_back();
+  CHECK(derivable(large, log_of(many), 1).has_value());
+}
+
+TEST_CASE("the plan in a round's size key reads back, and other values are not plans",
+          "[c10d][reform]") {
+  C10dDerivedRound d;
+  d.from_round = 7;
+  d.lost = {{2, 8}, {5, 8}};
+  d.master_addr = "10.0.0.1";
+  d.master_port = 4000;
+  const Bytes value = encode_derived_size(98, "10.0.0.3_77", d);
+  CHECK(to_string(value).starts_with("98 10.0.0.3_77 {"));
+  const auto back = decode_derived_size(value, "r8/size");
+  REQUIRE(back.has_value());
+  CHECK(back->from_round == 7);
+  CHECK(back->lost.size() == 2);
+  CHECK(back->lost[1].group_rank == 5);
+  CHECK(back->master_port == 4000);
+  CHECK_FALSE(decode_derived_size(to_bytes("3 n1"), "r8/size"));
+  CHECK_FALSE(decode_derived_size(to_bytes("closed"), "r8/size"));
+  CHECK_FALSE(decode_derived_size(join_plan("n1"), "r8/size"));
+  CHECK(is_join_plan(join_plan("n1")));
+  CHECK_FALSE(is_join_plan(value));
+  CHECK_THROWS_AS(decode_derived_size(to_bytes(R"(3 n1 {"version":4})"), "r8/size"),
+                  ddp::ConfigError);
+}
+
+TEST_CASE("a lost line keeps where the node sat; an older line without it still counts",
+          "[c10d][reform]") {
+  const auto changes = parse_changes(lost_line("x", "connection", "12", C10dLostMember{4, 8}));
+  REQUIRE(changes.lost_members.size() == 1);
+  REQUIRE(changes.lost_members[0].has_value());
+  CHECK(changes.lost_members[0]->group_rank == 4);
+  CHECK(changes.lost_members[0]->local_world_size == 8);
+  CHECK(changes.losses[0].after == std::chrono::milliseconds(12));
+  const auto old = parse_changes(to_bytes("lost y by=heartbeat after_ms=9\n"));
+  CHECK(old.lost == std::vector<std::string>{"y"});
+  CHECK_FALSE(old.lost_members[0].has_value());
 }

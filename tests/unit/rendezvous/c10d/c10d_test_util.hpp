@@ -124,6 +124,72 @@ inline C10dSettings fast_settings(int min_nodes, int max_nodes) {
   return s;
 }
 
+// Counts the calls that reach a store (a stand-in for its requests; a parked wait is one).
+class CallCounter final : public Store {
+ public:
+  explicit CallCounter(Store& inner) : inner_(inner) {}
+  std::int64_t calls = 0;
+
+  asio::awaitable<void> set(std::string k, Bytes v) override {
+    ++calls;
+    return inner_.set(std::move(k), std::move(v));
+  }
+  asio::awaitable<Bytes> get(std::string k) override {
+    ++calls;
+    return inner_.get(std::move(k));
+  }
+  asio::awaitable<std::int64_t> add(std::string k, std::int64_t d) override {
+    ++calls;
+    return inner_.add(std::move(k), d);
+  }
+  asio::awaitable<Bytes> compare_set(std::string k, Bytes e, Bytes d) override {
+    ++calls;
+    return inner_.compare_set(std::move(k), std::move(e), std::move(d));
+  }
+  asio::awaitable<bool> check(std::vector<std::string> k) override {
+    ++calls;
+    return inner_.check(std::move(k));
+  }
+  using Store::wait;
+  asio::awaitable<void> wait(std::vector<std::string> k, std::chrono::milliseconds t) override {
+    ++calls;
+    return inner_.wait(std::move(k), t);
+  }
+  asio::awaitable<bool> wait_for(std::vector<std::string> k,
+                                 std::chrono::milliseconds t) override {
+    ++calls;
+    return inner_.wait_for(std::move(k), t);
+  }
+  asio::awaitable<std::int64_t> num_keys() override {
+    ++calls;
+    return inner_.num_keys();
+  }
+  asio::awaitable<bool> delete_key(std::string k) override {
+    ++calls;
+    return inner_.delete_key(std::move(k));
+  }
+  asio::awaitable<void> append(std::string k, Bytes v) override {
+    ++calls;
+    return inner_.append(std::move(k), std::move(v));
+  }
+  asio::awaitable<std::vector<Bytes>> multi_get(std::vector<std::string> k) override {
+    ++calls;
+    return inner_.multi_get(std::move(k));
+  }
+  asio::awaitable<void> multi_set(std::vector<std::pair<std::string, Bytes>> kvs) override {
+    ++calls;
+    return inner_.multi_set(std::move(kvs));
+  }
+  asio::awaitable<std::vector<Bytes>> multi_get_existing(std::vector<std::string> k) override {
+    ++calls;
+    return inner_.multi_get_existing(std::move(k));
+  }
+
+ private:
+  Store& inner_;
+};
+
+
 struct Cluster {
   explicit Cluster(C10dSettings s) : settings(std::move(s)) {}
 

@@ -102,6 +102,45 @@ TEST_CASE("a call the server never answers times out naming the operation and ho
   run_pair(io, server(), client());
 }
 
+TEST_CASE("each call times out at its own deadline, whatever the calls before it allowed",
+          "[client][timeout]") {
+  // The deadline timer is not re-armed per call: a call after one with a longer deadline must
+  // still end at its own, and one after a shorter deadline must not end at that one.
+  asio::io_context io;
+  auto acceptor = make_acceptor(io);
+  const auto port = acceptor.local_endpoint().port();
+  auto o = options(WireDialect::kTorch113);
+  o.call_timeout = 2s;
+  auto server = [&]() -> asio::awaitable<void> {
+    auto s = co_await acceptor.async_accept(asio::use_awaitable);
+    co_await read_exact(s, 1 + 8 + 4 + 8);  // ADD, answered
+    co_await write_all(s, hex("0100000000000000"));
+    co_await read_exact(s, 1 + 8 + 4 + 8);  // ADD, never answered
+    co_await read_until_eof(s);
+    auto again = co_await acceptor.async_accept(asio::use_awaitable);
+    co_await read_exact(again, 1 + 8 + 4 + 8);  // ADD, answered after 300 ms
+    asio::steady_timer later(io, 300ms);
+    co_await later.async_wait(asio::use_awaitable);
+    co_await write_all(again, hex("0200000000000000"));
+    co_await read_until_eof(again);
+  };
+  auto client = [&]() -> asio::awaitable<void> {
+    auto c = co_await TcpStoreClient::connect("127.0.0.1", port, o);
+    const auto first = co_await c->add("/cnt", 1);  // a 2 s deadline, ended at once
+    CHECK(first == 1);
+    c->set_timeout(100ms);
+    const auto start = std::chrono::steady_clock::now();
+    const auto message = co_await thrown<TimeoutError>(c->add("/cnt", 1));
+    CHECK_THAT(message, Catch::StartsWith("store add(/cnt, 1) timed out after 100ms"));
+    CHECK(std::chrono::steady_clock::now() - start < 1500ms);  // not at the 2 s one
+    c->set_timeout(2s);  // reconnects; the 100 ms wait may still be pending
+    const auto third = co_await c->add("/cnt", 1);
+    CHECK(third == 2);
+    c.reset();
+  };
+  run_pair(io, server(), client());
+}
+
 TEST_CASE("a server that closes mid-reply gives an IoError naming the operation",
           "[client][io]") {
   asio::io_context io;

@@ -1,0 +1,147 @@
+// Re-forming after a loss without re-joining. The first member to propose writes the plan of
+// round N+1 into r<N+1>/size with compare_set (first wins), and the compare_set's reply gives
+// every later proposer the winning plan: one request, a few hundred bytes. In a large round only
+// a few members read the log and propose (c10d_monitor.cpp); the others wait for the plan. A derived plan lists the lost
+// members' places, so each survivor computes its own (c10d_derived.hpp) and writes its first
+// heartbeat, descriptor and lease in one more request; the store's work is O(survivors). A join plan, or a
+// round N+1 a late node closed first, sends every node through the full join of next_round.
+
+#include <fmt/format.h>
+
+#include "common/log.hpp"
+#include "ddp/error.hpp"
+#include "rendezvous/c10d/c10d_keys.hpp"
+#include "rendezvous/c10d/c10d_rendezvous.hpp"
+
+namespace ddp::rdzv {
+
+namespace keys = c10d_keys;
+
+namespace {
+
+std::shared_ptr<spdlog::logger> logger() { return log::get("rdzv"); }
+
+// The closer named in a size value ("<size> <closer> ...", "join <closer>").
+std::string closer_of(const Bytes& value) {
+  const std::string text = to_string(value);
+  const std::size_t from = text.find(' ');
+  if (from == std::string::npos) return {};
+  const std::size_t to = text.find(' ', from + 1);
+  return text.substr(from + 1, to == std::string::npos ? std::string::npos : to - from - 1);
+}
+
+}  // namespace
+
+asio::awaitable<Bytes> C10dRendezvous::claim_size(int round, Bytes desired) {
+  const std::string key = keys::size(round);
+  Bytes stored = co_await store_.compare_set(key, {}, desired);
+  // A join plan only says that the round is joined in full: its closer, or the job's end, takes
+  // the key from it (once: a plan is written only over an absent key).
+  if (is_join_plan(stored)) stored = co_await store_.compare_set(key, stored, desired);
+  co_return stored;
+}
+
+C10dRendezvous::PlanRules C10dRendezvous::plan_rules(int next) {
+  PlanRules rules;
+  rules.name = self_.name;
+  rules.min_nodes = settings_.min_nodes;
+  rules.max_nodes = settings_.max_nodes;
+  // A node that spent a restart this round re-joins (its failed line may postdate the log read).
+  rules.may_derive = !current_ || failed_round_ != current_->header.round;
+  if (self_.is_host && open_worker_store_) {
+    rules.open_worker_store = [open = open_worker_store_, next] { return open(next); };
+  }
+  return rules;
+}
+
+asio::awaitable<Bytes> C10dRendezvous::propose_plan(Store& store, C10dRoundHeader prev,
+                                                    C10dChanges changes, PlanRules rules) {
+  const std::string key = keys::size(prev.round + 1);
+  std::optional<C10dDerivedRound> derived;
+  if (rules.may_derive) derived = derivable(prev, changes, rules.min_nodes);
+  // A spare that stood by at a full round takes the freed slot: everyone re-joins with it.
+  if (derived && prev.size >= rules.max_nodes &&
+      co_await store.check(c10d_keys::one(keys::standby(prev.round)))) {
+    derived.reset();
+  }
+  // A member whose workers succeeded waits in the exit barrier and does not re-form: in a full
+  // join the round closes without it.
+  if (derived && co_await store.check(c10d_keys::one(keys::finished(prev.round)))) {
+    derived.reset();
+  }
+  if (!derived) co_return co_await store.compare_set(key, {}, join_plan(rules.name));
+  if (rules.open_worker_store) {
+    std::tie(derived->master_addr, derived->master_port) = rules.open_worker_store();
+  }
+  const int size = prev.size - static_cast<int>(derived->lost.size());
+  co_return co_await store.compare_set(key, {}, encode_derived_size(size, rules.name, *derived));
+}
+
+asio::awaitable<Bytes> C10dRendezvous::plan_of(int next, const C10dChanges& seen) {
+  const C10dRoundHeader& prev = current_->header;
+  const std::string key = keys::size(next);
+  // With the store host among the members it alone proposes, since a derived plan carries its
+  // fresh worker store. The others wait for its plan, at most a last call (a host in the exit
+  // barrier does not re-form), and then ask for a full join themselves.
+  if (prev.host_first && !self_.is_host) {
+    if (co_await store_.wait_for(c10d_keys::one(key), settings_.last_call_timeout)) {
+      co_return co_await store_.get_existing(key);
+    }
+    co_return co_await store_.compare_set(key, {}, join_plan(self_.name));
+  }
+  co_return co_await propose_plan(store_, prev, seen, plan_rules(next));
+}
+
+asio::awaitable<std::optional<RendezvousInfo>> C10dRendezvous::reform(int local_world_size,
+                                                                     Seen seen) {
+  const int next = current_->header.round + 1;
+  if (!seen.plan) {
+    C10dChanges changes = std::move(seen.changes);
+    if (changes.empty()) {
+      // The monitor had not read the log yet (the agent came here from its own verdict, or
+      // nothing happened): read it once.
+      const std::string change_key = keys::change(current_->header.round);
+      if (co_await store_.check(c10d_keys::one(change_key))) {
+        changes = parse_changes(co_await store_.get_existing(change_key));
+      }
+    }
+    seen.plan = co_await plan_of(next, changes);
+  }
+  const Bytes plan = std::move(*seen.plan);
+  const std::optional<C10dDerivedRound> derived =
+      seen.derived ? std::move(seen.derived) : decode_derived_size(plan, keys::size(next));
+  if (!derived || derived->from_round != current_->header.round ||
+      !derived_rank(*derived, current_->place.group_rank)) {
+    co_return std::nullopt;  // a full join (a round this node is lost from: it is late there)
+  }
+  const auto [header, place] = derive(current_->header, current_->place, *derived);
+  current_ = Member{header, place, derived};
+  current_index_ = place.group_rank + 1;
+  // One request: the first heartbeat (so the monitor's first beat waits an interval), the
+  // descriptor (a reader names a silent member by it) and the lease, which from now on appends
+  // to the new round's log.
+  if (derived_desc_.empty()) {
+    derived_desc_ = encode(C10dNodeDesc{self_.name, self_.addr, local_world_size, self_.is_host,
+                                        {}, 0, self_.rank_hint});
+  }
+  std::vector<std::pair<std::string, Bytes>> mine;
+  mine.emplace_back(keys::heartbeat(next, current_index_), to_bytes("1"));
+  mine.emplace_back(keys::node(next, current_index_), derived_desc_);
+  if (auto lease = lease_entry(next)) mine.push_back(std::move(*lease));
+  co_await store_.multi_set(std::move(mine));
+  if (closer_of(plan) == self_.name) {
+    // Late nodes wait on the header (and find themselves late there); newcomers read latest.
+    co_await store_.set(keys::assignment(next), encode(header));
+    co_await store_.set(keys::kLatest, to_bytes(std::to_string(next)));
+  }
+  RendezvousInfo info = info_for(header, place, settings_.run_id);
+  logger()->info("round derived run={} round={} from={} lost={} group_rank={} group_world_size={} "
+                 "world_size={} restart_count={} master={}:{}", settings_.run_id, next,
+                 derived->from_round, derived->lost.size(), info.group_rank,
+                 info.group_world_size, info.world_size, info.restart_count, info.master_addr,
+                 info.master_port);
+  start_monitor(*current_, /*beaten=*/true);
+  co_return info;
+}
+
+}  // namespace ddp::rdzv
