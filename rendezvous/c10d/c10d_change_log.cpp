@@ -5,7 +5,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
+#include <string_view>
+
+#include "common/parse_number.hpp"
 
 namespace ddp::rdzv {
 
@@ -24,19 +26,11 @@ void add_distinct(std::vector<std::string>& names, const std::string& name) {
   if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
 }
 
-int parse_int(const std::string& field, std::size_t from, bool& ok) {
-  int n = 0;
-  const auto [end, ec] = std::from_chars(field.data() + from, field.data() + field.size(), n);
-  ok = ec == std::errc{} && end == field.data() + field.size();
-  return n;
-}
-
 // "<node> by=<how> after_ms=<n> rank=<r> lws=<n>" (the last two only when the writer knew them).
 NodeLoss parse_loss(const std::string& rest, std::optional<C10dLostMember>& member) {
   NodeLoss loss;
-  bool has_rank = false;
-  bool has_lws = false;
-  C10dLostMember place;
+  std::optional<int> rank;
+  std::optional<int> lws;
   std::size_t start = 0;
   bool first = true;
   while (start <= rest.size()) {
@@ -49,18 +43,17 @@ NodeLoss parse_loss(const std::string& rest, std::optional<C10dLostMember>& memb
     } else if (field.starts_with("by=")) {
       loss.detected_by = field.substr(3);
     } else if (field.starts_with("after_ms=")) {
-      long long ms = 0;
-      const char* begin = field.data() + 9;
-      if (std::from_chars(begin, field.data() + field.size(), ms).ec == std::errc{}) {
-        loss.after = std::chrono::milliseconds(ms);
+      const std::string_view value = std::string_view(field).substr(9);
+      if (const auto ms = parse_leading_number<long long>(value)) {
+        loss.after = std::chrono::milliseconds(*ms);
       }
     } else if (field.starts_with("rank=")) {
-      place.group_rank = parse_int(field, 5, has_rank);
+      rank = parse_number<int>(std::string_view(field).substr(5));
     } else if (field.starts_with("lws=")) {
-      place.local_world_size = parse_int(field, 4, has_lws);
+      lws = parse_number<int>(std::string_view(field).substr(4));
     }
   }
-  if (has_rank && has_lws && place.group_rank >= 0 && place.local_world_size >= 0) member = place;
+  if (rank && lws && *rank >= 0 && *lws >= 0) member = C10dLostMember{*rank, *lws};
   return loss;
 }
 

@@ -12,9 +12,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
 
 #include "common/log.hpp"
+#include "common/parse_number.hpp"
 #include "ddp/error.hpp"
 #include "rendezvous/c10d/c10d_keys.hpp"
 #include "rendezvous/store/store_lease.hpp"
@@ -31,11 +31,7 @@ std::shared_ptr<spdlog::logger> logger() { return log::get("rdzv"); }
 
 // Leading decimal integer of a value ("3 node_name" -> 3); nullopt when there is none.
 std::optional<std::int64_t> leading_int(const Bytes& value) {
-  const std::string text = to_string(value);
-  std::int64_t n = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
-  if (ec != std::errc{} || end == text.data()) return std::nullopt;
-  return n;
+  return parse_leading_number<std::int64_t>(to_string(value));
 }
 
 // (Messages are built outside coroutines: GCC 12 miscompiles some format calls inside them.)
