@@ -91,13 +91,10 @@ asio::awaitable<void> ServerConnection::serve() {
           asio::buffer(first_read_), asio::redirect_error(asio::use_awaitable, ec));
       if (closed_) break;
       if (ec) {
-        if (ec != asio::error::eof && ec != asio::error::connection_reset &&
-            ec != asio::error::operation_aborted) {
-          log::get("store")->debug("connection from {} failed: {}", peer_, ec.message());
-        }
+        log_read_error(ec);
         break;
       }
-      turn = first_turn(n);
+      turn = serve_read(first_read_, n);
     }
     flush();
     if (turn == Turn::kClosed || closed_) break;
@@ -119,14 +116,6 @@ asio::awaitable<void> ServerConnection::serve() {
   if (!writing_) close();
 }
 
-ServerConnection::Turn ServerConnection::first_turn(std::size_t n) {
-  after_read(n);
-  const Turn turn = serve_input(std::span<const std::uint8_t>(first_read_.data(), n));
-  // A full small buffer: the kernel may hold more, read it into the shared buffer next.
-  if (turn == Turn::kDrained && n == first_read_.size()) return Turn::kMore;
-  return turn;
-}
-
 ServerConnection::Turn ServerConnection::read_turn() {
   if (!unread_.empty()) {
     const wire::Buffer input = std::exchange(unread_, {});
@@ -138,15 +127,28 @@ ServerConnection::Turn ServerConnection::read_turn() {
       socket_.read_some(asio::buffer(read_buffer_.data(), read_buffer_.size()), ec);
   if (ec == asio::error::would_block || ec == asio::error::try_again) return Turn::kDrained;
   if (ec || n == 0) {
-    if (ec && ec != asio::error::eof && ec != asio::error::connection_reset) {
-      log::get("store")->debug("connection from {} failed: {}", peer_, ec.message());
-    }
+    if (ec) log_read_error(ec);
     return Turn::kClosed;
   }
+  return serve_read(read_buffer_, n);
+}
+
+ServerConnection::Turn ServerConnection::serve_read(std::span<const std::uint8_t> buffer,
+                                                    std::size_t n) {
   after_read(n);
-  const Turn turn = serve_input(std::span<const std::uint8_t>(read_buffer_.data(), n));
-  if (turn == Turn::kDrained && n == read_buffer_.size()) return Turn::kMore;
+  const Turn turn = serve_input(buffer.first(n));
+  // A full buffer: the kernel may hold more (read into the shared buffer next).
+  if (turn == Turn::kDrained && n == buffer.size()) return Turn::kMore;
   return turn;
+}
+
+void ServerConnection::log_read_error(const boost::system::error_code& ec) const {
+  // The peer closing or resetting, or our own close, is not a failure.
+  if (ec == asio::error::eof || ec == asio::error::connection_reset ||
+      ec == asio::error::operation_aborted) {
+    return;
+  }
+  log::get("store")->debug("connection from {} failed: {}", peer_, ec.message());
 }
 
 void ServerConnection::after_read(std::size_t n) {

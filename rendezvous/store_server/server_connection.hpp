@@ -1,8 +1,9 @@
 #pragma once
 // ServerConnection: one accepted store socket, on the server's io_context. Its serve() coroutine
 // takes turns: wait for input into a small buffer of its own, then read at most one buffer
-// (shared by every connection) while more is there, serve the requests, yield. Replies and wake-ups go out through an OutputQueue. A client that
-// does not read its replies stops being read once max_queued_bytes are queued for it.
+// (shared by every connection) while more is there, serve the requests, yield. Replies and
+// wake-ups go out through an OutputQueue. A client that does not read its replies stops being
+// read once max_queued_bytes are queued for it.
 
 #include "rendezvous/store_server/server_key_table.hpp"
 #include "rendezvous/store_server/server_output_queue.hpp"
@@ -62,9 +63,11 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   // written (after_write), closed (close, then the server's on_close). read_turn() reads and
   // serves one turn; flush() and the write completions write.
   Turn read_turn();
-  // Serves the `n` bytes the waiting read put into first_read_.
-  Turn first_turn(std::size_t n);
+  // Serves the first `n` bytes of `buffer` that a read filled (first_read_ or the shared one);
+  // kMore when it filled all of it.
+  Turn serve_read(std::span<const std::uint8_t> buffer, std::size_t n);
   void after_read(std::size_t n);
+  void log_read_error(const boost::system::error_code& ec) const;
   // Serves every complete request in data, stopping at the queue limit (the rest is kept in
   // unread_). False (after logging) when the input is bad or a request cannot be served.
   Turn serve_input(std::span<const std::uint8_t> data);
