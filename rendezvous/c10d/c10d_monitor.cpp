@@ -49,7 +49,6 @@ struct C10dRendezvous::Monitor {
   int size = 0;   // members of the round
   std::optional<C10dDerivedRound> derived;  // the plan, when the round was derived
   std::optional<Bytes> plan;  // the next round's plan, once read or written
-  std::optional<C10dDerivedRound> next;  // the same, decoded, when read as a derived round
   bool may_derive = true;     // false once this node spent a restart in the round
 };
 
@@ -241,7 +240,6 @@ void C10dRendezvous::start_monitor(const Member& member, bool beaten) {
       if (derived && derived->from_round == m->round) {
         m->plan = std::move(plan);
         m->changes = parse_changes(to_bytes(derived->log));
-        m->next = std::move(derived);
         logger()->info("round {} changes: lost node(s) in the plan of round {}", m->round,
                        m->round + 1);
         m->wake();
@@ -292,6 +290,8 @@ void C10dRendezvous::start_monitor(const Member& member, bool beaten) {
     std::vector<Beat> seen(beat_keys.size(), Beat{{}, Clock::now()});
     std::vector<char> present(beat_keys.size(), 0);
     const Bytes zero = to_bytes("0");  // joined, monitor not started
+    // A member beats once its monitor runs (empty: a derived round's member not there yet).
+    const auto has_started = [&zero](const Bytes& beat) { return !beat.empty() && beat != zero; };
     bool declared = false;
     bool was_reading = true;
     while (!m->stopped) {
@@ -335,7 +335,7 @@ void C10dRendezvous::start_monitor(const Member& member, bool beaten) {
           std::optional<Bytes> carried;
           bool unstarted = false;
           for (std::size_t i = 0; i < values.size(); ++i) {
-            const bool started = !values[i].empty() && values[i] != zero;
+            const bool started = has_started(values[i]);
             unstarted = unstarted || !started;
             if (values[i] != seen[i].value) {
               seen[i] = Beat{values[i], answered};
@@ -351,7 +351,7 @@ void C10dRendezvous::start_monitor(const Member& member, bool beaten) {
                 co_await read_change_log(store, keys::change(m->derived->from_round)));
             if (m->stopped) break;
             for (std::size_t i = 0; i < values.size() && !carried; ++i) {
-              if (values[i].empty() || values[i] == zero) {
+              if (!has_started(values[i])) {
                 carried = carried_loss(before, *m->derived, watched.first + static_cast<int>(i));
               }
             }
@@ -394,7 +394,7 @@ void C10dRendezvous::start_monitor(const Member& member, bool beaten) {
 
 C10dRendezvous::Seen C10dRendezvous::seen() const {
   if (!monitor_) return {};
-  return {monitor_->changes, monitor_->plan, monitor_->next};
+  return {monitor_->changes, monitor_->plan};
 }
 
 void C10dRendezvous::forbid_derived_plan() {

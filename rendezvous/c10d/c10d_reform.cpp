@@ -1,10 +1,11 @@
 // Re-forming after a loss without re-joining. The first member to propose writes the plan of
 // round N+1 into r<N+1>/size with compare_set (first wins), and the compare_set's reply gives
 // every later proposer the winning plan: one request, a few hundred bytes. In a large round only
-// a few members read the log and propose (c10d_monitor.cpp); the others wait for the plan. A derived plan lists the lost
-// members' places, so each survivor computes its own (c10d_derived.hpp) and writes its first
-// heartbeat, descriptor and lease in one more request; the store's work is O(survivors). A join plan, or a
-// round N+1 a late node closed first, sends every node through the full join of next_round.
+// a few members read the log and propose (c10d_monitor.cpp); the others wait for the plan. A
+// derived plan lists the lost members' places, so each survivor computes its own
+// (c10d_derived.hpp) and writes its first heartbeat, descriptor and lease in one more request;
+// the store's work is O(survivors). A join plan, or a round N+1 a late node closed first, sends
+// every node through the full join of next_round.
 
 #include <fmt/format.h>
 
@@ -108,8 +109,7 @@ asio::awaitable<std::optional<RendezvousInfo>> C10dRendezvous::reform(int local_
     seen.plan = co_await plan_of(next, changes);
   }
   const Bytes plan = std::move(*seen.plan);
-  const std::optional<C10dDerivedRound> derived =
-      seen.derived ? std::move(seen.derived) : decode_derived_size(plan, keys::size(next));
+  const std::optional<C10dDerivedRound> derived = decode_derived_size(plan, keys::size(next));
   if (!derived || derived->from_round != current_->header.round ||
       !derived_rank(*derived, current_->place.group_rank)) {
     co_return std::nullopt;  // a full join (a round this node is lost from: it is late there)

@@ -78,7 +78,6 @@ class C10dRendezvous final : public Rendezvous {
   struct Seen {
     C10dChanges changes;
     std::optional<Bytes> plan;
-    std::optional<C10dDerivedRound> derived;  // the plan, decoded, when it is a derived round
   };
   // What a proposal for round N+1 depends on besides round N's header and log.
   struct PlanRules {
