@@ -16,8 +16,8 @@ cd "$root"
 build="${1:-build}"
 carry=.gpu-carry
 data=/usr/share/datasets/fashion-mnist
-targets=(ddprun ddp-train ddp-bench ddp-bench-allreduce ddp-bench-sgemm ddp-bench-rendezvous ddp-store
-         runtime_worker)
+targets=(ddprun ddp-train ddp-bench ddp-bench-allreduce ddp-bench-sgemm ddp-bench-rendezvous
+         ddp-store runtime_worker)
 limit=$((64 * 1024 * 1024))
 
 if [[ ! -f $build/CMakeCache.txt ]]; then
@@ -66,7 +66,11 @@ for t in "${targets[@]}"; do ldd "$build/bin/$t"; done |
   done
 # The commit, marked when the build had uncommitted changes (the device's copy of the tree has no
 # reliable git metadata of its own, so this is the one record of what was built).
-{ git rev-parse HEAD | tr -d '\n'; git diff --quiet HEAD -- || printf '+uncommitted'; echo; } >"$stage/COMMIT"
+{
+  git rev-parse HEAD | tr -d '\n'
+  git diff --quiet HEAD -- || printf '+uncommitted'
+  echo
+} >"$stage/COMMIT"
 
 rm -rf "$carry"
 mkdir -p "$carry/fashion-mnist"
