@@ -21,8 +21,10 @@
 #include "agent/cli/signal_names.hpp"
 #include "agent/cli/worker_spec.hpp"
 #include "agent/core/failure_report.hpp"
+#include "agent/process/python_package.hpp"
 #include "agent/process/worker_group.hpp"
 #include "agent/stacks/hang_detector.hpp"
+#include "agent/stacks/stack_hook.hpp"
 #include "common/log.hpp"
 #include "rendezvous/abandonable.hpp"
 
@@ -218,6 +220,7 @@ asio::awaitable<int> ElasticAgent::run() {
   const TemporaryLogDir temporary_log_dir(config_.log_dir, run_dir);  // gone after `group`
   log->info("log directory {}", run_dir);
   stacks_.start(run_dir);
+  write_python_package(python_hook_dir(run_dir));  // `import ddprun` for the workers
   if (sets_omp_num_threads(config_, parent_env_) && log->should_log(spdlog::level::warn)) {
     const std::string banner = omp_num_threads_banner();  // one block, as torchrun prints it
     std::fwrite(banner.data(), 1, banner.size(), stderr);
