@@ -27,6 +27,9 @@ packages=(
   elfutils
   # scripts/gpu/pack.sh: the carried binaries find the carried libraries through their RPATH
   patchelf xz-utils
+  # scripts/package.sh: the wheel (python3-wheel; a venv and pip for its test), the .deb
+  # (dpkg-deb, and dpkg-shlibdeps from dpkg-dev for its Depends)
+  python3-venv python3-pip python3-wheel dpkg-dev
   # metrics tests: a real Prometheus server and promtool (docs/metrics.md)
   prometheus
 )
