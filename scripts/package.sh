@@ -9,7 +9,9 @@
 #   --out DIR     where the packages go (default: dist/)
 #   --fast        compress the .deb with gzip, not xz: same contents, a larger file, made in a
 #                 fraction of the time (the package tests use it)
-set -euo pipefail
+set -Eeuo pipefail
+# A command that fails without a die() of its own still says where.
+trap 'echo "package: failed: $BASH_COMMAND (line $LINENO)" >&2' ERR
 
 SOURCE_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PACKAGE_DIR=$SOURCE_DIR/scripts/package

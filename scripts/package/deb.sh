@@ -11,14 +11,14 @@ build_deb() {
   local arch; arch=$(dpkg --print-architecture)
   mkdir -p "$root/DEBIAN"
 
-  local depends
-  deb_shlib_depends "$root" >"$root.depends" || die "dpkg-shlibdeps failed"
-  depends=$(<"$root.depends") && rm -f "$root.depends"
-  local outside=""
-  if [[ -n $DEB_UNPACKAGED_LIBS ]]; then
-    echo "package: no installed package owns ${DEB_UNPACKAGED_LIBS// /, }: not in Depends" >&2
-    outside=$'\n .\n'" This build of libddp also loads ${DEB_UNPACKAGED_LIBS// /, }, which no"
-    outside+=$'\n'" Debian package provides (the CUDA toolkit's and NCCL's): install them first."
+  local elves unpackaged depends outside=""
+  mapfile -t elves < <(deb_dynamic_elves "$root")
+  unpackaged=$(deb_unpackaged_libs "$root" "${elves[@]}")
+  depends=$(deb_shlib_depends "$root" "$unpackaged" "${elves[@]}") || die "dpkg-shlibdeps failed"
+  if [[ -n $unpackaged ]]; then
+    echo "package: no installed package owns ${unpackaged// /, }: not in Depends" >&2
+    outside=$'\n .\n'" This build of libddp also loads ${unpackaged// /, }, which no Debian"
+    outside+=$'\n'" package provides (the CUDA toolkit's and NCCL's): install them first."
   fi
   local size; size=$(du -sk --exclude=DEBIAN "$root" | cut -f1)
   cat >"$root/DEBIAN/control" <<CONTROL
@@ -55,34 +55,44 @@ PRERM
   echo "$deb"
 }
 
-# deb_shlib_depends ROOT: the Depends line for every dynamic ELF file under ROOT/usr. Libraries
-# that no installed package owns (CUDA's and NCCL's under /usr/local/cuda, when the build found
-# the toolkit) cannot be named as packages: they are left out of Depends and listed in
-# DEB_UNPACKAGED_LIBS for the description instead.
-deb_shlib_depends() {
-  local root=$1 work file elves=() soname unpackaged=()
+# deb_dynamic_elves ROOT: the ELF files under ROOT/usr that load shared libraries, one a line.
+deb_dynamic_elves() {
+  local file
   while IFS= read -r -d '' file; do
-    if elf_is_elf "$file" && [[ -n $(elf_needed "$file") ]]; then elves+=("$file"); fi
-  done < <(find "$root/usr" -type f -print0)
-  local patterns=()
-  for soname in $(for file in "${elves[@]}"; do elf_needed "$file"; done | sort -u); do
-    # The ddprun package's own libraries (libddp) are in ROOT, not yet owned by a package.
+    if elf_is_elf "$file" && [[ -n $(elf_needed "$file") ]]; then echo "$file"; fi
+  done < <(find "$1/usr" -type f -print0 | sort -z)
+}
+
+# deb_unpackaged_libs ROOT ELF...: the sonames the files need that no installed package owns
+# (CUDA's and NCCL's under /usr/local/cuda, when the build found the toolkit), space-separated.
+# Libraries in ROOT/usr/lib (libddp) are the package's own.
+deb_unpackaged_libs() {
+  local root=$1 soname patterns=()
+  shift
+  for soname in $(for file in "$@"; do elf_needed "$file"; done | sort -u); do
     [[ -e $root/usr/lib/$soname ]] || patterns+=("*/$soname")
   done
-  # One query for all of them (each scans dpkg's whole file list): it names the patterns that
-  # no package's file matches on stderr.
-  mapfile -t unpackaged < <(dpkg-query -S "${patterns[@]}" 2>&1 >/dev/null |
-    sed -n 's|^dpkg-query: no path found matching pattern \*/||p')
-  DEB_UNPACKAGED_LIBS=${unpackaged[*]}
-  local ignore=()
-  ((${#unpackaged[@]} == 0)) || ignore=(--ignore-missing-info)
+  # One query for all of them (each scans dpkg's whole file list); it names on stderr the
+  # patterns that no package's file matches.
+  # It exits 1 when a pattern matches nothing, the answer sought here.
+  { dpkg-query -S "${patterns[@]}" 2>&1 >/dev/null || true; } |
+    sed -n 's|^dpkg-query: no path found matching pattern \*/||p' | paste -sd' '
+}
+
+# deb_shlib_depends ROOT UNPACKAGED ELF...: the Depends line dpkg-shlibdeps finds for the files;
+# with UNPACKAGED not empty, the libraries no package owns are left out of it.
+deb_shlib_depends() {
+  local root=$1 unpackaged=$2 work rc=0 ignore=()
+  shift 2
+  [[ -z $unpackaged ]] || ignore=(--ignore-missing-info)
   work=$(mktemp -d "${TMPDIR:-/tmp}/ddprun-shlibs.XXXXXX")
   mkdir "$work/debian"
   # dpkg-shlibdeps reads the source package's control file; one paragraph each is enough.
   printf 'Source: ddprun\n\nPackage: ddprun\nArchitecture: any\n' >"$work/debian/control"
-  (cd "$work" && dpkg-shlibdeps -O "${ignore[@]}" "-l$root/usr/lib" "${elves[@]}" 2>/dev/null) |
-    sed -n 's/^shlibs:Depends=//p'
-  local rc=${PIPESTATUS[0]}
+  (cd "$work" && dpkg-shlibdeps -O "${ignore[@]}" "-l$root/usr/lib" "$@" >out 2>err) || rc=$?
+  # It warns that the files are not yet where the package installs them: they are staged.
+  grep -v "should already be installed in their package's directory" "$work/err" >&2 || true
+  sed -n 's/^shlibs:Depends=//p' "$work/out"
   rm -rf "$work"
   return "$rc"
 }
