@@ -58,9 +58,15 @@ version=$(cache_value CMAKE_PROJECT_VERSION)
 [[ -n $(python_install_dir) ]] ||
   die "$build was configured before DDP_INSTALL_PYTHONDIR existed: reconfigure it"
 
-stage=$(mktemp -d "${TMPDIR:-/tmp}/ddprun-stage.XXXXXX")
-trap 'rm -rf "$stage"' EXIT
+# Scratch space for both packages, removed however the script ends.
+work=$(mktemp -d "${TMPDIR:-/tmp}/ddprun-package.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+stage=$work/root
 DESTDIR=$stage cmake --install "$build" --prefix /usr --strip >/dev/null
 
-if [[ $what == wheel || $what == all ]]; then build_wheel "$stage/usr" "$version" "$out"; fi
-if [[ $what == deb || $what == all ]]; then build_deb "$stage" "$version" "$out" "$deb_compression"; fi
+if [[ $what == wheel || $what == all ]]; then
+  build_wheel "$stage/usr" "$version" "$out" "$work/wheel"
+fi
+if [[ $what == deb || $what == all ]]; then
+  build_deb "$stage" "$version" "$out" "$deb_compression"
+fi

@@ -13,10 +13,10 @@
 
 readonly WHEEL_PROGRAMS=(ddprun ddprun-guard ddp-store ddprun-stacks)
 
-# build_wheel STAGE_PREFIX VERSION OUT_DIR: prints the wheel's path.
+# build_wheel STAGE_PREFIX VERSION OUT_DIR WORK_DIR: lays the wheel out in WORK_DIR (a new
+# folder) and packs it. Prints the wheel's path.
 build_wheel() {
-  local prefix=$1 version=$2 out=$3
-  local root; root=$(mktemp -d "${TMPDIR:-/tmp}/ddprun-wheel.XXXXXX")
+  local prefix=$1 version=$2 out=$3 root=$4
   local data=$root/ddprun-$version.data info=$root/ddprun-$version.dist-info
   mkdir -p "$data/scripts" "$info"
 
@@ -49,7 +49,6 @@ build_wheel() {
   write_wheel_metadata "$info" "$version" "$tag"
   mkdir -p "$out"
   /usr/bin/python3 -m wheel pack "$root" -d "$out" >&2 || die "python3 -m wheel pack failed"
-  rm -rf "$root"
   echo "$out/ddprun-$version-$tag.whl"
 }
 

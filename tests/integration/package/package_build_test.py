@@ -1,7 +1,8 @@
-"""package_build: scripts/package.sh on this build tree (--fast: a gzip .deb), then what the packages promise checked
-from outside: the wheel's name and tag (its glibc is the highest GLIBC version of any ELF file it
-carries, and each of them needs nothing beyond the manylinux core but what the wheel carries),
-every file of python/ddprun/ in both packages, and the .deb's fields and contents.
+"""package_build: scripts/package.sh on this build tree (--fast: a gzip .deb), then what the
+packages promise checked from outside: the wheel's name and tag (its glibc is the highest GLIBC
+version of any ELF file it carries, and each of them needs nothing beyond the manylinux core but
+what the wheel carries), every file of python/ddprun/ in both packages, and the .deb's fields and
+contents.
 
 usage: package_build_test.py BUILD_DIR DIST_DIR   (the other package tests read DIST_DIR)
 """
