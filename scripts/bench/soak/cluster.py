@@ -83,11 +83,19 @@ def rss_kib(pid):
     return None
 
 
-def fd_count(pid):
+def fd_targets(pid):
+    """What each of the process's descriptors points at (None when it is gone)."""
     try:
-        return len(os.listdir(f"/proc/{pid}/fd"))
+        names = os.listdir(f"/proc/{pid}/fd")
     except OSError:
         return None
+    targets = []
+    for name in names:
+        try:
+            targets.append(os.readlink(f"/proc/{pid}/fd/{name}"))
+        except OSError:
+            pass
+    return targets
 
 
 class Tmpfs:
@@ -186,6 +194,7 @@ class Agent:
                                      env=dict(os.environ, GLOO_SOCKET_IFNAME="eth0",
                                               PYTHONUNBUFFERED="1"))
         self.samples = []  # (t, rss_kib, fds)
+        self.fds_first = self.fds_last = None  # descriptor targets, after the warm-up
 
     @property
     def pid(self):
@@ -199,10 +208,16 @@ class Agent:
         return [p for p in namespace_pids(self.node)
                 if parent(p) == self.pid and is_worker(p)]
 
-    def sample(self):
-        rss, fds = rss_kib(self.pid), fd_count(self.pid)
-        if rss is not None and fds is not None and self.is_running():
-            self.samples.append((time.time(), rss, fds))
+    def sample(self, warmup_s):
+        rss, targets = rss_kib(self.pid), fd_targets(self.pid)
+        if rss is None or targets is None or not self.is_running():
+            return
+        now = time.time()
+        self.samples.append((now, rss, len(targets)))
+        if now - self.started >= warmup_s:
+            self.fds_last = targets
+            if self.fds_first is None:
+                self.fds_first = targets
 
     def output(self):
         self.log.flush()

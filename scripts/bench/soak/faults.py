@@ -119,8 +119,10 @@ def link_short(soak):
     cluster.rig("cut", str(node))
     time.sleep(soak.short_cut_s)
     cluster.rig("heal", str(node))
+    healed = time.time()
     fault = Fault("link_short", t, node, note=f"{soak.short_cut_s:.1f} s")
-    fault.recovery_s = soak.wait_step_after(t)
+    # From the cut to the first step after the heal (a step in flight may end during the cut).
+    fault.recovery_s = healed - t + soak.wait_step_after(healed)
     return fault
 
 

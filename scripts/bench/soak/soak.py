@@ -210,7 +210,7 @@ class Soak:
     def sample(self):
         for agent in self.agents.values():
             if agent.is_running():
-                agent.sample()
+                agent.sample(verdict.AGENT_WARMUP_S)
         now = time.time()
         for node in self.nodes:
             live = self.agents.get(node)

@@ -84,14 +84,30 @@ def missing_events(work, injected):
     return missing
 
 
-def agent_growth(agents):
-    rss_mb, fds = 0.0, 0
+def agent_growth(agents, notes):
+    """The largest RSS and descriptor growth of any agent after its warm-up; a note naming the
+    descriptors the worst one gained."""
+    rss_mb, fds, worst = 0.0, 0, None
     for agent in agents:
         steady = [s for s in agent.samples if s[0] - agent.started >= AGENT_WARMUP_S]
         if len(steady) < 2:
             continue
-        rss_mb = max(rss_mb, (steady[-1][1] - steady[0][1]) / 1024.0)
-        fds = max(fds, steady[-1][2] - steady[0][2])
+        # The lower envelope: the least of the first and of the last quarter of the samples. An
+        # agent's descriptors and memory swing with its role (the agent hosting the workers'
+        # store holds their connections) and its workers' restarts; a leak raises the floor.
+        quarter = max(1, len(steady) // 4)
+        first, last = steady[:quarter], steady[-quarter:]
+        rss_mb = max(rss_mb, (min(s[1] for s in last) - min(s[1] for s in first)) / 1024.0)
+        grown = min(s[2] for s in last) - min(s[2] for s in first)
+        if grown > fds:
+            fds, worst = grown, agent
+    if worst and worst.fds_first is not None:
+        gained = list(worst.fds_last)
+        for target in worst.fds_first:
+            if target in gained:
+                gained.remove(target)
+        notes.append(f"agent on node {worst.node} (#{worst.index}) gained {fds} descriptors: "
+                     f"{sorted(gained)[:20]}")
     return round(rss_mb, 2), fds
 
 
@@ -107,7 +123,7 @@ def summarize(soak, injected, elapsed_s):
         bad_checks += mismatches(job_dir)
         checks += len(read_jsonl(os.path.join(job_dir, "checks.jsonl")))
     missing = missing_events(soak.work, injected)
-    rss_mb, fds = agent_growth(soak.all_agents)
+    rss_mb, fds = agent_growth(soak.all_agents, soak.job_notes)
     result = {
         "seed": soak.args.seed, "backend": soak.backend, "recovery": soak.args.recovery,
         "minutes": round(elapsed_s / 60, 2), "faults": faults,
