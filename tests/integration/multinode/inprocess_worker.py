@@ -5,7 +5,7 @@ exists (agreed on by an all_reduce every step) or MAX_STEPS.
 It appends JSON lines to DIR/records_n<NODE>_p<PID>.jsonl (times are time.time()):
   {"kind": "entry", ...}  each time train() is entered (after the group formed and the state
       synced): world, rank, round, commits, step, started (the process's start, before
-      `import torch`), and the CRC32 of the parameters' bytes all-reduced as min and max (equal:
+      `import torch`), imported (after it), and the CRC32 of the parameters' bytes all-reduced as min and max (equal:
       every rank holds the same bits)
   {"kind": "step", ...}   after each commit: world, rank, step (the step just committed)
 --fail R:S makes rank R exit 3 before step S when TORCHELASTIC_RESTART_COUNT is 0.
@@ -26,6 +26,8 @@ import torch.distributed as dist  # noqa: E402
 from torch.nn.parallel import DistributedDataParallel  # noqa: E402
 
 import ddprun.elastic as elastic  # noqa: E402
+
+IMPORTED = time.time()  # torch and ddprun.elastic imported
 
 
 def arg(name, default):
@@ -65,7 +67,7 @@ state = elastic.TorchState(model=model, optimizer=optimizer, step=0)
 def train(state):
     low, high = checksum_range(state.model)
     record("entry", round=elastic.current_round(), commits=state.commits, step=state.step,
-           started=STARTED, sum_min=low, sum_max=high)
+           started=STARTED, imported=IMPORTED, sum_min=low, sum_max=high)
     ddp = DistributedDataParallel(state.model)
     rank = dist.get_rank()
     for step in range(state.step, max_steps):

@@ -7,9 +7,11 @@ node_loss: node 3's agent is SIGKILLed mid-training (its worker dies with it, by
   step they had committed (no committed step is done twice), hold bitwise-equal parameters after
   the re-form (CRC32 all-reduced as min and max), and no restart is spent (--max_restarts=0
   would end the job). The agents' event logs say node_lost, then reform with cause node_lost.
-worker_exit: the worker of rank 1 exits 3 with every node alive (--max_restarts=1): that node
-  starts a new worker, which joins as a newcomer and receives the state; the other nodes' workers
-  keep their PIDs and re-form (cause peer_failed).
+worker_faults (--max_restarts=2 --hang_timeout=2): the worker of rank 1 exits 3 with every node
+  alive: that node starts a new worker, which joins as a newcomer and receives the state; the
+  other nodes' workers keep their PIDs and re-form (cause peer_failed). Then a worker of another
+  node is stopped with SIGSTOP: its agent names the hang, replaces that worker, and the others
+  re-form again; the third node's worker lives through both.
 join: under --nnodes=3:4 a fourth node's agent starts mid-training: the three workers keep their
   PIDs and re-form at a commit (cause node_waiting); the new worker receives the state from a
   peer and the job trains at world 4.
@@ -132,8 +134,8 @@ def join(c, out_dir, env, tag):
     newcomer = records(out_dir, 4)[0]
     first = min(r["time"] for r in steps if r["node"] == 4)
     print(f"join: the new worker committed its first step at world 4 "
-          f"{first - newcomer['started']:.2f} s after its start (`import torch` included)",
-          flush=True)
+          f"{first - newcomer['started']:.2f} s after its start, "
+          f"{first - newcomer['imported']:.2f} s after `import torch`", flush=True)
     check(newcomer["kind"] == "entry" and newcomer["world"] == 4 and newcomer["step"] >= 5,
           f"join: the new node's worker did not receive the state: {newcomer}")
     for n in (1, 2, 3):
@@ -148,31 +150,43 @@ def join(c, out_dir, env, tag):
     check_no_processes(tag, "join")
 
 
-def worker_exit(c, out_dir, env, tag):
+def replaced_worker(out_dir, node, old_pid, what):
+    """Waits for `node`'s worker after `old_pid`; checks that it received the state (its first
+    entry into train() is past step 8) and returns that entry."""
+    fresh = lambda: [r for r in records(out_dir, node) if r["pid"] not in old_pid]
+    check(ddptest.wait_until(fresh, 120, 0.05), f"{what}: node {node}'s worker was not replaced")
+    entry = fresh()[0]
+    check(entry["kind"] == "entry" and entry["step"] >= 8,
+          f"{what}: the new worker did not receive the state: {entry}")
+    return entry
+
+
+def worker_faults(c, out_dir, env, tag):
+    args = lambda n: agent_args(f"faults-{tag}", out_dir, n, 2, ["--fail", "1:8"])
     for n in (1, 2, 3):
-        c.start_node(n, agent_args(f"exit-{tag}", out_dir, n, 1, ["--fail", "1:8"]), env)
+        c.start_node(n, ["--hang_timeout=2", *args(n)], env)
     wait_steps(out_dir, 3, 5, 0.0, "worker_exit: world 3")
     failed = [r for r in records(out_dir) if r["rank"] == 1 and r["kind"] == "entry"][0]
-    replaced = lambda: len({r["pid"] for r in records(out_dir, failed["node"])}) == 2
-    check(ddptest.wait_until(replaced, 120, 0.05),
-          f"worker_exit: node {failed['node']}'s worker was not started again")
-    newcomer = [r for r in records(out_dir, failed["node"]) if r["pid"] != failed["pid"]]
-    check(newcomer[0]["kind"] == "entry" and newcomer[0]["step"] >= 8,
-          f"worker_exit: the new worker did not receive the state: {newcomer[0]}")
-    wait_steps(out_dir, 3, 3, newcomer[0]["time"], "worker_exit: world 3 after the exit")
-    finish_job(c, out_dir, (1, 2, 3), "worker_exit")
-    check_trained_once(out_dir, "worker_exit")
+    entry = replaced_worker(out_dir, failed["node"], {failed["pid"]}, "worker_exit")
+    wait_steps(out_dir, 3, 3, entry["time"], "worker_exit: world 3 after the exit")
+    # A worker on another node stopped: --hang_timeout names it, its agent replaces it.
+    stopped = [r for r in records(out_dir) if r["node"] != failed["node"]][0]
+    os.kill(stopped["pid"], signal.SIGSTOP)
+    entry = replaced_worker(out_dir, stopped["node"], {stopped["pid"]}, "SIGSTOP")
+    wait_steps(out_dir, 3, 3, entry["time"], "SIGSTOP: world 3 after the replacement")
+    finish_job(c, out_dir, (1, 2, 3), "worker_faults")
+    check_trained_once(out_dir, "worker_faults")
+    bystander = ({1, 2, 3} - {failed["node"], stopped["node"]}).pop()
     for n in (1, 2, 3):
         pids = {r["pid"] for r in records(out_dir, n)}
-        expected = 2 if n == failed["node"] else 1
-        check(len(pids) == expected, f"worker_exit: node {n} ran workers {pids}")
-    for n in (1, 2, 3):
-        if n == failed["node"]:
-            continue
-        reforms = [e for e in events(out_dir, n) if e["event"] == "reform"]
-        check(reforms and reforms[0]["cause"] == "peer_failed",
-              f"worker_exit: node {n} reform events: {reforms}")
-    check_no_processes(tag, "worker_exit")
+        check(len(pids) == (1 if n == bystander else 2),
+              f"worker_faults: node {n} ran workers {pids}")
+    reforms = [e["cause"] for e in events(out_dir, bystander) if e["event"] == "reform"]
+    check(reforms == ["peer_failed", "peer_failed"],
+          f"worker_faults: node {bystander} reform causes: {reforms}")
+    hangs = [e for e in events(out_dir, stopped["node"]) if e["event"] == "hang"]
+    check(len(hangs) == 1, f"SIGSTOP: node {stopped['node']} hang events: {hangs}")
+    check_no_processes(tag, "worker_faults")
 
 
 tag, env = netns_rig.torch_job_env()
@@ -182,9 +196,9 @@ try:
         node_loss(c, dirs[0], env, tag)
         print("ok SIGKILL of node 3: survivors kept their workers, re-formed at world 2, "
               "no step redone, equal parameters", flush=True)
-        worker_exit(c, dirs[1], env, tag)
-        print("ok worker exit 3: only that worker started again; the others re-formed",
-              flush=True)
+        worker_faults(c, dirs[1], env, tag)
+        print("ok worker exit 3, then a worker stopped under --hang_timeout: only that worker "
+              "started again each time; the others re-formed", flush=True)
         join(c, dirs[2], env, tag)
         print("ok a fourth node joined at a commit, received the state, trained at world 4",
               flush=True)
