@@ -244,7 +244,8 @@ asio::awaitable<int> ElasticAgent::run() {
   }
 
   std::unique_ptr<AttemptWorkers> group;
-  std::size_t emitted = 0;  // the group's exits already emitted as events
+  std::vector<WorkerSpec> started;  // what the group's workers were started with
+  std::size_t emitted = 0;          // the group's exits already emitted as events
   for (;;) {
     stacks_.set_workers({});
     auto joined = co_await (
@@ -281,6 +282,7 @@ asio::awaitable<int> ElasticAgent::run() {
         co_return co_await stop_on_signal(*group, std::get<1>(handed), emitted);
       }
       kept = std::get<0>(std::move(handed)).get();
+      if (kept) keep_started_files(specs, started);
       if (!kept) {
         group->signal_all(SIGCONT);  // a stopped worker must run to take SIGTERM
         co_await group->stop(SIGTERM, config_.shutdown_timeout);
@@ -292,6 +294,7 @@ asio::awaitable<int> ElasticAgent::run() {
       if (recovery) recovery->publish(info.round, specs);
       group.reset();  // the previous attempt's processes are all gone by now
       group = launch_workers(info, specs);
+      started = specs;
       emitted = 0;
     }
     const auto hang_targets = make_hang_targets(specs, group->pids());

@@ -15,7 +15,9 @@
 #include <algorithm>
 
 #include "agent/core/round_events.hpp"
+#include "agent/stacks/stack_hook.hpp"
 #include "common/log.hpp"
+#include "common/progress_record.hpp"
 
 namespace ddp::agent {
 namespace {
@@ -52,6 +54,22 @@ std::int64_t ms_since(std::chrono::steady_clock::time_point since) {
 }
 
 }  // namespace
+
+void keep_started_files(std::vector<WorkerSpec>& specs, const std::vector<WorkerSpec>& started) {
+  for (std::size_t i = 0; i < specs.size() && i < started.size(); ++i) {
+    WorkerSpec& spec = specs[i];
+    const WorkerSpec& old = started[i];
+    spec.log_dir = old.log_dir;
+    spec.stdout_path = old.stdout_path;
+    spec.stderr_path = old.stderr_path;
+    spec.error_file = old.error_file;
+    for (const char* key : {kProgressFileEnv, kStackDirEnv, "TORCHELASTIC_ERROR_FILE"}) {
+      if (const auto it = old.ddprun_env.find(key); it != old.ddprun_env.end()) {
+        set_env(spec, key, it->second);
+      }
+    }
+  }
+}
 
 WorkerPlace place_of(int round, const WorkerSpec& spec) {
   WorkerPlace place;

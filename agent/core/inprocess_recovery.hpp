@@ -64,6 +64,11 @@ class InprocessRecovery {
   std::vector<std::string> notes_;
 };
 
+// After a hand-over: `specs` (the new round's) take back from `started` (what the kept workers
+// were started with) the files those processes use: log dir, output and error files, progress
+// file and stack dir, which name the attempt they started in, not the new round's restart count.
+void keep_started_files(std::vector<WorkerSpec>& specs, const std::vector<WorkerSpec>& started);
+
 // The torchrun variables a worker takes over from a new round (RANK, LOCAL_RANK, WORLD_SIZE,
 // GROUP_RANK, ..., MASTER_ADDR, MASTER_PORT, TORCHELASTIC_RESTART_COUNT) from `spec`.
 WorkerPlace place_of(int round, const WorkerSpec& spec);

@@ -61,13 +61,15 @@ class _Channel:
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._sock.connect("\0" + address[1:] if address.startswith("@") else address)
         self._sock.sendall(f"hello {local_rank} {os.getpid()}\n".encode())
+        self._poll = select.poll()
+        self._poll.register(self._sock, select.POLLIN)
         self._buffer = b""
         self.latest = None  # the newest place the agent sent: {"round": N, "env": {...}}
 
     def _read(self, timeout):
         """Reads what has arrived within `timeout` seconds (None: until something does)."""
-        ready, _, _ = select.select([self._sock], [], [], timeout)
-        if not ready:
+        # poll, not select: a worker may hold more than FD_SETSIZE (1024) descriptors.
+        if not self._poll.poll(None if timeout is None else int(timeout * 1000)):
             return
         data = self._sock.recv(65536)
         if not data:

@@ -4,11 +4,13 @@
 
 #include <catch2/catch.hpp>
 #include <csignal>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "agent/core/elastic_agent.hpp"
+#include "agent/core/inprocess_recovery.hpp"
 #include "tests/unit/agent/core/elastic_agent_test_util.hpp"
 #include "tests/unit/agent/core/fake_handover.hpp"
 
@@ -138,6 +140,38 @@ TEST_CASE(
   CHECK(job.rig.runs[1]->get() == 0);
   CHECK(job.rig.launchers[1]->launched.size() == 1);
   CHECK(job.rig.events[1]->named("reform").size() == 1);
+}
+
+TEST_CASE("inprocess: a place carries the round's variables; kept workers keep their files",
+          "[inprocess]") {
+  WorkerSpec next;
+  next.local_rank = 1;
+  next.log_dir = "/run/attempt_1/1";
+  next.ddprun_env = {{"RANK", "3"},
+                     {"WORLD_SIZE", "4"},
+                     {"MASTER_PORT", "4711"},
+                     {"TORCHELASTIC_RESTART_COUNT", "1"},
+                     {"DDPRUN_PROGRESS_FILE", "/run/attempt_1/1/progress"},
+                     {"ROLE_NAME", "default"}};
+  next.env = {"DDPRUN_PROGRESS_FILE=/run/attempt_1/1/progress", "PATH=/bin", "RANK=3"};
+  const WorkerPlace place = place_of(7, next);
+  CHECK(place.round == 7);
+  CHECK(place.local_rank == 1);
+  CHECK(place.env == std::map<std::string, std::string>{{"MASTER_PORT", "4711"},
+                                                        {"RANK", "3"},
+                                                        {"TORCHELASTIC_RESTART_COUNT", "1"},
+                                                        {"WORLD_SIZE", "4"}});
+
+  WorkerSpec started = next;
+  started.log_dir = "/run/attempt_0/1";
+  started.ddprun_env["DDPRUN_PROGRESS_FILE"] = "/run/attempt_0/1/progress";
+  std::vector<WorkerSpec> specs{next};
+  keep_started_files(specs, {started});
+  CHECK(specs[0].log_dir == "/run/attempt_0/1");
+  CHECK(specs[0].ddprun_env.at("DDPRUN_PROGRESS_FILE") == "/run/attempt_0/1/progress");
+  CHECK(specs[0].env == std::vector<std::string>{"DDPRUN_PROGRESS_FILE=/run/attempt_0/1/progress",
+                                                 "PATH=/bin", "RANK=3"});
+  CHECK(specs[0].ddprun_env.at("RANK") == "3");  // the new round's place stays
 }
 
 }  // namespace
