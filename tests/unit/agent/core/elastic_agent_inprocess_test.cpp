@@ -142,7 +142,7 @@ TEST_CASE(
   CHECK(job.rig.events[1]->named("reform").size() == 1);
 }
 
-TEST_CASE("inprocess: a place carries the round's variables; kept workers keep their files",
+TEST_CASE("inprocess: a place carries the round's variables, and kept workers keep their files",
           "[inprocess]") {
   WorkerSpec next;
   next.local_rank = 1;
