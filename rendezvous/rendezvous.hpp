@@ -41,7 +41,7 @@ enum class RoundChange {
 // grace, or the time without a heartbeat).
 struct NodeLoss {
   std::string node;
-  std::string detected_by;  // "connection" | "heartbeat"
+  std::string detected_by;  // "connection" | "heartbeat" | "lease" (etcd)
   std::chrono::milliseconds after{0};
 };
 

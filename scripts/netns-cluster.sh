@@ -10,14 +10,21 @@
 #   netns-cluster.sh cut I       take node I's link down (host-side veth), heal I brings it back
 #   netns-cluster.sh addr I      print node I's address
 #   netns-cluster.sh status      list nodes and link states
+#
+# DDP_NETNS_RIG=soak makes a second rig beside the first (namespaces ddps<i>, veths ddpw<i>,
+# bridge ddpsbr0, 10.215.0.0/24), so the long soak (scripts/bench/soak.sh) runs while the tests
+# use the first.
 set -euo pipefail
-BRIDGE=ddpbr0
-PREFIX=10.213.0
+case "${DDP_NETNS_RIG:-}" in
+  "") BRIDGE=ddpbr0 PREFIX=10.213.0 NS=ddpn VETH=ddpv ;;
+  soak) BRIDGE=ddpsbr0 PREFIX=10.215.0 NS=ddps VETH=ddpw ;;
+  *) echo "netns-cluster: DDP_NETNS_RIG must be empty or 'soak', not '$DDP_NETNS_RIG'" >&2; exit 1 ;;
+esac
 die() { echo "netns-cluster: $*" >&2; exit 1; }
-node_ns() { echo "ddpn$1"; }
-node_veth() { echo "ddpv$1"; }
+node_ns() { echo "$NS$1"; }
+node_veth() { echo "$VETH$1"; }
 valid_index() { [[ $1 =~ ^[0-9]+$ ]] && (($1 >= 1 && $1 <= 200)) || die "node index must be 1..200, got '$1'"; }
-existing_nodes() { ip netns list | awk '{print $1}' | grep -E '^ddpn[0-9]+$' | sed 's/^ddpn//' | sort -n || true; }
+existing_nodes() { ip netns list | awk '{print $1}' | grep -E "^$NS[0-9]+\$" | sed "s/^$NS//" | sort -n || true; }
 need_root() { [ "$(id -u)" = 0 ] || die "run as root (ip netns)"; }
 
 remove_node() {

@@ -65,6 +65,8 @@ constexpr OptionDef kOptions[] = {
     {"shutdown_timeout", 0, true, true, "Seconds from stop signal to SIGKILL (default 30)."},
     {"hang_timeout", 0, true, true,
      "Seconds without progress after which a rank counts as hung (default 0: off)."},
+    {"recovery", 0, true, true,
+     "On a round change: restart (default) the workers, or inprocess: hand live ones the round."},
     {"virtual_local_rank", 0, false, true, "LOCAL_RANK=0 and one CUDA device per worker."},
     {"python", 0, true, true, "Python interpreter (default $PYTHON_EXEC, else python3)."},
     {"event_log", 0, true, true, "Write JSON-lines events to this file."},

@@ -32,6 +32,7 @@ constexpr int kMaxPort = 65535;
 constexpr double kDefaultShutdownSeconds = 30.0;
 constexpr std::array kBackends = {"static", "c10d", "etcd", "etcd-v2", "etcd-v3"};
 constexpr std::array kStartMethods = {"spawn", "fork", "forkserver"};
+constexpr std::array kRecoveryModes = {"restart", "inprocess"};
 constexpr std::array kNumaBindings = {"node", "socket", "exclusive", "core-complex",
                                      "core_complex"};
 constexpr std::array kLocalRankArgs = {"underscore", "dash"};
@@ -371,6 +372,10 @@ void read_supervision(Reader& reader, LaunchConfig& config,
   }
   if (const RawValue* v = reader.get("hang_timeout")) {
     config.hang_timeout = to_duration(v->text, v->origin, /*allow_zero=*/true);
+  }
+  if (const RawValue* v = reader.get("recovery")) {
+    require_choice(*v, kRecoveryModes);
+    config.recovery = v->text;
   }
   config.virtual_local_rank = reader.flag("virtual_local_rank");
   if (const RawValue* v = reader.get("numa_binding")) {

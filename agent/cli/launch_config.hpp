@@ -71,6 +71,9 @@ struct LaunchConfig {
   // new: --hang_timeout (or PET_HANG_TIMEOUT): a rank without progress that long while others
   // wait in a later collective, or stopped that long, is reported and fails the attempt. 0 = off.
   std::chrono::milliseconds hang_timeout{0};
+  // new: --recovery (or PET_RECOVERY): "restart" stops and restarts the workers on every round
+  // change; "inprocess" hands live workers their place in the next round (docs/agent.md).
+  std::string recovery = "restart";
 
   // --- entry point
   bool module = false;     // -m: <python> -u -m <training_script> args

@@ -33,6 +33,7 @@ constexpr IntKey kIntKeys[] = {
     {"read_timeout", 60, 1},
     {"lease_ttl", 10, 1},
     {"connection_grace_ms", 300, 0},  // ddprun's own: a closed store connection's grace
+    {"reform_timeout", 30, 1},        // ddprun's own: --recovery=inprocess, per hand-over
 };
 
 
@@ -135,6 +136,9 @@ std::chrono::seconds RdzvConf::keep_alive_interval() const {
 }
 int RdzvConf::keep_alive_max_attempt() const {
   return static_cast<int>(int_value(values_, "keep_alive_max_attempt"));
+}
+std::chrono::seconds RdzvConf::reform_timeout() const {
+  return std::chrono::seconds(int_value(values_, "reform_timeout"));
 }
 std::chrono::milliseconds RdzvConf::connection_grace() const {
   return std::chrono::milliseconds(int_value(values_, "connection_grace_ms"));

@@ -37,6 +37,9 @@ class RdzvConf {
   // ddprun's own key connection_grace_ms: a node whose store connection closed and was not
   // re-made within this is lost (c10d), default 300 ms.
   std::chrono::milliseconds connection_grace() const;
+  // ddprun's own key reform_timeout: with --recovery=inprocess, how long a live worker has to
+  // re-form in the next round before it is restarted, default 30 s.
+  std::chrono::seconds reform_timeout() const;
   std::optional<bool> is_host() const;               // nullopt: decide by address heuristic
   std::chrono::seconds lease_ttl() const;            // etcd: node lost after, default 10
   // True when the user gave `key` (not a value parse() injected, such as timeout=900).

@@ -75,7 +75,15 @@ AgentMetrics::AgentMetrics(metrics::Registry& r, const LaunchConfig& config)
                                  "the agent did not send).")),
       node_losses_(r.counter("ddprun_node_losses_total",
                              "Other nodes this node saw lost (stopped heartbeating, closed "
-                             "their store connection, or hosted a store that went away).")) {
+                             "their store connection, or hosted a store that went away).")),
+      reforms_(r.counter("ddprun_reforms_total",
+                         "Round changes this node's live workers re-formed through "
+                         "(--recovery=inprocess): no process started.",
+                         {{"result", "reformed"}})),
+      reform_failures_(r.counter("ddprun_reforms_total", "", {{"result", "failed"}})),
+      reform_seconds_(r.gauge("ddprun_reform_seconds",
+                              "Seconds from the last round change to every live worker of this "
+                              "node re-formed in the next round.")) {
   r.gauge("ddprun_up", "1 while the agent runs.").set(1);
   r.gauge(
        "ddprun_info", "The job this agent belongs to (value 1).",
@@ -98,6 +106,13 @@ void AgentMetrics::emit(const Event& event) {
   } else if (event.name == "node_lost") {
     node_losses_.inc();
     ++losses_this_round_;
+  } else if (event.name == "reform") {
+    reforms_.inc();
+    reform_seconds_.set(static_cast<double>(int_field(event, "ms")) / 1000.0);
+    losses_this_round_ = 0;
+  } else if (event.name == "reform_failed") {
+    reform_failures_.inc();
+    losses_this_round_ = 0;
   }
 }
 

@@ -45,6 +45,9 @@ class AgentMetrics final : public EventSink {
   metrics::Counter& exits_by_oom_;
   metrics::Counter& worker_failures_;
   metrics::Counter& node_losses_;
+  metrics::Counter& reforms_;          // --recovery=inprocess: workers that kept running
+  metrics::Counter& reform_failures_;  // ... and hand-overs that ended in a start
+  metrics::Gauge& reform_seconds_;
   int losses_this_round_ = 0;  // node_lost events since the last restart
   // When the agent began joining the current round: its start, then each restart.
   std::chrono::steady_clock::time_point round_started_ = std::chrono::steady_clock::now();

@@ -21,7 +21,10 @@
 #include "agent/cli/signal_names.hpp"
 #include "agent/cli/worker_spec.hpp"
 #include "agent/core/failure_report.hpp"
+#include "agent/core/inprocess_recovery.hpp"
+#include "agent/core/round_events.hpp"
 #include "agent/process/python_package.hpp"
+#include "agent/process/reform_channel.hpp"
 #include "agent/process/worker_group.hpp"
 #include "agent/stacks/hang_detector.hpp"
 #include "agent/stacks/stack_hook.hpp"
@@ -56,18 +59,6 @@ asio::awaitable<Caught<T>> caught(asio::awaitable<T> op) {
     result.error = std::current_exception();
   }
   co_return result;
-}
-
-const char* round_change_name(rdzv::RoundChange change) {
-  switch (change) {
-    case rdzv::RoundChange::kPeerFailed:
-      return "peer_failed";
-    case rdzv::RoundChange::kNodeLost:
-      return "node_lost";
-    case rdzv::RoundChange::kNodeWaiting:
-      return "node_waiting";
-  }
-  return "unknown";
 }
 
 std::string describe(const WorkerExit& exit) {
@@ -108,21 +99,6 @@ void emit_stopped(EventSink& events, const AttemptWorkers& group, std::size_t& e
 
 void emit_finish(EventSink& events, int exit_code, const std::string& reason) {
   events.emit(Event("finish").with("exit_code", exit_code).with("reason", reason));
-}
-
-// The round ended because of another node: one node_lost per lost node, then the restart that
-// spends nothing.
-void emit_round_change(EventSink& events, const rdzv::RoundEvent& event) {
-  for (const rdzv::NodeLoss& loss : event.lost) {
-    events.emit(Event("node_lost")
-                    .with("node", loss.node)
-                    .with("detected_by", loss.detected_by)
-                    .with("after_ms", static_cast<std::int64_t>(loss.after.count())));
-  }
-  events.emit(Event("restart")
-                  .with("reason", event.detail)
-                  .with("restart_spent", 0)
-                  .with("round_change", round_change_name(event.change)));
 }
 
 std::set<int> handled_signals(const LaunchConfig& config) {
@@ -184,13 +160,15 @@ std::string local_host_name() {
 ElasticAgent::ElasticAgent(asio::io_context& io, const LaunchConfig& config,
                            std::map<std::string, std::string> parent_env,
                            rdzv::Rendezvous& rendezvous, EventSink& events,
-                           WorkerLauncher* launcher)
-    : config_(config),
+                           WorkerLauncher* launcher, WorkerHandover* handover)
+    : io_(io),
+      config_(config),
       parent_env_(std::move(parent_env)),
       rendezvous_(rendezvous),
       events_(events),
       own_launcher_(launcher != nullptr ? nullptr : std::make_unique<ProcessLauncher>(io)),
       launcher_(launcher != nullptr ? *launcher : *own_launcher_),
+      handover_(handover),
       signals_(io),
       host_(local_host_name()),
       stacks_(io, events, host_) {
@@ -207,6 +185,35 @@ asio::awaitable<int> ElasticAgent::wait_signal() {
   boost::system::error_code ec;
   const int signal = co_await signals_.async_wait(asio::redirect_error(use_awaitable, ec));
   co_return ec ? 0 : signal;
+}
+
+asio::awaitable<int> ElasticAgent::stop_on_signal(AttemptWorkers& group, int signal,
+                                                  std::size_t& emitted) {
+  log::get("agent")->warn("received {}: forwarding it to every worker, then SIGKILL after {}s",
+                          signal_name(signal), config_.shutdown_timeout.count() / 1000.0);
+  co_await group.stop(signal, config_.shutdown_timeout);
+  emit_stopped(events_, group, emitted, "signal");
+  emit_finish(events_, 128 + signal, "signal");
+  co_return 128 + signal;
+}
+
+std::unique_ptr<AttemptWorkers> ElasticAgent::launch_workers(const rdzv::RendezvousInfo& info,
+                                                             const std::vector<WorkerSpec>& specs) {
+  OutputOptions output;
+  output.host = host_;
+  output.label = config_.label;
+  output.log_line_prefix_template = config_.log_line_prefix_template;
+  auto group = launcher_.launch(specs, output);
+  std::vector<std::int64_t> pids;
+  for (pid_t pid : group->pids()) pids.push_back(pid);
+  events_.emit(Event("workers_started")
+                   .with("restart_count", info.restart_count)
+                   .with("rank_base", info.rank_base)
+                   .with("pids", pids));
+  log::get("agent")->info("workers started restart_count={} ranks={}..{} world_size={}",
+                          info.restart_count, info.rank_base,
+                          info.rank_base + config_.nproc_per_node - 1, info.world_size);
+  return group;
 }
 
 asio::awaitable<bool> ElasticAgent::finish_success() {
@@ -226,13 +233,28 @@ asio::awaitable<int> ElasticAgent::run() {
     std::fwrite(banner.data(), 1, banner.size(), stderr);
   }
 
+  // --recovery=inprocess: the hand-over channel (a test's fake, else a socket in the run dir).
+  std::unique_ptr<WorkerHandover> channel;
+  std::optional<InprocessRecovery> recovery;
+  if (config_.recovery == "inprocess") {
+    if (handover_ == nullptr) {
+      channel = std::make_unique<ReformChannel>(io_, run_dir + "/reform.sock");
+    }
+    recovery.emplace(config_, handover_ != nullptr ? *handover_ : *channel, events_);
+  }
+
   std::unique_ptr<AttemptWorkers> group;
+  std::vector<WorkerSpec> started;  // what the group's workers were started with
+  std::size_t emitted = 0;          // the group's exits already emitted as events
   for (;;) {
     stacks_.set_workers({});
     auto joined = co_await (
         caught(rdzv::abandonable(rendezvous_.next_round(config_.nproc_per_node))) || wait_signal());
     if (joined.index() == 1) {
       const int signal = std::get<1>(joined);
+      if (recovery && recovery->has_pending()) {  // the kept workers still run
+        co_return co_await stop_on_signal(*group, signal, emitted);
+      }
       log->warn("received {} during rendezvous; no workers running", signal_name(signal));
       emit_finish(events_, 128 + signal, "signal");
       co_return 128 + signal;
@@ -250,24 +272,31 @@ asio::awaitable<int> ElasticAgent::run() {
     stacks_.on_round(info, stack_addr, stack_port);
 
     const std::string attempt_dir = attempt_log_dir(run_dir, info.restart_count);
-    prepare_attempt_log_dir(attempt_dir, config_.nproc_per_node);
     auto specs = make_worker_specs(config_, info, parent_env_, attempt_dir);
     apply_numa_bindings(numa_bindings_for(config_, parent_env_), specs);
-    group.reset();  // the previous attempt's processes are all gone by now
-    OutputOptions output;
-    output.host = host_;
-    output.label = config_.label;
-    output.log_line_prefix_template = config_.log_line_prefix_template;
-    group = launcher_.launch(specs, output);
-    std::vector<std::int64_t> pids;
-    for (pid_t pid : group->pids()) pids.push_back(pid);
-    events_.emit(Event("workers_started")
-                     .with("restart_count", info.restart_count)
-                     .with("rank_base", info.rank_base)
-                     .with("pids", pids));
-    log->info("workers started restart_count={} ranks={}..{} world_size={}", info.restart_count,
-              info.rank_base, info.rank_base + config_.nproc_per_node - 1, info.world_size);
-    std::size_t emitted = 0;
+    bool kept = false;  // the live workers took their places in this round
+    if (recovery) recovery->prepare(specs);
+    if (recovery && recovery->has_pending()) {
+      auto handed = co_await (caught(recovery->hand_over(info.round, specs)) || wait_signal());
+      if (handed.index() == 1) {
+        co_return co_await stop_on_signal(*group, std::get<1>(handed), emitted);
+      }
+      kept = std::get<0>(std::move(handed)).get();
+      if (kept) keep_started_files(specs, started);
+      if (!kept) {
+        group->signal_all(SIGCONT);  // a stopped worker must run to take SIGTERM
+        co_await group->stop(SIGTERM, config_.shutdown_timeout);
+        emit_stopped(events_, *group, emitted, "reform_failed");
+      }
+    }
+    if (!kept) {
+      prepare_attempt_log_dir(attempt_dir, config_.nproc_per_node);
+      if (recovery) recovery->publish(info.round, specs);
+      group.reset();  // the previous attempt's processes are all gone by now
+      group = launch_workers(info, specs);
+      started = specs;
+      emitted = 0;
+    }
     const auto hang_targets = make_hang_targets(specs, group->pids());
     if (hang_peers_) hang_peers_->close();
     hang_peers_ = hang_peers(config_, info, stack_addr, stack_port);
@@ -281,17 +310,17 @@ asio::awaitable<int> ElasticAgent::run() {
                                                    hang_peers_, info.group_rank)));
 
     if (outcome.index() == 2) {  // a handled signal: forward it, grace, kill, exit 128+N
-      const int signal = std::get<2>(outcome);
-      log->warn("received {}: forwarding it to every worker, then SIGKILL after {}s",
-                signal_name(signal), config_.shutdown_timeout.count() / 1000.0);
-      co_await group->stop(signal, config_.shutdown_timeout);
-      emit_stopped(events_, *group, emitted, "signal");
-      emit_finish(events_, 128 + signal, "signal");
-      co_return 128 + signal;
+      co_return co_await stop_on_signal(*group, std::get<2>(outcome), emitted);
     }
 
     if (outcome.index() == 1) {  // another node: restart with it, no restart spent
       const auto event = std::get<1>(std::move(outcome)).get();
+      if (recovery) {  // or keep the workers and hand them the next round
+        log->warn("round ended by another node: {}; keeping the workers for an in-process re-form",
+                  event.detail);
+        recovery->keep_workers(event);
+        continue;
+      }
       log->warn(
           "round ended by another node: {}; stopping workers, then joining the next round if the "
           "job goes on",
@@ -384,9 +413,10 @@ asio::awaitable<int> ElasticAgent::run() {
 
     auto failures = reportable_failures(group->exits());
     if (failures.empty()) failures.push_back(*failure);
-    const std::string report = format_failure_report(
-        entrypoint_name(config_), host_, failures,
-        make_report_context(config_, parent_env_, temporary_log_dir.kept_dir()));
+    auto context = make_report_context(config_, parent_env_, temporary_log_dir.kept_dir());
+    if (recovery) context.notes = recovery->notes();
+    const std::string report =
+        format_failure_report(entrypoint_name(config_), host_, failures, context);
     std::fwrite(report.data(), 1, report.size(), stderr);
     std::fflush(stderr);
     co_await rendezvous_.finish(false);

@@ -15,6 +15,8 @@
 //                        | restarts remain --> restart (count+1) ------------+
 //                        | spent --> failure report, finish(false) --> exit root cause's code
 //   round event (peer failed, node lost/waiting) --> stop workers -----------+ (no restart spent)
+//     --recovery=inprocess: keep them; next round --> hand over (inprocess_recovery.hpp):
+//       all re-formed --> race again with the same workers; else stop, start anew in that round
 //   signal S --> forward S to every worker's group, grace, SIGKILL --> exit 128+S
 //   hang (--hang_timeout) --> stack report, then as a worker failure (the hung rank)
 //   SIGQUIT (any state) --> stack report (StackService); the job keeps running
@@ -29,6 +31,7 @@
 
 #include "agent/cli/launch_config.hpp"
 #include "agent/core/event_log.hpp"
+#include "agent/core/worker_handover.hpp"
 #include "agent/core/worker_launcher.hpp"
 #include "agent/stacks/hang_peers.hpp"
 #include "agent/stacks/stack_service.hpp"
@@ -41,10 +44,12 @@ class ElasticAgent {
   // Installs the signal handlers (SIGINT, SIGTERM, SIGHUP, --signals_to_handle, and SIGQUIT for
   // stack reports) at once, so a signal during the first rendezvous is handled too. `config`,
   // `rendezvous` and `events` must outlive the agent, and `launcher` too when given (tests); null:
-  // worker processes (ProcessLauncher).
+  // worker processes (ProcessLauncher). `handover` likewise (tests); null: with
+  // --recovery=inprocess, a ReformChannel at <run_dir>/reform.sock.
   ElasticAgent(boost::asio::io_context& io, const LaunchConfig& config,
                std::map<std::string, std::string> parent_env, rdzv::Rendezvous& rendezvous,
-               EventSink& events, WorkerLauncher* launcher = nullptr);
+               EventSink& events, WorkerLauncher* launcher = nullptr,
+               WorkerHandover* handover = nullptr);
   ~ElasticAgent();  // closes the hang detector's store connection before the io_context goes
 
   // Runs the job to its end and returns ddprun's exit code: 0 when every worker of the last
@@ -56,13 +61,21 @@ class ElasticAgent {
  private:
   boost::asio::awaitable<int> wait_signal();
   boost::asio::awaitable<bool> finish_success();  // finish(true) as a value, for abandonable()
+  // Forwards `signal` to the workers, grace, SIGKILL; emits the events; returns 128+signal.
+  boost::asio::awaitable<int> stop_on_signal(AttemptWorkers& group, int signal,
+                                             std::size_t& emitted);
+  // Starts a new process per spec for round `info`; emits workers_started.
+  std::unique_ptr<AttemptWorkers> launch_workers(const rdzv::RendezvousInfo& info,
+                                                 const std::vector<WorkerSpec>& specs);
 
+  boost::asio::io_context& io_;
   const LaunchConfig& config_;
   std::map<std::string, std::string> parent_env_;
   rdzv::Rendezvous& rendezvous_;
   EventSink& events_;
   std::unique_ptr<WorkerLauncher> own_launcher_;  // the default, when none was given
   WorkerLauncher& launcher_;
+  WorkerHandover* handover_;  // a test's, or null
   boost::asio::signal_set signals_;
   std::string host_;
   StackService stacks_;

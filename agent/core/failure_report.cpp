@@ -204,6 +204,7 @@ std::string format_failure_report(const std::string& entrypoint, const std::stri
                        local_time(f.wall_time), f.rank, f.local_rank, exit_text(f));
   }
   out += bar + "\n";
+  for (const auto& note : context.notes) out += "note: " + note + "\n";
   if (!context.log_dir.empty()) out += fmt::format("logs kept in {}\n", context.log_dir);
   out += fmt::format("ddprun exits with {} (the root cause's {})\n", exit_code_for(root),
                      root.signal != 0 ? "128 + signal number" : "exit code");

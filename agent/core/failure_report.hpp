@@ -39,6 +39,9 @@ struct ReportContext {
   std::string interpreter;         // e.g. "/usr/bin/python3 (python3 on PATH)"
   std::string interpreter_choice;  // "--python", "PYTHON_EXEC", "PET_PYTHON" or "python3 on PATH"
   std::string log_dir;
+  // One line each, after the failures: what else happened to the workers on the way (workers
+  // started again because they did not re-form in time, --recovery=inprocess).
+  std::vector<std::string> notes;
 };
 
 // The context for `config`: the interpreter resolved through the PATH of `env` (the workers'

@@ -56,6 +56,16 @@ void add_distinct(std::vector<std::string>& names, const std::string& name) {
   if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
 }
 
+// A member's join key was deleted: its lease ended, at most a TTL after its agent's last
+// keep-alive. The loss carries that bound, as c10d's lines carry their heartbeat window, so the
+// agent logs a node_lost event for it (the event log's record of every loss, whatever backend).
+void record_lease_loss(C10dChanges& changes, const std::string& name,
+                       std::chrono::milliseconds lease_ttl) {
+  if (std::find(changes.lost.begin(), changes.lost.end(), name) != changes.lost.end()) return;
+  changes.lost.push_back(name);
+  changes.losses.push_back(NodeLoss{name, "lease", lease_ttl});
+}
+
 // Waits on a timer that is cancelled to signal; false when this coroutine itself was cancelled.
 asio::awaitable<bool> wait_signal(asio::steady_timer& timer) {
   co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
@@ -123,6 +133,7 @@ void EtcdRendezvous::start_monitor(const Member& member) {
   const RollCall answer{keys::present(job_, m->round, self_.name), keys::presents(job_, m->round),
                         all_present, lease_ ? lease_->id : 0, member.header.size};
   const std::shared_ptr<EtcdClient> client = client_;
+  const auto lease_ttl = std::chrono::duration_cast<std::chrono::milliseconds>(settings_.lease_ttl);
   const RoundHeader header = member.header;
   const std::string self = self_.name;
   asio::co_spawn(
@@ -139,7 +150,7 @@ void EtcdRendezvous::start_monitor(const Member& member) {
               // A member's key deleted: its lease ended.
               if (e.is_delete && e.prev_kv && name != self &&
                   group_rank_of(header, e.prev_kv->create_revision)) {
-                add_distinct(m->changes.lost, name);
+                record_lease_loss(m->changes, name, lease_ttl);
               }
             } else if (e.is_delete) {
               continue;

@@ -140,6 +140,19 @@ asio::awaitable<std::int64_t> EtcdRendezvous::live_joins(int round) {
   co_return state.ranges[0].count;
 }
 
+asio::awaitable<std::pair<std::int64_t, std::int64_t>> EtcdRendezvous::live_joins_with_previous(
+    int round) {
+  TxnRequest read;
+  read.success_reads.push_back(prefix_count(keys::joins(job_, round)));
+  read.success_reads.push_back(one_key(keys::closed(job_)));
+  read.success_reads.push_back(prefix_count(keys::joins(job_, round - 1)));
+  const TxnResponse state =
+      co_await client_->txn(std::move(read), "count " + keys::joins(job_, round));
+  if (state.ranges.size() != 3) throw IoError("etcd txn(count joins): short response");
+  throw_closed(state.ranges[1]);
+  co_return std::pair{state.ranges[0].count, state.ranges[2].count};
+}
+
 asio::awaitable<int> EtcdRendezvous::expected_members(int round) {
   // The live join keys of the round just left: its members still alive (a lost node's key went
   // with its lease) plus the nodes that arrived late. A node that spent the last restart closes
@@ -212,9 +225,17 @@ asio::awaitable<RoundHeader> EtcdRendezvous::wait_closed(const Joined& joined, i
   // wait for these reads: the header comes on the watch.
   const milliseconds interval =
       std::max(settings_.progress_interval, milliseconds(10) * settings_.max_nodes);
+  // A member of the round before that died just as it ended (two nodes lost at once: the first
+  // lease to expire ends the round, the second expires after the survivors counted it) never
+  // joins. Its join key there goes with its lease, at most a TTL later: while this round misses
+  // members it expects, the wait re-reads the round before at least every half TTL, and closes
+  // the round once every member still alive has arrived, instead of waiting for the last call.
+  const milliseconds expected_recheck = std::max(
+      milliseconds(500), std::chrono::duration_cast<milliseconds>(settings_.lease_ttl) / 2);
   std::optional<std::string> value;
   while (!value) {
     Clock::time_point wake = std::min(deadline, Clock::now() + interval);
+    if (expected > 0) wake = std::min(wake, Clock::now() + expected_recheck);
     if (last_call) wake = std::min(wake, *last_call);
     if (auto response = co_await watch->next(wake)) {
       for (const WatchEvent& event : response->events) {
@@ -222,7 +243,24 @@ asio::awaitable<RoundHeader> EtcdRendezvous::wait_closed(const Joined& joined, i
       }
       continue;
     }
-    const std::int64_t arrived = co_await live_joins(round);  // (throws when the job closed)
+    std::int64_t arrived = 0;  // (the reads throw when the job closed)
+    if (expected > 0) {
+      const auto [now_arrived, still_alive] = co_await live_joins_with_previous(round);
+      arrived = now_arrived;
+      const int alive = static_cast<int>(std::min<std::int64_t>(still_alive, settings_.max_nodes));
+      if (alive < expected) {
+        logger()->info("a member of round {} was lost while round {} formed: expecting {} node(s)",
+                       round - 1, round, alive);
+        expected = alive;
+      }
+      if (expected >= settings_.min_nodes && arrived >= expected) {
+        co_await close_round(round,
+                             static_cast<int>(std::min<std::int64_t>(arrived, settings_.max_nodes)));
+        continue;
+      }
+    } else {
+      arrived = co_await live_joins(round);
+    }
     if (last_call && Clock::now() >= *last_call) {
       co_await close_round(round,
                            static_cast<int>(std::min<std::int64_t>(arrived, settings_.max_nodes)));

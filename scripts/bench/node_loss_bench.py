@@ -14,16 +14,13 @@ Usage (root, under flock /tmp/ddprun-netns.lock):
 """
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
-import shutil
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "../.."))
-RIG = os.path.join(ROOT, "scripts/netns-cluster.sh")
 WORKER = os.path.join(ROOT, "tests/integration/multinode/torch_elastic_worker.py")
 TORCHRUN = os.path.abspath(os.path.join(ROOT, "../../shared/tools/torchrun-fixed"))
 if not os.path.exists(TORCHRUN):
@@ -31,20 +28,7 @@ if not os.path.exists(TORCHRUN):
 CONF = "keep_alive_interval=1,keep_alive_max_attempt=2"
 sys.path.insert(0, os.path.join(ROOT, "tests/integration/multinode"))
 from torch_elastic_records import latest_barrier, starts  # noqa: E402
-
-
-def rig(*args):
-    subprocess.run(["bash", RIG, *args], check=True, capture_output=True, timeout=30)
-
-
-def wait(predicate, timeout, what):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.01)
-    raise RuntimeError(f"timed out waiting for {what}")
+from netns_bench import clean_up, kill_node, print_agent_logs, rig, wait  # noqa: E402
 
 
 def command(launcher, bin_dir, out, node, run_id):
@@ -106,18 +90,6 @@ def breakdown(out, killed_at):
     return marks
 
 
-def kill_node(node):
-    """The node dies: SIGKILL every process in its namespace at once (its agent and workers;
-    torchrun's workers would outlive a SIGKILL of their agent alone)."""
-    pids = subprocess.run(["ip", "netns", "pids", f"ddpn{node}"], capture_output=True,
-                          text=True).stdout.split()
-    for pid in pids:
-        try:
-            os.kill(int(pid), signal.SIGKILL)
-        except (ProcessLookupError, ValueError):
-            pass
-
-
 def one_kill(launcher, bin_dir, offset, index):
     out = tempfile.mkdtemp(prefix="ddp-bench-loss.")
     env = dict(os.environ, GLOO_SOCKET_IFNAME="eth0", PYTHONUNBUFFERED="1")
@@ -153,22 +125,10 @@ def one_kill(launcher, bin_dir, offset, index):
             agents[node].wait(timeout=120)
         return recovery, spent
     except Exception:
-        for node in (1, 2, 3):
-            with open(os.path.join(out, f"agent{node}.log")) as f:
-                print(f"--- agent on node {node} (last lines)\n" + "".join(f.readlines()[-15:]),
-                      file=sys.stderr)
+        print_agent_logs(out, "")
         raise
     finally:
-        for p in agents.values():
-            if p.poll() is None:
-                try:
-                    os.killpg(p.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                p.wait()
-        for node in (1, 2, 3):
-            kill_node(node)
-        shutil.rmtree(out, ignore_errors=True)
+        clean_up(agents.values(), out)
 
 
 def main():

@@ -18,12 +18,11 @@ import json
 import os
 import signal
 import time
-import uuid
 
 import ddptest
 import netns_rig
 from ddptest import check
-from netns_rig import Cluster
+from netns_rig import Cluster, check_no_processes
 from torch_elastic_records import latest_barrier, starts
 
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_elastic_worker.py")
@@ -68,11 +67,6 @@ def finish_job(c, out_dir, survivors, what):
     check(len(results) == 2 and {r["world"] for r in results} == {2},
           f"{what}: results {[(r['world']) for r in results]}")
     check(len({tuple(r["params"]) for r in results}) == 1, f"{what}: parameters differ")
-
-
-def check_no_processes(tag, what):
-    gone = ddptest.wait_until(lambda: not ddptest.processes_with_env(f"DDP_TEST_TAG={tag}"), 30)
-    check(gone, f"{what}: processes left: {ddptest.processes_with_env(f'DDP_TEST_TAG={tag}')}")
 
 
 def kills(c, out_dir, env, tag):
@@ -166,15 +160,8 @@ class ElasticCluster(Cluster):
     def rig_heal(self, node):
         netns_rig.rig("heal", str(node))
 
-    def start_node(self, node, args, env):
-        self.agents_by_node = getattr(self, "agents_by_node", {})
-        self.agents_by_node[node] = self.start(node, args, env=env)
 
-
-netns_rig.require_rig()
-ddptest.require_torch()
-tag = uuid.uuid4().hex[:12]
-env = {"GLOO_SOCKET_IFNAME": "eth0", "DDP_TEST_TAG": tag}
+tag, env = netns_rig.torch_job_env()
 dirs = [ddptest.temp_dir(), ddptest.temp_dir(), ddptest.temp_dir()]
 try:
     with ElasticCluster(3) as c:

@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import uuid
 
 import ddptest
 
@@ -18,6 +19,16 @@ def require_rig():
     ddptest.require_root()
     ok = subprocess.run(["ip", "netns", "list"], capture_output=True).returncode == 0
     ddptest.require(ok, "iproute2 'ip netns' is not usable")
+
+
+def torch_job_env():
+    """For tests of PyTorch jobs on the rig: skips without root, `ip netns` or torch; returns
+    (tag, env): the agents' environment, gloo on the nodes' eth0 and DDP_TEST_TAG=tag, by which
+    check_no_processes() finds what is left."""
+    require_rig()
+    ddptest.require_torch()
+    tag = uuid.uuid4().hex[:12]
+    return tag, {"GLOO_SOCKET_IFNAME": "eth0", "DDP_TEST_TAG": tag}
 
 
 def rig(*args, check=True):
@@ -59,8 +70,20 @@ class Cluster:
         self.agents.append(p)
         return p
 
+    def start_node(self, node, args, env):
+        """start() that remembers the agent as agents_by_node[node] (the latest per node)."""
+        self.agents_by_node = getattr(self, "agents_by_node", {})
+        self.agents_by_node[node] = self.start(node, args, env=env)
+
     def cut(self, node):
         rig("cut", str(node))
+
+
+def check_no_processes(tag, what):
+    """Fails the test unless every process started with DDP_TEST_TAG=tag is gone within 30 s."""
+    gone = ddptest.wait_until(lambda: not ddptest.processes_with_env(f"DDP_TEST_TAG={tag}"), 30)
+    ddptest.check(gone, f"{what}: processes left: "
+                        f"{ddptest.processes_with_env(f'DDP_TEST_TAG={tag}')}")
 
 
 def finish(proc, timeout, what):

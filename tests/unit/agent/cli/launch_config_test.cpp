@@ -202,6 +202,18 @@ TEST_CASE("shutdown timeout: flag, then TORCH_ELASTIC_SHUTDOWN_TIMEOUT, then 30 
                     Catch::StartsWith("TORCH_ELASTIC_SHUTDOWN_TIMEOUT:"));
 }
 
+TEST_CASE("recovery: restart by default, inprocess by flag or PET_RECOVERY", "[cli]") {
+  CHECK(parse({"s"}).recovery == "restart");
+  CHECK(parse({"--recovery=inprocess", "s"}).recovery == "inprocess");
+  CHECK(parse({"s"}, {{"PET_RECOVERY", "inprocess"}}).recovery == "inprocess");
+  CHECK(parse({"--recovery", "restart", "s"}, {{"PET_RECOVERY", "inprocess"}}).recovery ==
+        "restart");
+  CHECK_THROWS_WITH(parse({"--recovery=never", "s"}),
+                    Catch::StartsWith("--recovery: invalid choice 'never'"));
+  CHECK_THROWS_WITH(parse({"s"}, {{"PET_RECOVERY", "live"}}),
+                    Catch::StartsWith("PET_RECOVERY: invalid choice 'live'"));
+}
+
 TEST_CASE("bad values get one line naming the flag", "[cli]") {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"--max_restarts=-1", "--max_restarts:"},

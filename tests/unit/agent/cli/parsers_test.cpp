@@ -54,6 +54,10 @@ TEST_CASE("rdzv_conf keys, defaults and typed values", "[cli][rdzv_conf]") {
   CHECK_THROWS_WITH(RdzvConf::parse("connection_grace_ms=-1", "--rdzv_conf"),
                     Catch::Contains("connection_grace_ms must be an integer >= 0"));
   CHECK_FALSE(defaults.is_host());
+  CHECK(defaults.reform_timeout() == std::chrono::seconds(30));
+  CHECK(RdzvConf::parse("reform_timeout=2", "f").reform_timeout() == std::chrono::seconds(2));
+  CHECK_THROWS_WITH(RdzvConf::parse("reform_timeout=0", "--rdzv_conf"),
+                    Catch::Contains("reform_timeout must be an integer >= 1"));
 
   const RdzvConf conf = RdzvConf::parse(
       " join_timeout = 20 ,last_call_timeout=0,is_host=Yes,store_type=tcp,timeout=5,", "f");

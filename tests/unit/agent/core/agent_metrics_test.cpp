@@ -92,5 +92,20 @@ TEST_CASE("agent metrics follow rounds, workers, exits and restarts", "[agent_me
   CHECK(value("ddprun_node_losses_total") == 3);
 }
 
+TEST_CASE("agent metrics count in-process re-forms and their failures", "[agent_metrics]") {
+  metrics::Registry registry;
+  const LaunchConfig config;
+  AgentMetrics agent(registry, config);
+  auto value = [&registry](const std::string& series) { return sample(registry.expose(), series); };
+  agent.emit(Event("node_lost").with("node", std::string("n2")));
+  agent.emit(Event("reform").with("round", 1).with("ms", 250));
+  agent.emit(Event("reform_failed").with("round", 2));
+  CHECK(value("ddprun_reforms_total{result=\"reformed\"}") == 1);
+  CHECK(value("ddprun_reforms_total{result=\"failed\"}") == 1);
+  CHECK(value("ddprun_reform_seconds") == Approx(0.25));
+  CHECK(value("ddprun_node_losses_total") == 1);
+  CHECK(value("ddprun_restarts_total") == 0);  // no process was started again for the loss
+}
+
 }  // namespace
 }  // namespace ddp::agent

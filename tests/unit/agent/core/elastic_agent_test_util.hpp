@@ -117,13 +117,14 @@ struct C10dAgents {
     for (const auto& script : scripts) add(cluster, config, script);
   }
   // Adds an agent on a new node of `cluster`; start() or start_next() runs it.
+  // `handover`, when given, is the agent's hand-over channel (--recovery=inprocess).
   void add(rdzv::test::Cluster& cluster, const LaunchConfig& config,
-           const std::vector<FakeAttempt>& script) {
+           const std::vector<FakeAttempt>& script, WorkerHandover* handover = nullptr) {
     events.push_back(std::make_unique<RecordingEventSink>());
     launchers.push_back(std::make_unique<FakeLauncher>(script));
-    agents.push_back(
-        std::make_unique<ElasticAgent>(cluster.io, config, std::map<std::string, std::string>{},
-                                       cluster.add_node(), *events.back(), launchers.back().get()));
+    agents.push_back(std::make_unique<ElasticAgent>(
+        cluster.io, config, std::map<std::string, std::string>{}, cluster.add_node(),
+        *events.back(), launchers.back().get(), handover));
   }
   void start(boost::asio::io_context& io) {
     while (runs.size() < agents.size()) start_next(io);

@@ -77,7 +77,7 @@ TEST_CASE("issue 21: the report names the interpreter, and how to pick another w
   auto root = exit_of(0, 1, 0, 1);
   root.stderr_tail = {"Traceback (most recent call last):", "  File \"train.py\", line 1",
                       "ModuleNotFoundError: No module named 'torch'"};
-  ReportContext context{"/opt/py/bin/python3", "python3 on PATH", "/tmp/ddprun_x/none_y"};
+  ReportContext context{"/opt/py/bin/python3", "python3 on PATH", "/tmp/ddprun_x/none_y", {}};
   const std::string report = format_failure_report("train.py", "h", {root}, context);
   CHECK(report.find("python    : /opt/py/bin/python3 (python3 on PATH)") != std::string::npos);
   CHECK(report.find("/opt/py/bin/python3 cannot import 'torch'") != std::string::npos);
@@ -109,6 +109,17 @@ TEST_CASE("the report names the root cause, its stderr tail and the exit code", 
         std::string::npos);
   CHECK(report.find("ddprun exits with 3") != std::string::npos);
   CHECK(report.find("<NO_OTHER_FAILURES>") == std::string::npos);
+  CHECK(report.find("note: ") == std::string::npos);
+}
+
+TEST_CASE("the report ends with the notes it is given, one line each", "[report]") {
+  ReportContext context;
+  context.notes = {
+      "local ranks 0 were started again in round 2 (gone, or not using ddprun.elastic)"};
+  const std::string report =
+      format_failure_report("train.py", "node7", {exit_of(0, 3, 0, 1)}, context);
+  CHECK(report.find("\nnote: local ranks 0 were started again in round 2 (gone, or not using "
+                    "ddprun.elastic)\n") != std::string::npos);
 }
 
 TEST_CASE("a signal death says which signal, and SIGKILL with an OOM kill says so", "[report]") {

@@ -1,0 +1,148 @@
+// In-process recovery, the agent's half. The workers' half is python/ddprun/elastic.py; the
+// channel between them is agent/process/reform_channel.cpp.
+//
+// Why a missing worker restarts the whole node rather than that one process: a worker that did
+// not re-form is stuck in a collective or in init_process_group of the old round, or gone; its
+// peers on this node are then waiting for it in the new round's init, and a fresh process for
+// the same rank is what they wait for. Starting them all again is the ordinary path the agent
+// has already (the same round, no rendezvous, no restart spent), and newcomers join the peers
+// that did re-form on the other nodes.
+
+#include "agent/core/inprocess_recovery.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "agent/core/round_events.hpp"
+#include "agent/stacks/stack_hook.hpp"
+#include "common/log.hpp"
+#include "common/progress_record.hpp"
+
+namespace ddp::agent {
+namespace {
+
+// The variables of a round that a re-formed worker must see updated.
+constexpr const char* kPlaceVariables[] = {"RANK",
+                                           "LOCAL_RANK",
+                                           "GROUP_RANK",
+                                           "ROLE_RANK",
+                                           "WORLD_SIZE",
+                                           "GROUP_WORLD_SIZE",
+                                           "ROLE_WORLD_SIZE",
+                                           "LOCAL_WORLD_SIZE",
+                                           "MASTER_ADDR",
+                                           "MASTER_PORT",
+                                           "TORCHELASTIC_RESTART_COUNT"};
+
+// Sets `key` in both of a spec's views of its environment (env stays sorted by key).
+void set_env(WorkerSpec& spec, const std::string& key, const std::string& value) {
+  spec.ddprun_env[key] = value;
+  const std::string prefix = key + "=";
+  const auto at = std::lower_bound(spec.env.begin(), spec.env.end(), prefix);
+  if (at != spec.env.end() && at->starts_with(prefix)) {
+    *at = prefix + value;
+  } else {
+    spec.env.insert(at, prefix + value);
+  }
+}
+
+std::int64_t ms_since(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                               since)
+      .count();
+}
+
+}  // namespace
+
+void keep_started_files(std::vector<WorkerSpec>& specs, const std::vector<WorkerSpec>& started) {
+  for (std::size_t i = 0; i < specs.size() && i < started.size(); ++i) {
+    WorkerSpec& spec = specs[i];
+    const WorkerSpec& old = started[i];
+    spec.log_dir = old.log_dir;
+    spec.stdout_path = old.stdout_path;
+    spec.stderr_path = old.stderr_path;
+    spec.error_file = old.error_file;
+    for (const char* key : {kProgressFileEnv, kStackDirEnv, "TORCHELASTIC_ERROR_FILE"}) {
+      if (const auto it = old.ddprun_env.find(key); it != old.ddprun_env.end()) {
+        set_env(spec, key, it->second);
+      }
+    }
+  }
+}
+
+WorkerPlace place_of(int round, const WorkerSpec& spec) {
+  WorkerPlace place;
+  place.round = round;
+  place.local_rank = spec.local_rank;
+  for (const char* name : kPlaceVariables) {
+    if (const auto it = spec.ddprun_env.find(name); it != spec.ddprun_env.end()) {
+      place.env[name] = it->second;
+    }
+  }
+  return place;
+}
+
+InprocessRecovery::InprocessRecovery(const LaunchConfig& config, WorkerHandover& handover,
+                                     EventSink& events)
+    : reform_timeout_(config.rdzv_conf.reform_timeout()), handover_(handover), events_(events) {}
+
+void InprocessRecovery::prepare(std::vector<WorkerSpec>& specs) const {
+  const std::string address = handover_.address();
+  for (WorkerSpec& spec : specs) {
+    set_env(spec, kReformSocketEnv, address);
+    set_env(spec, kReformLocalRankEnv, std::to_string(spec.local_rank));
+  }
+}
+
+void InprocessRecovery::publish(int round, const std::vector<WorkerSpec>& specs) {
+  std::vector<WorkerPlace> places;
+  for (const WorkerSpec& spec : specs) places.push_back(place_of(round, spec));
+  handover_.publish(places);
+}
+
+void InprocessRecovery::keep_workers(const rdzv::RoundEvent& event) {
+  emit_node_losses(events_, event);
+  pending_ =
+      Pending{round_change_name(event.change), event.detail, std::chrono::steady_clock::now()};
+}
+
+boost::asio::awaitable<bool> InprocessRecovery::hand_over(int round,
+                                                          const std::vector<WorkerSpec>& specs) {
+  const Pending pending = pending_.value();
+  pending_.reset();
+  auto log = log::get("agent");
+  publish(round, specs);
+  std::vector<int> local_ranks;
+  for (const WorkerSpec& spec : specs) local_ranks.push_back(spec.local_rank);
+  const auto handed = std::chrono::steady_clock::now();
+  const std::vector<int> missing =
+      co_await handover_.wait_reformed(round, local_ranks, reform_timeout_);
+  if (missing.empty()) {
+    log->info("workers re-formed in round {} cause={} after {} ms ({} ms since the hand-over)",
+              round, pending.cause, ms_since(pending.since), ms_since(handed));
+    events_.emit(Event("reform")
+                     .with("round", round)
+                     .with("cause", pending.cause)
+                     .with("ms", ms_since(pending.since))
+                     .with("handover_ms", ms_since(handed))
+                     .with("workers", static_cast<std::int64_t>(local_ranks.size())));
+    co_return true;
+  }
+  const bool timed_out = ms_since(handed) >= reform_timeout_.count();
+  const std::string why = timed_out ? fmt::format("not re-formed within reform_timeout={}s",
+                                                  reform_timeout_.count() / 1000)
+                                    : std::string("gone, or not using ddprun.elastic");
+  log->warn("local ranks {} did not re-form in round {} ({}); restarting this node's workers in it",
+            fmt::join(missing, ","), round, why);
+  notes_.push_back(fmt::format("local ranks {} were started again in round {} ({})",
+                               fmt::join(missing, ","), round, why));
+  events_.emit(Event("reform_failed")
+                   .with("round", round)
+                   .with("cause", pending.cause)
+                   .with("reason", timed_out ? "timeout" : "no_channel")
+                   .with("local_ranks", std::vector<std::int64_t>(missing.begin(), missing.end())));
+  co_return false;
+}
+
+}  // namespace ddp::agent

@@ -1,0 +1,61 @@
+"""What the network-namespace benchmarks share (node_loss_bench.py, inprocess_bench.py): the rig
+of scripts/netns-cluster.sh, a polling wait, and a node's death."""
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "../.."))
+RIG = os.path.join(ROOT, "scripts/netns-cluster.sh")
+
+
+def rig(*args):
+    subprocess.run(["bash", RIG, *args], check=True, capture_output=True, timeout=30)
+
+
+def wait(predicate, timeout, what):
+    """Polls predicate() every 10 ms; returns its first true value, or raises naming `what`."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.01)
+    raise RuntimeError(f"timed out waiting for {what}")
+
+
+def kill_node(node):
+    """The node dies: SIGKILL every process in its namespace at once (its agent and workers;
+    torchrun's workers would outlive a SIGKILL of their agent alone)."""
+    pids = subprocess.run(["ip", "netns", "pids", f"ddpn{node}"], capture_output=True,
+                          text=True).stdout.split()
+    for pid in pids:
+        try:
+            os.kill(int(pid), signal.SIGKILL)
+        except (ProcessLookupError, ValueError):
+            pass
+
+
+def print_agent_logs(out, label=""):
+    """The last lines of each node's agent log (<out>/agent<node>.log) on stderr."""
+    for node in (1, 2, 3):
+        with open(os.path.join(out, f"agent{node}.log")) as f:
+            print(f"--- {label}agent on node {node} (last lines)\n" +
+                  "".join(f.readlines()[-15:]), file=sys.stderr)
+
+
+def clean_up(agents, out):
+    """SIGKILLs every agent still running (its process group) and every process left on the
+    nodes, reaps the agents, and removes `out`."""
+    for p in agents:
+        if p.poll() is None:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            p.wait()
+    for node in (1, 2, 3):
+        kill_node(node)
+    shutil.rmtree(out, ignore_errors=True)

@@ -1,0 +1,165 @@
+"""The soak's verdict: reads what the workers and agents recorded and turns it into the figures
+and invariants of docs/soak.md (one JSON document, and the table printed before it)."""
+
+import glob
+import json
+import os
+
+# An agent whose descriptors or memory grew by more than this over the run leaks.
+FD_GROWTH_LIMIT = 16
+RSS_GROWTH_LIMIT_MB = 32
+# An agent's first seconds (workers starting, buffers filling) are not its steady state.
+AGENT_WARMUP_S = 10
+
+
+def read_jsonl(path):
+    records = []
+    try:
+        with open(path) as f:
+            for line in f:
+                line = line.strip()
+                if line:
+                    try:
+                        records.append(json.loads(line))
+                    except ValueError:
+                        pass  # a line cut by the kill that ended its writer
+    except FileNotFoundError:
+        pass
+    return records
+
+
+def percentiles(values):
+    values = sorted(v for v in values if v is not None)
+    if not values:
+        return {"p50": None, "p99": None, "max": None, "n": 0}
+    rank = max(0, min(len(values) - 1, int(round(0.99 * len(values) + 0.5)) - 1))
+    return {"p50": round(values[len(values) // 2], 3), "p99": round(values[rank], 3),
+            "max": round(values[-1], 3), "n": len(values)}
+
+
+def progress(job_dir, recovery):
+    """Steps redone over the job's re-entries, and re-entries that went back further than the
+    mode allows (restart: the last checkpoint; inprocess: the last commit, less the step in
+    flight)."""
+    steps = read_jsonl(os.path.join(job_dir, "steps.jsonl"))
+    checkpoints = read_jsonl(os.path.join(job_dir, "checkpoints.jsonl"))
+    starts = sorted((s for s in read_jsonl(os.path.join(job_dir, "starts.jsonl"))
+                     if s["rank"] == 0), key=lambda s: s["t"])
+    redone, went_back = 0, []
+    for start in starts[1:]:
+        before = [s["step"] for s in steps if s["t"] < start["t"]]
+        done = max(before, default=0)
+        redone += max(0, done - start["step"])
+        if recovery == "restart":
+            floor = max((c["step"] for c in checkpoints if c["t"] < start["t"]), default=0)
+        else:
+            floor = done - 1
+        if start["step"] < floor:
+            went_back.append(f"{os.path.basename(job_dir)}: resumed at step {start['step']}, "
+                             f"below {floor}")
+    return redone, went_back
+
+
+def mismatches(job_dir):
+    return [c for c in read_jsonl(os.path.join(job_dir, "checks.jsonl")) if c["lo"] != c["hi"]]
+
+
+def missing_events(work, injected):
+    missing = []
+    for fault in injected:
+        for node, event, fields in fault.expect:
+            pattern = f"events_j{fault.job}_n{node if node else '*'}_a*.jsonl"
+            found = False
+            for path in glob.glob(os.path.join(work, pattern)):
+                for e in read_jsonl(path):
+                    if (e.get("event") == event and e.get("wall_time", 0) >= fault.t - 0.5 and
+                            all(e.get(k) == v for k, v in fields.items())):
+                        found = True
+                        break
+                if found:
+                    break
+            if not found:
+                missing.append(f"{fault.kind} at {fault.t:.2f} on node {fault.node}: no "
+                               f"{event} {fields} in node {node or 'any'}'s event log")
+    return missing
+
+
+def agent_growth(agents, notes):
+    """The largest RSS and descriptor growth of any agent after its warm-up; a note naming the
+    descriptors the worst one gained."""
+    rss_mb, fds, worst = 0.0, 0, None
+    for agent in agents:
+        steady = [s for s in agent.samples if s[0] - agent.started >= AGENT_WARMUP_S]
+        if len(steady) < 2:
+            continue
+        # The lower envelope: the least of the first and of the last quarter of the samples. An
+        # agent's descriptors and memory swing with its role (the agent hosting the workers'
+        # store holds their connections) and its workers' restarts; a leak raises the floor.
+        quarter = max(1, len(steady) // 4)
+        first, last = steady[:quarter], steady[-quarter:]
+        rss_mb = max(rss_mb, (min(s[1] for s in last) - min(s[1] for s in first)) / 1024.0)
+        grown = min(s[2] for s in last) - min(s[2] for s in first)
+        if grown > fds:
+            fds, worst = grown, agent
+    if worst and worst.fds_first is not None:
+        gained = list(worst.fds_last)
+        for target in worst.fds_first:
+            if target in gained:
+                gained.remove(target)
+        notes.append(f"agent on node {worst.node} (#{worst.index}) gained {fds} descriptors: "
+                     f"{sorted(gained)[:20]}")
+    return round(rss_mb, 2), fds
+
+
+def summarize(soak, injected, elapsed_s):
+    faults = {}
+    for fault in injected:
+        faults[fault.kind] = faults.get(fault.kind, 0) + 1
+    redone, went_back, bad_checks, checks = 0, [], [], 0
+    for job_dir in soak.jobs:
+        r, back = progress(job_dir, soak.args.recovery)
+        redone += r
+        went_back += back
+        bad_checks += mismatches(job_dir)
+        checks += len(read_jsonl(os.path.join(job_dir, "checks.jsonl")))
+    missing = missing_events(soak.work, injected)
+    rss_mb, fds = agent_growth(soak.all_agents, soak.job_notes)
+    result = {
+        "seed": soak.args.seed, "backend": soak.backend, "recovery": soak.args.recovery,
+        "minutes": round(elapsed_s / 60, 2), "faults": faults,
+        "jobs": len(soak.jobs), "jobs_lost": soak.jobs_lost,
+        "recovery_s": {kind: percentiles(times) for kind, times in sorted(soak.recovery.items())},
+        "steps_redone": redone, "progress_went_back": len(went_back),
+        "checksum_checks": checks, "checksum_mismatches": len(bad_checks),
+        "orphans": len(soak.orphan_pids), "agent_rss_growth_mb": rss_mb, "agent_fd_growth": fds,
+        "events_missing": len(missing),
+    }
+    result["ok"] = (soak.jobs_lost == 0 and not went_back and not bad_checks and
+                    not soak.orphan_pids and not missing and fds <= FD_GROWTH_LIMIT and
+                    rss_mb <= RSS_GROWTH_LIMIT_MB and checks > 0)
+    soak.job_notes += went_back + missing + [f"checksum differs: {c}" for c in bad_checks[:5]]
+    return result
+
+
+def print_table(r, notes):
+    print(f"\nsoak seed {r['seed']}: {r['backend']}, --recovery={r['recovery']}, "
+          f"{r['minutes']} min, {sum(r['faults'].values())} faults, {r['jobs']} job(s)")
+    print(f"{'fault':18s} {'count':>5s} {'p50 s':>7s} {'p99 s':>7s} {'max s':>7s}")
+    for kind in sorted(set(r["faults"]) | set(r["recovery_s"])):
+        p = r["recovery_s"].get(kind, {})
+        fmt = lambda v: f"{v:7.2f}" if v is not None else "      -"  # noqa: E731
+        print(f"{kind:18s} {r['faults'].get(kind, 0):5d} {fmt(p.get('p50'))} {fmt(p.get('p99'))} "
+              f"{fmt(p.get('max'))}")
+    rows = [("jobs lost (goal 0)", r["jobs_lost"]), ("steps redone", r["steps_redone"]),
+            ("progress went back (goal 0)", r["progress_went_back"]),
+            ("checksum checks / mismatches (goal 0)",
+             f"{r['checksum_checks']} / {r['checksum_mismatches']}"),
+            ("orphans (goal 0)", r["orphans"]),
+            ("agent RSS growth MB (goal flat)", r["agent_rss_growth_mb"]),
+            ("agent fd growth (goal flat)", r["agent_fd_growth"]),
+            ("events missing (goal 0)", r["events_missing"])]
+    for name, value in rows:
+        print(f"{name:40s} {value}")
+    for note in notes:
+        print(f"note: {note}")
+    print("verdict:", "ok" if r["ok"] else "FAILED", flush=True)

@@ -1,0 +1,94 @@
+"""Test and benchmark worker for --recovery=inprocess: a real PyTorch DDP job on CPU (gloo) that
+trains through ddprun.elastic, one commit per step, with a SLEEP after each step, until DIR/stop
+exists (agreed on by an all_reduce every step) or MAX_STEPS.
+
+It appends JSON lines to DIR/records_n<NODE>_p<PID>.jsonl (times are time.time()):
+  {"kind": "entry", ...}  each time train() is entered (after the group formed and the state
+      synced): world, rank, round, commits, step, started (the process's start, before
+      `import torch`), imported (after it), and the CRC32 of the parameters' bytes all-reduced as min and max (equal:
+      every rank holds the same bits)
+  {"kind": "step", ...}   after each commit: world, rank, step (the step just committed)
+--fail R:S makes rank R exit 3 before step S when TORCHELASTIC_RESTART_COUNT is 0.
+
+Usage: inprocess_worker.py DIR --node N [--sleep 0.05] [--max_steps 100000] [--fail R:S]
+"""
+import time
+
+STARTED = time.time()  # before `import torch`: the figure a joining worker is judged by
+
+import json  # noqa: E402
+import os  # noqa: E402
+import sys  # noqa: E402
+import zlib  # noqa: E402
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+from torch.nn.parallel import DistributedDataParallel  # noqa: E402
+
+import ddprun.elastic as elastic  # noqa: E402
+
+IMPORTED = time.time()  # torch and ddprun.elastic imported
+
+
+def arg(name, default):
+    return sys.argv[sys.argv.index(name) + 1] if name in sys.argv else default
+
+
+out_dir = sys.argv[1]
+node = int(arg("--node", "0"))
+pause, max_steps = float(arg("--sleep", "0.05")), int(arg("--max_steps", "100000"))
+fail = [int(v) for v in arg("--fail", "-1:-1").split(":")]
+records = open(os.path.join(out_dir, f"records_n{node}_p{os.getpid()}.jsonl"), "a", buffering=1)
+
+
+def record(kind, **fields):
+    fields.update(kind=kind, time=time.time(), pid=os.getpid(), node=node,
+                  rank=dist.get_rank(), world=dist.get_world_size())
+    records.write(json.dumps(fields) + "\n")
+
+
+def checksum_range(model):
+    crc = 0
+    for p in model.parameters():
+        crc = zlib.crc32(p.detach().numpy().tobytes(), crc)
+    low, high = torch.tensor([crc], dtype=torch.int64), torch.tensor([crc], dtype=torch.int64)
+    dist.all_reduce(low, op=dist.ReduceOp.MIN)
+    dist.all_reduce(high, op=dist.ReduceOp.MAX)
+    return int(low.item()), int(high.item())
+
+
+torch.manual_seed(0)
+model = torch.nn.Linear(8, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+state = elastic.TorchState(model=model, optimizer=optimizer, step=0)
+
+
+@elastic.run(backend="gloo")
+def train(state):
+    low, high = checksum_range(state.model)
+    record("entry", round=elastic.current_round(), commits=state.commits, step=state.step,
+           started=STARTED, imported=IMPORTED, sum_min=low, sum_max=high)
+    ddp = DistributedDataParallel(state.model)
+    rank = dist.get_rank()
+    for step in range(state.step, max_steps):
+        if [rank, step] == fail and os.environ["TORCHELASTIC_RESTART_COUNT"] == "0":
+            os._exit(3)
+        stop = torch.tensor([1.0 if os.path.exists(os.path.join(out_dir, "stop")) else 0.0])
+        dist.all_reduce(stop, op=dist.ReduceOp.MAX)
+        if stop.item() > 0:
+            return
+        x = torch.randn(16, 8, generator=torch.Generator().manual_seed(step * 1000 + rank))
+        loss = ((ddp(x) - x.sum(dim=1, keepdim=True)) ** 2).mean()
+        state.optimizer.zero_grad()
+        loss.backward()
+        state.optimizer.step()
+        state.step = step + 1
+        state.commit()
+        record("step", step=step)
+        time.sleep(pause)
+
+
+train(state)
+low, high = checksum_range(model)
+record("end", step=state.step, sum_min=low, sum_max=high)
+dist.destroy_process_group()
