@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "ddp/error.hpp"
+#include "rendezvous/auth/token_file.hpp"
 #include "rendezvous/c10d/c10d_backend.hpp"
 #include "rendezvous/etcd/etcd_backend.hpp"
 #include "rendezvous/static/static_rendezvous.hpp"
@@ -17,6 +18,20 @@ std::string host_name() {
   char name[256] = {};
   if (gethostname(name, sizeof(name) - 1) != 0) return "localhost";
   return name;
+}
+
+// The job secret (--rdzv_conf token_file, else $DDPRUN_TOKEN_FILE) bound to the run id, and
+// who the workers' stores admit. Every store client of this process presents the credentials
+// (the stack service's and the hang detector's too), so they become the process default.
+rdzv::JobSecurity job_security(const LaunchConfig& config) {
+  rdzv::JobSecurity security;
+  security.worker_store_members_only = config.rdzv_conf.worker_store_members_only();
+  if (auto secret = rdzv::auth::job_secret(config.rdzv_conf.get("token_file"))) {
+    security.credentials = std::make_shared<const rdzv::auth::Credentials>(
+        rdzv::auth::Credentials{std::move(*secret), config.rdzv_id});
+  }
+  rdzv::auth::set_default_credentials(security.credentials);
+  return security;
 }
 
 std::unique_ptr<rdzv::Rendezvous> make_static(const LaunchConfig& config,
@@ -34,6 +49,7 @@ std::unique_ptr<rdzv::Rendezvous> make_static(const LaunchConfig& config,
   options.max_restarts = config.max_restarts;
   options.connection_grace = config.rdzv_conf.connection_grace();
   options.node_name = host_name();
+  options.security = job_security(config);
   return std::make_unique<rdzv::StaticRendezvous>(io, std::move(options));
 }
 
@@ -56,6 +72,7 @@ std::unique_ptr<rdzv::Rendezvous> make_c10d(const LaunchConfig& config,
   options.is_host = conf.is_host();
   options.local_addr = config.local_addr ? config.local_addr : conf.get("local_addr");
   options.read_timeout = conf.read_timeout();
+  options.security = job_security(config);
   // torchrun ignores --node_rank under c10d; here a given one orders the members (--hostfile
   // passes the file order).
   const ValueSource node_rank = config.source_of("node_rank");
