@@ -105,12 +105,28 @@ std::optional<rdzv::etcd::TlsFiles> etcd_tls_files(const RdzvConf& conf) {
   return rdzv::etcd::TlsFiles{cacert.value_or(""), cert.value_or(""), key.value_or("")};
 }
 
+// user= and password_file= (owner-only, as the job's token file): etcd's own authentication,
+// beside or instead of TLS client certificates. One without the other is an error.
+void etcd_user(const RdzvConf& conf, rdzv::etcd::EtcdOptions& options) {
+  const auto user = conf.get("user");
+  const auto password_file = conf.get("password_file");
+  if (user.has_value() != password_file.has_value()) {
+    throw ConfigError(user ? fmt::format("--rdzv_conf user={}: needs password_file=", *user)
+                           : fmt::format("--rdzv_conf password_file={}: needs user=",
+                                         *password_file));
+  }
+  if (!user) return;
+  options.user = *user;
+  options.password = rdzv::auth::read_secret_file(*password_file, "--rdzv_conf password_file", 1);
+}
+
 // etcd (also etcd-v2, etcd-v3): --rdzv_endpoint lists the members; torchrun's etcd keys.
 std::unique_ptr<rdzv::Rendezvous> make_etcd(const LaunchConfig& config,
                                             boost::asio::io_context& io) {
   const RdzvConf& conf = config.rdzv_conf;
   rdzv::etcd::EtcdOptions options;
   options.tls = etcd_tls_files(conf);
+  etcd_user(conf, options);
   rdzv::etcd::EtcdSettings& s = options.settings;
   s.run_id = config.rdzv_id;
   s.min_nodes = config.nnodes_min;

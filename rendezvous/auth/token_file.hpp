@@ -17,6 +17,10 @@ inline constexpr std::size_t kMaxSecretBytes = 4096;
 // or holds fewer than kMinSecretBytes or more than kMaxSecretBytes.
 std::string read_token_file(const std::string& path, const std::string& source);
 
+// As read_token_file, for any secret of at least `min_bytes` (etcd's password_file: 1).
+std::string read_secret_file(const std::string& path, const std::string& source,
+                             std::size_t min_bytes);
+
 // The token file the agent uses: `conf_value` (from --rdzv_conf token_file) when given, else
 // $DDPRUN_TOKEN_FILE when set and non-empty; nullopt when neither. Reads it as read_token_file.
 std::optional<std::string> job_secret(const std::optional<std::string>& conf_value);

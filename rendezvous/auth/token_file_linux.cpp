@@ -20,27 +20,32 @@
 namespace ddp::rdzv::auth {
 
 std::string read_token_file(const std::string& path, const std::string& source) {
+  return read_secret_file(path, source, kMinSecretBytes);
+}
+
+std::string read_secret_file(const std::string& path, const std::string& source,
+                             std::size_t min_bytes) {
   const auto fail = [&](const std::string& why) {
     return ConfigError(fmt::format("{}={}: {}", source, path, why));
   };
   const UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
-  if (!fd) throw fail(fmt::format("cannot open the token file: {}", std::strerror(errno)));
+  if (!fd) throw fail(fmt::format("cannot open the file: {}", std::strerror(errno)));
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) {
-    throw fail(fmt::format("cannot stat the token file: {}", std::strerror(errno)));
+    throw fail(fmt::format("cannot stat the file: {}", std::strerror(errno)));
   }
-  if (!S_ISREG(st.st_mode)) throw fail("the token file is not a regular file");
+  if (!S_ISREG(st.st_mode)) throw fail("not a regular file");
   if (st.st_uid != ::geteuid()) {
-    throw fail(fmt::format("the token file is owned by uid {}, not by this user (uid {})",
+    throw fail(fmt::format("the file is owned by uid {}, not by this user (uid {})",
                            st.st_uid, ::geteuid()));
   }
   if ((st.st_mode & 077) != 0) {
-    throw fail(fmt::format("the token file has mode {:04o}: group and others must have no access "
+    throw fail(fmt::format("the file has mode {:04o}: group and others must have no access "
                            "(chmod 600 it)",
                            st.st_mode & 07777));
   }
   if (st.st_size > static_cast<off_t>(kMaxSecretBytes + 2)) {
-    throw fail(fmt::format("the token file holds {} bytes; at most {} are read", st.st_size,
+    throw fail(fmt::format("the file holds {} bytes; at most {} are read", st.st_size,
                            kMaxSecretBytes));
   }
   std::string secret(static_cast<std::size_t>(st.st_size), '\0');
@@ -48,7 +53,7 @@ std::string read_token_file(const std::string& path, const std::string& source) 
   while (got < secret.size()) {
     const ssize_t n = ::read(fd.get(), secret.data() + got, secret.size() - got);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw fail(fmt::format("cannot read the token file: {}", std::strerror(errno)));
+    if (n < 0) throw fail(fmt::format("cannot read the file: {}", std::strerror(errno)));
     if (n == 0) break;
     got += static_cast<std::size_t>(n);
   }
@@ -57,10 +62,10 @@ std::string read_token_file(const std::string& path, const std::string& source) 
                              secret.back() == ' ' || secret.back() == '\t')) {
     secret.pop_back();
   }
-  if (secret.size() < kMinSecretBytes || secret.size() > kMaxSecretBytes) {
-    throw fail(fmt::format("the token file holds a secret of {} bytes; it needs {} to {} (e.g. "
+  if (secret.size() < min_bytes || secret.size() > kMaxSecretBytes) {
+    throw fail(fmt::format("the file holds a secret of {} bytes; it needs {} to {} (e.g. "
                            "head -c 32 /dev/urandom | base64 > FILE)",
-                           secret.size(), kMinSecretBytes, kMaxSecretBytes));
+                           secret.size(), min_bytes, kMaxSecretBytes));
   }
   return secret;
 }
