@@ -8,6 +8,9 @@ agent and replayed, a ddprun agent with a wrong secret, and PyTorch's own TCPSto
 against the workers' store. Every attempt is refused, the job finishes with the right ranks,
 the host logs the outsider once and counts it in /metrics.
 
+static: a static 2-node job with a secret; node 1's store admits node 2's PyTorch workers by
+the address node 2's authenticated agent connects from.
+
 open: no secret. The host warns that its rendezvous store is open; the workers' store still
 refuses the outsider at accept (member check), and the job finishes unaffected."""
 
@@ -139,6 +142,26 @@ def with_secret(tmp):
         ddptest.remove_tree(out_dir)
 
 
+def static_with_secret(tmp):
+    """A static 2-node job with a secret: node 1's store admits node 2's PyTorch workers from the
+    address its authenticated agent connected from."""
+    out_dir = ddptest.temp_dir()
+    secret = token_file(tmp, "static.token", "the-static-job-secret-0123456789")
+    try:
+        with Cluster(2) as c:
+            open(os.path.join(out_dir, "go"), "w").close()  # nothing to wait for
+            agents = [(n, c.start(n, ["--nnodes=2", f"--node_rank={n - 1}",
+                                      f"--master_addr={addr(1)}", "--master_port=29500",
+                                      "--nproc_per_node=1", "--log_level=info",
+                                      f"--rdzv_conf=token_file={secret}",
+                                      "--python", ddptest.TORCH_PYTHON, WORKER, out_dir], env=ENV))
+                      for n in (1, 2)]
+            errs, _ = finish_job(agents, out_dir)
+        check("agents authenticate" in errs[0], f"node 0 did not guard its store:\n{errs[0]}")
+    finally:
+        ddptest.remove_tree(out_dir)
+
+
 def without_secret():
     out_dir = ddptest.temp_dir()
     try:
@@ -168,6 +191,9 @@ try:
     started = time.monotonic()
     with_secret(tmp)
     print(f"ok every outsider attack refused; the job finished ({time.monotonic() - started:.0f} s)")
+    started = time.monotonic()
+    static_with_secret(tmp)
+    print(f"ok a static job with a secret admits its workers ({time.monotonic() - started:.0f} s)")
     started = time.monotonic()
     without_secret()
     print(f"ok without a secret the workers' store admits members only ({time.monotonic() - started:.0f} s)")
