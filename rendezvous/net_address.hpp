@@ -3,8 +3,11 @@
 // address of the interface that routes to a given peer (a connected UDP socket sends nothing),
 // and whether a host name or literal names this machine (its interfaces' addresses).
 
+#include <boost/asio/ip/address.hpp>
+
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace ddp::rdzv {
 
@@ -15,5 +18,8 @@ std::string route_address(const std::string& host, std::uint16_t port);
 // True when `host` is "localhost", a loopback literal, or resolves to an address held by one of
 // this machine's (this network namespace's) interfaces. Unresolvable names are not local.
 bool is_local_host(const std::string& host);
+
+// Every address this machine's (this network namespace's) interfaces hold, loopback included.
+std::vector<boost::asio::ip::address> local_addresses();
 
 }  // namespace ddp::rdzv

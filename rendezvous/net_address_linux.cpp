@@ -126,4 +126,6 @@ bool is_local_host(const std::string& host) {
   return false;
 }
 
+std::vector<address> local_addresses() { return interface_addresses(); }
+
 }  // namespace ddp::rdzv

@@ -82,7 +82,7 @@ constexpr OptionDef kOptions[] = {
     {"exclude", 0, true, true, "With --hostfile: leave these hosts out (host[,host])."},
     {"stdin_signals", 0, false, true, "Act on signal names read from stdin; EOF acts as SIGHUP."},
     {"metrics_port", 0, true, true, "Serve Prometheus metrics on this port; 0 (default) = off."},
-    {"metrics_addr", 0, true, true, "Address of the metrics endpoint (default: every interface)."},
+    {"metrics_addr", 0, true, true, "Address of the metrics endpoint (default: 127.0.0.1, loopback only)."},
 };
 
 // python -m torch.distributed.launch's own options, read only under the name ddprun-launch.

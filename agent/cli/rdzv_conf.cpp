@@ -95,6 +95,11 @@ RdzvConf RdzvConf::parse(std::string_view text, std::string_view flag) {
                                                   *protocol != "https") {
     throw ConfigError(fmt::format("{}: protocol must be http or https, got '{}'", flag, *protocol));
   }
+  if (const auto allow = conf.get("worker_store_allow");
+      allow && *allow != "members" && *allow != "any") {
+    throw ConfigError(
+        fmt::format("{}: worker_store_allow must be members or any, got '{}'", flag, *allow));
+  }
   // torchrun always passes timeout=900 to its backends when the user did not.
   if (conf.values_.emplace("timeout", "900").second) conf.injected_ = "timeout";
   return conf;

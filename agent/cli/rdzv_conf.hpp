@@ -42,6 +42,9 @@ class RdzvConf {
   std::chrono::seconds reform_timeout() const;
   std::optional<bool> is_host() const;               // nullopt: decide by address heuristic
   std::chrono::seconds lease_ttl() const;            // etcd: node lost after, default 10
+  // ddprun's own worker_store_allow: false for "any" (workers' stores admit every address),
+  // true for "members" (the default, docs/security.md).
+  bool worker_store_members_only() const { return get("worker_store_allow") != "any"; }
   // True when the user gave `key` (not a value parse() injected, such as timeout=900).
   bool is_given(const std::string& key) const { return values_.count(key) && key != injected_; }
 

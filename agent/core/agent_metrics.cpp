@@ -174,7 +174,9 @@ namespace {
 
 metrics::HttpServerOptions server_options(const LaunchConfig& config) {
   metrics::HttpServerOptions options;
-  options.host = config.metrics_addr;
+  // Loopback unless --metrics_addr says otherwise: the job's figures (and its store's) are
+  // nobody else's business on a shared network (docs/security.md).
+  options.host = config.metrics_addr.empty() ? "127.0.0.1" : config.metrics_addr;
   options.port = static_cast<std::uint16_t>(config.metrics_port);
   return options;
 }

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "ddp/error.hpp"
+#include "rendezvous/auth/token_file.hpp"
 #include "rendezvous/c10d/c10d_backend.hpp"
 #include "rendezvous/etcd/etcd_backend.hpp"
 #include "rendezvous/static/static_rendezvous.hpp"
@@ -17,6 +18,20 @@ std::string host_name() {
   char name[256] = {};
   if (gethostname(name, sizeof(name) - 1) != 0) return "localhost";
   return name;
+}
+
+// The job secret (--rdzv_conf token_file, else $DDPRUN_TOKEN_FILE) bound to the run id, and
+// who the workers' stores admit. Every store client of this process presents the credentials
+// (the stack service's and the hang detector's too), so they become the process default.
+rdzv::JobSecurity job_security(const LaunchConfig& config) {
+  rdzv::JobSecurity security;
+  security.worker_store_members_only = config.rdzv_conf.worker_store_members_only();
+  if (auto secret = rdzv::auth::job_secret(config.rdzv_conf.get("token_file"))) {
+    security.credentials = std::make_shared<const rdzv::auth::Credentials>(
+        rdzv::auth::Credentials{std::move(*secret), config.rdzv_id});
+  }
+  rdzv::auth::set_default_credentials(security.credentials);
+  return security;
 }
 
 std::unique_ptr<rdzv::Rendezvous> make_static(const LaunchConfig& config,
@@ -34,6 +49,7 @@ std::unique_ptr<rdzv::Rendezvous> make_static(const LaunchConfig& config,
   options.max_restarts = config.max_restarts;
   options.connection_grace = config.rdzv_conf.connection_grace();
   options.node_name = host_name();
+  options.security = job_security(config);
   return std::make_unique<rdzv::StaticRendezvous>(io, std::move(options));
 }
 
@@ -56,6 +72,7 @@ std::unique_ptr<rdzv::Rendezvous> make_c10d(const LaunchConfig& config,
   options.is_host = conf.is_host();
   options.local_addr = config.local_addr ? config.local_addr : conf.get("local_addr");
   options.read_timeout = conf.read_timeout();
+  options.security = job_security(config);
   // torchrun ignores --node_rank under c10d; here a given one orders the members (--hostfile
   // passes the file order).
   const ValueSource node_rank = config.source_of("node_rank");
@@ -88,12 +105,28 @@ std::optional<rdzv::etcd::TlsFiles> etcd_tls_files(const RdzvConf& conf) {
   return rdzv::etcd::TlsFiles{cacert.value_or(""), cert.value_or(""), key.value_or("")};
 }
 
+// user= and password_file= (owner-only, as the job's token file): etcd's own authentication,
+// beside or instead of TLS client certificates. One without the other is an error.
+void etcd_user(const RdzvConf& conf, rdzv::etcd::EtcdOptions& options) {
+  const auto user = conf.get("user");
+  const auto password_file = conf.get("password_file");
+  if (user.has_value() != password_file.has_value()) {
+    throw ConfigError(user ? fmt::format("--rdzv_conf user={}: needs password_file=", *user)
+                           : fmt::format("--rdzv_conf password_file={}: needs user=",
+                                         *password_file));
+  }
+  if (!user) return;
+  options.user = *user;
+  options.password = rdzv::auth::read_secret_file(*password_file, "--rdzv_conf password_file", 1);
+}
+
 // etcd (also etcd-v2, etcd-v3): --rdzv_endpoint lists the members; torchrun's etcd keys.
 std::unique_ptr<rdzv::Rendezvous> make_etcd(const LaunchConfig& config,
                                             boost::asio::io_context& io) {
   const RdzvConf& conf = config.rdzv_conf;
   rdzv::etcd::EtcdOptions options;
   options.tls = etcd_tls_files(conf);
+  etcd_user(conf, options);
   rdzv::etcd::EtcdSettings& s = options.settings;
   s.run_id = config.rdzv_id;
   s.min_nodes = config.nnodes_min;

@@ -8,6 +8,7 @@
 #include "common/metrics/http_server.hpp"
 #include "common/metrics/process_metrics.hpp"
 #include "ddp/error.hpp"
+#include "rendezvous/auth/token_file.hpp"
 #include "rendezvous/metrics/store_metrics.hpp"
 #include "rendezvous/store_server/tcp_store_server.hpp"
 
@@ -38,11 +39,19 @@ int run_serve(const std::vector<std::string>& args) {
                  "connection that sends part of a request and then nothing for as long; 0: never")
       ->capture_default_str()
       ->check(CLI::Range(0, 86400));
+  std::string token_file;
+  std::string run_id = "none";
+  app.add_option("--token_file,--token-file", token_file,
+                 "serve only clients that prove they hold the secret in this file (ddprun's "
+                 "handshake, docs/security.md); PyTorch's clients cannot");
+  app.add_option("--run_id,--run-id", run_id, "the run id the secret is bound to")
+      ->capture_default_str();
   metrics::HttpServerOptions metrics_options;
+  metrics_options.host = "127.0.0.1";  // loopback unless --metrics_addr (docs/security.md)
   app.add_option("--metrics_port,--metrics-port", metrics_options.port,
                  "serve Prometheus metrics at http://ADDR:PORT/metrics; 0 (default) = off");
   app.add_option("--metrics_addr,--metrics-addr", metrics_options.host,
-                 "address of the metrics endpoint (default: every interface)");
+                 "address of the metrics endpoint (default: 127.0.0.1; \"\" = every interface)");
   std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 parses a reversed vector
   try {
     app.parse(reversed);
@@ -59,7 +68,13 @@ int run_serve(const std::vector<std::string>& args) {
     rdzv::StoreLimits limits;
     limits.keepalive = std::chrono::seconds(keepalive_s);
     limits.partial_request_timeout = std::chrono::seconds(keepalive_s);
-    rdzv::TcpStoreServer server(io, host, port, limits);
+    rdzv::StoreGuard guard;
+    if (!token_file.empty()) {
+      guard.credentials = std::make_shared<const rdzv::auth::Credentials>(
+          rdzv::auth::Credentials{rdzv::auth::read_token_file(token_file, "--token_file"),
+                                  run_id});
+    }
+    rdzv::TcpStoreServer server(io, host, port, limits, std::move(guard));
     server.start();
     metrics::Registry registry;
     std::unique_ptr<metrics::MetricsServer> metrics_server;

@@ -54,7 +54,7 @@ bool port_is_taken(const std::string& host, std::uint16_t port) {
 class C10dBackend final : public Rendezvous {
  public:
   C10dBackend(boost::asio::io_context& io, const C10dOptions& options)
-      : io_(io), options_(options) {
+      : io_(io), options_(options), guards_(options.security) {
     C10dSettings& s = options_.settings;
     bind_host_ = is_v6_literal(options_.endpoint_host) ? "::" : "0.0.0.0";
     const bool want_host = options_.is_host.value_or(is_local_host(options_.endpoint_host));
@@ -65,7 +65,8 @@ class C10dBackend final : public Rendezvous {
                      options_.endpoint_port);
     } else if (want_host) {
       try {
-        server_ = std::make_unique<TcpStoreServer>(io_, bind_host_, options_.endpoint_port);
+        server_ = std::make_unique<TcpStoreServer>(io_, bind_host_, options_.endpoint_port,
+                                                   StoreLimits{}, guards_.rendezvous_store());
         server_->start();
       } catch (const IoError& e) {
         if (options_.is_host) throw;  // is_host=1 was asked for: no fallback
@@ -86,8 +87,12 @@ class C10dBackend final : public Rendezvous {
     self_.name = fmt::format("{}_{}", self_.addr, ::getpid());
     if (server_) {
       s.store_host = self_.addr;
-      logger()->info("c10d rendezvous run={}: this node ({}) hosts the store on {}:{}", s.run_id,
-                     self_.addr, bind_host_, s.store_port);
+      logger()->info("c10d rendezvous run={}: this node ({}) hosts the store on {}:{}{}", s.run_id,
+                     self_.addr, bind_host_, s.store_port,
+                     guards_.security().credentials ? " (agents authenticate)" : "");
+      if (!guards_.security().credentials) {
+        warn_open_store("the c10d rendezvous store", self_.addr, s.store_port);
+      }
     } else {
       logger()->info("c10d rendezvous run={}: this node advertises {} ({}); store at {}:{}",
                      s.run_id, self_.addr,
@@ -156,6 +161,7 @@ class C10dBackend final : public Rendezvous {
       // Agents usually start together and the host may bind a moment after its clients try:
       // retry often (the client adds jitter), so nobody sleeps through the round.
       connect_options.max_backoff = std::chrono::milliseconds(200);
+      connect_options.credentials = guards_.security().credentials;
       client_ = co_await TcpStoreClient::connect(options_.endpoint_host, s.store_port,
                                                  connect_options);
       client_->set_timeout(options_.read_timeout);
@@ -176,7 +182,8 @@ class C10dBackend final : public Rendezvous {
     if (server_) {
       opener = [this](int round) {
         worker_store_.reset();  // the previous round's workers are gone
-        worker_store_ = std::make_unique<TcpStoreServer>(io_, bind_host_, 0);
+        worker_store_ = std::make_unique<TcpStoreServer>(io_, bind_host_, 0, StoreLimits{},
+                                                         guards_.worker_store());
         worker_store_->start();
         logger()->debug("worker store for round {} at {}:{}", round, self_.addr,
                         worker_store_->port());
@@ -197,6 +204,7 @@ class C10dBackend final : public Rendezvous {
 
   boost::asio::io_context& io_;
   C10dOptions options_;
+  JobGuards guards_;  // before the stores, which hold its member list
   C10dNode self_;
   std::string bind_host_;
   std::unique_ptr<TcpStoreServer> server_;

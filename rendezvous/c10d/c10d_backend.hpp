@@ -13,6 +13,7 @@
 #include <string>
 
 #include "rendezvous/c10d/c10d_settings.hpp"
+#include "rendezvous/job_guards.hpp"
 #include "rendezvous/rendezvous.hpp"
 
 namespace ddp::rdzv {
@@ -25,6 +26,9 @@ struct C10dOptions {
   std::optional<std::string> local_addr;    // --local_addr / rdzv_conf local_addr
   int rank_hint = -1;                       // --node_rank when given (C10dNode::rank_hint)
   std::chrono::milliseconds read_timeout{std::chrono::seconds(60)};  // every store call
+  // The job secret and who the workers' stores admit (docs/security.md). The backend's own
+  // clients present the credentials given here.
+  JobSecurity security;
 };
 
 // Binds the store now when this node hosts it. Throws IoError when an explicit is_host=1 cannot

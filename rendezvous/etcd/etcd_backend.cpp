@@ -44,6 +44,8 @@ class EtcdBackend final : public Rendezvous {
     client_options.first_member = static_cast<std::size_t>(::getpid());
     if (options_.tls) tls_ = make_tls_context(*options_.tls);
     client_options.tls = tls_;
+    client_options.user = options_.user;
+    client_options.password = options_.password;
     client_ = std::make_shared<EtcdClient>(io_.get_executor(), client_options);
     const Member& first = options_.members.front();
     self_.addr = options_.local_addr ? *options_.local_addr : route_address(first.host, first.port);
@@ -100,6 +102,8 @@ class EtcdBackend final : public Rendezvous {
     ClientOptions o;
     o.members = options_.members;
     o.tls = tls_;
+    o.user = options_.user;
+    o.password = options_.password;
     o.attempt_timeout = std::chrono::milliseconds(500);
     o.failover_window = std::chrono::milliseconds(1000);
     auto client = std::make_shared<EtcdClient>(private_io.get_executor(), o);

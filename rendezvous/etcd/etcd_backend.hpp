@@ -22,6 +22,8 @@ struct EtcdOptions {
   std::vector<Member> members;            // --rdzv_endpoint, in the order given
   std::optional<std::string> local_addr;  // --local_addr / rdzv_conf local_addr
   std::optional<TlsFiles> tls;            // protocol=https (cacert, cert, key)
+  std::string user;                       // etcd user/password auth (rdzv_conf user=); "" none
+  std::string password;                   // (rdzv_conf password_file=)
   // How long an operation retries while no member answers (the agent: min(read_timeout,
   // join_timeout)), and how long one member gets for one call.
   std::chrono::milliseconds failover_window{std::chrono::seconds(60)};

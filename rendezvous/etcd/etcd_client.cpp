@@ -31,6 +31,16 @@ std::string key_text(const std::string& key) {  // keys are our own text: printa
   return key;
 }
 
+constexpr const char* kAuthenticatePath = "/v3/auth/authenticate";
+
+// etcd 3.4's answers to a request whose token it no longer (or does not yet) know.
+bool is_token_refused(const std::string& body) {
+  const auto error = decode_error(body);
+  if (!error) return false;
+  return error->message.find("invalid auth token") != std::string::npos ||
+         error->message.find("user name is empty") != std::string::npos;
+}
+
 }  // namespace
 
 std::string Member::to_string() const {
@@ -79,7 +89,7 @@ asio::awaitable<EtcdClient::Attempt> EtcdClient::attempt(std::size_t member,
         stream = co_await detail::connect_member(executor_, target, timeout, options_.tls);
       }
       stream->expires_after(timeout);
-      co_await stream->send_all(encode_post(target.to_string(), path, body));
+      co_await stream->send_all(encode_post(target.to_string(), path, body, token_));
       ResponseReader reader;
       std::array<char, 16384> buffer;
       while (!reader.is_done()) {
@@ -134,6 +144,9 @@ void EtcdClient::fail_over(std::size_t member) {
 asio::awaitable<std::string> EtcdClient::call(std::string path, std::string body, std::string op,
                                               milliseconds window, milliseconds per_member) {
   const auto self = shared_from_this();  // detached callers may drop theirs mid-call
+  const bool authenticates = !options_.user.empty() && path != kAuthenticatePath;
+  if (authenticates && token_.empty()) co_await authenticate(window);
+  bool refreshed = false;  // one new token per call: a member that refuses it again is an error
   const Clock::time_point deadline = Clock::now() + window;
   const std::size_t n = options_.members.size();
   std::vector<std::string> errors(n);
@@ -154,6 +167,14 @@ asio::awaitable<std::string> EtcdClient::call(std::string path, std::string body
       const milliseconds timeout =
           std::clamp(share, milliseconds(100), std::max(cap, milliseconds(100)));
       Attempt a = co_await attempt(member, path, body, timeout);
+      if (authenticates && !refreshed && a.answered && a.status != 200 &&
+          is_token_refused(a.body)) {
+        // Simple tokens expire when unused for a while and are known only to the member that
+        // issued them until the cluster agrees; a fresh one is the answer to both.
+        refreshed = true;
+        co_await authenticate(window);
+        a = co_await attempt(member, path, body, timeout);
+      }
       if (a.answered && a.status == 200) co_return std::move(a.body);
       const std::string& name = options_.members[member].to_string();
       if (a.answered) {
@@ -184,6 +205,25 @@ asio::awaitable<std::string> EtcdClient::call(std::string path, std::string body
   }
   throw IoError(fmt::format("etcd {}: no etcd member answered within {:.1f} s ({})", op,
                             std::chrono::duration<double>(window).count(), member_report(errors)));
+}
+
+asio::awaitable<void> EtcdClient::authenticate(milliseconds window) {
+  const std::string op = fmt::format("authenticate(user={})", options_.user);
+  std::string answer;
+  try {
+    answer = co_await call(kAuthenticatePath, authenticate_body(options_.user, options_.password),
+                           op, window);
+  } catch (const IoError& e) {
+    const std::string_view what = e.what();
+    if (what.find("authentication failed") == std::string_view::npos &&
+        what.find("authentication is not enabled") == std::string_view::npos) {
+      throw;
+    }
+    throw ConfigError(fmt::format("--rdzv_conf user={}: etcd refused it: {}", options_.user,
+                                  e.what()));
+  }
+  token_ = decode_auth_token(answer, op);
+  logger()->debug("etcd: authenticated as user {}", options_.user);
 }
 
 std::string EtcdClient::member_report(const std::vector<std::string>& errors) const {

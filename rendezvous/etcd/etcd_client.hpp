@@ -43,6 +43,11 @@ struct ClientOptions {
   std::chrono::milliseconds failover_window{std::chrono::seconds(60)};  // every member failing
   std::size_t first_member = 0;     // where calls start (modulo the members): spreads many agents
   std::shared_ptr<TlsContext> tls;  // https when set (make_tls_context), plain http otherwise
+  // etcd's user/password authentication: with a user, the client gets a token from
+  // /v3/auth/authenticate before its first call and sends it with every request (watches too),
+  // and gets a fresh one when a member says it is invalid (expired, or another member's).
+  std::string user;
+  std::string password;
 };
 
 class EtcdWatch;
@@ -87,6 +92,9 @@ class EtcdClient : public std::enable_shared_from_this<EtcdClient> {
                                     std::chrono::milliseconds per_member = {});
   asio::awaitable<Attempt> attempt(std::size_t member, const std::string& path,
                                    const std::string& body, std::chrono::milliseconds timeout);
+  // Gets a fresh token for options_.user (/v3/auth/authenticate, with failover). Throws
+  // ConfigError naming the user when etcd refuses the password, IoError as call() does.
+  asio::awaitable<void> authenticate(std::chrono::milliseconds window);
   // "m1: error; m2: error" over the members with an error.
   std::string member_report(const std::vector<std::string>& errors) const;
   // Moves on from `member` (when it is still the current one) and tells the watches on it.
@@ -97,6 +105,7 @@ class EtcdClient : public std::enable_shared_from_this<EtcdClient> {
   std::size_t current_ = 0;
   std::vector<std::unique_ptr<Stream>> idle_;  // kept-alive connections to the current member
   std::vector<std::weak_ptr<EtcdWatch>> watches_;
+  std::string token_;  // etcd's auth token for options_.user ("" before the first call)
 };
 
 // One watch stream. Responses queue up until next() takes them.

@@ -17,9 +17,11 @@ namespace ddp::rdzv::etcd {
 
 namespace http = boost::beast::http;
 
-std::string encode_post(const std::string& host, const std::string& path, const std::string& body) {
+std::string encode_post(const std::string& host, const std::string& path, const std::string& body,
+                        const std::string& token) {
   http::request<http::string_body> request{http::verb::post, path, 11};
   request.set(http::field::host, host);
+  if (!token.empty()) request.set(http::field::authorization, token);
   request.set(http::field::content_type, "application/json");
   request.set(http::field::user_agent, "ddprun");
   request.keep_alive(true);

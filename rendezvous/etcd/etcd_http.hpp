@@ -13,8 +13,10 @@
 
 namespace ddp::rdzv::etcd {
 
-// The request line, headers and body of `POST path` to `host` ("h:port") with a JSON body.
-std::string encode_post(const std::string& host, const std::string& path, const std::string& body);
+// The request line, headers and body of `POST path` to `host` ("h:port") with a JSON body;
+// with an `Authorization` header carrying `token` (etcd's auth token) when it is not empty.
+std::string encode_post(const std::string& host, const std::string& path, const std::string& body,
+                        const std::string& token = "");
 
 class ResponseReader {
  public:

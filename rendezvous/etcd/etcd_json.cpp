@@ -218,6 +218,20 @@ std::string lease_grant_body(std::int64_t ttl_seconds) {
 
 std::string lease_id_body(std::int64_t id) { return json{{"ID", std::to_string(id)}}.dump(); }
 
+std::string authenticate_body(const std::string& user, const std::string& password) {
+  return json{{"name", user}, {"password", password}}.dump();
+}
+
+std::string decode_auth_token(std::string_view text, std::string_view op) {
+  return read_response(text, op, [](const json& doc) {
+    const auto token = doc.find("token");
+    if (token == doc.end() || !token->is_string() || token->get<std::string>().empty()) {
+      throw std::runtime_error("no token");
+    }
+    return token->get<std::string>();
+  });
+}
+
 std::string watch_create_body(const std::string& key, const std::string& range_end,
                               std::int64_t start_revision, bool prev_kv) {
   json create = json::object();

@@ -101,6 +101,7 @@ std::string put_body(const PutRequest& request);
 std::string txn_body(const TxnRequest& request);
 std::string lease_grant_body(std::int64_t ttl_seconds);
 std::string lease_id_body(std::int64_t id);  // keepalive and revoke
+std::string authenticate_body(const std::string& user, const std::string& password);
 std::string watch_create_body(const std::string& key, const std::string& range_end,
                               std::int64_t start_revision, bool prev_kv);
 
@@ -112,6 +113,8 @@ LeaseGrant decode_lease_grant(std::string_view text, std::string_view op);
 // The lease's remaining TTL; 0 when etcd no longer knows the lease (it expired or was revoked).
 std::int64_t decode_lease_keepalive(std::string_view text, std::string_view op);
 WatchResponse decode_watch(std::string_view text, std::string_view op);
+// The token of /v3/auth/authenticate's answer.
+std::string decode_auth_token(std::string_view text, std::string_view op);
 
 // The gateway's error document ({"error": ..., "code": N, "message": ...}, or inside a stream
 // {"error": {"grpc_code": N, "message": ...}}): its code and message, or nullopt when `text` is

@@ -126,7 +126,8 @@ asio::awaitable<void> EtcdWatch::stream_once(std::size_t member, bool& created) 
   stream_->expires_after(client_->options_.attempt_timeout);  // until the watch is created
   co_await stream_->send_all(
       encode_post(target.to_string(), "/v3/watch",
-                  watch_create_body(key_, range_end_, next_revision_, prev_kv_)));
+                  watch_create_body(key_, range_end_, next_revision_, prev_kv_),
+                  client_->token_));
   ResponseReader reader;
   JsonObjectStream messages;
   std::array<char, 16384> buffer;

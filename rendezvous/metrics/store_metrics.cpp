@@ -6,6 +6,9 @@
 
 #include "rendezvous/store_server/server_stats.hpp"
 
+#include <atomic>
+#include <utility>
+
 namespace ddp::rdzv {
 namespace {
 
@@ -25,6 +28,19 @@ void export_store_metrics(metrics::Registry& registry) {
   registry.counter_fn("ddp_store_connections_refused_total",
                       "Store client connections closed at once because the server was full.", {},
                       [&stats] { return load(stats.connections_refused); });
+  registry.counter_fn("ddp_store_authenticated_total",
+                      "Store connections that proved the job secret (docs/security.md).", {},
+                      [&stats] { return load(stats.connections_authenticated); });
+  const std::pair<const char*, const std::atomic<std::uint64_t>*> refusals[] = {
+      {"not_member", &stats.refused_not_member},
+      {"bad_handshake", &stats.handshakes_refused},
+      {"unauthenticated", &stats.requests_unauthenticated},
+      {"handshake_timeout", &stats.handshakes_timed_out}};
+  for (const auto& [reason, counter] : refusals) {
+    registry.counter_fn("ddp_store_refused_total",
+                        "Store connections refused by the store's guard, by reason.",
+                        {{"reason", reason}}, [counter] { return load(*counter); });
+  }
   for (std::size_t i = 0; i < kCommandCount; ++i) {
     const auto command = static_cast<wire::Command>(i);
     registry.counter_fn("ddp_store_requests_total", "Store requests served, by command.",

@@ -8,7 +8,8 @@
 namespace ddp::rdzv {
 
 // Adds ddp_store_connections, ddp_store_connections_accepted_total,
-// ddp_store_connections_refused_total, ddp_store_requests_total{command},
+// ddp_store_connections_refused_total, ddp_store_authenticated_total,
+// ddp_store_refused_total{reason}, ddp_store_requests_total{command},
 // ddp_store_bad_requests_total, ddp_store_received_bytes_total, ddp_store_sent_bytes_total,
 // ddp_store_keys and ddp_store_waiters. Zero in a process that hosts no store.
 void export_store_metrics(metrics::Registry& registry);

@@ -87,6 +87,7 @@ struct StaticRendezvous::State {
     ConnectOptions connect_options;
     connect_options.connect_timeout = options.timeout;
     connect_options.call_timeout = options.timeout + std::chrono::seconds(30);
+    connect_options.credentials = options.security.credentials;
     try {
       client = co_await connect_with_progress(connect_options);
       watch_client = co_await TcpStoreClient::connect(options.master_addr, port, connect_options);
@@ -311,13 +312,19 @@ StaticRendezvous::StaticRendezvous(asio::io_context& io, StaticRendezvousOptions
   auto& s = *state_;
   s.port = s.options.master_port;
   if (s.is_host()) {
+    const JobGuards guards(s.options.security);
     s.server = std::make_unique<TcpStoreServer>(io, bind_host(s.options.master_addr),
-                                                s.options.master_port);
+                                                s.options.master_port, StoreLimits{},
+                                                guards.shared_store());
     s.server->start();
     s.port = s.server->port();
     s.store = std::make_unique<PrefixStore>(s.prefix(), s.server->store());
     s.watch_store = std::make_unique<PrefixStore>(s.prefix(), s.server->store());
-    log::get("rdzv")->info("store listening on port {} (workers use {})", s.port, s.address());
+    log::get("rdzv")->info("store listening on port {} (workers use {}){}", s.port, s.address(),
+                           s.options.security.credentials ? "; agents authenticate" : "");
+    if (!s.options.security.credentials) {
+      warn_open_store("the job's store", s.options.master_addr, s.port);
+    }
   }
 }
 

@@ -28,6 +28,7 @@
 #include <memory>
 #include <string>
 
+#include "rendezvous/job_guards.hpp"
 #include "rendezvous/rendezvous.hpp"
 
 namespace ddp::rdzv {
@@ -49,6 +50,9 @@ struct StaticRendezvousOptions {
   std::chrono::milliseconds connection_grace{300};
   std::chrono::milliseconds verdict_margin{1000};  // failure_verdict's wait beyond the grace
   std::string node_name;  // this node's host name (RendezvousInfo::node_names, errors)
+  // The job secret and who node 0's store admits (docs/security.md); the clients present the
+  // credentials given here.
+  JobSecurity security;
 };
 
 class StaticRendezvous final : public Rendezvous {

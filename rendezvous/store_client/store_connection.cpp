@@ -19,11 +19,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <random>
 #include <tuple>
 
 #include "common/log.hpp"
 #include "ddp/error.hpp"
+#include "rendezvous/auth/auth_protocol.hpp"
 
 namespace ddp::rdzv::detail {
 namespace {
@@ -236,27 +238,109 @@ asio::awaitable<void> StoreConnection::connect_once(Clock::time_point deadline) 
 
 // 2.x: VALIDATE (no reply) then PING with a nonce that must come back. A server that closes the
 // connection here is not retried: it accepted us and then refused the dialect (PyTorch 1.13's
-// server resets 2.x connections).
+// server resets 2.x connections). With credentials, ddprun's HELLO goes first, and VALIDATE and
+// PING ride in the tag's write, so authenticating costs one round trip more than not.
 asio::awaitable<void> StoreConnection::handshake() {
-  if (options_.dialect != WireDialect::kTorch2) co_return;
+  const auto credentials = options_.credentials ? options_.credentials : auth::default_credentials();
+  const bool torch2 = options_.dialect == WireDialect::kTorch2;
+  if (!torch2 && !credentials) co_return;
   const auto nonce = static_cast<std::uint32_t>(rng()());
   wire::ByteVec request;
-  encoder_.validate(request);
-  encoder_.ping(request, nonce);
-  begin_call("handshake (VALIDATE, PING)", options_.call_timeout);
+  if (torch2) {
+    encoder_.validate(request);
+    encoder_.ping(request, nonce);
+  }
+  bool tag_sent = false;
+  if (credentials) tag_sent = co_await authenticate(*credentials, request);
+  begin_call(tag_sent ? "authentication" : "handshake (VALIDATE, PING)", options_.call_timeout);
   try {
-    co_await send(request);
-    co_await receive(wire::ReplyShape::kU32);
+    if (!tag_sent) co_await send(request);
+    if (tag_sent) co_await read_verdict();
+    if (torch2) co_await receive(wire::ReplyShape::kU32);
   } catch (const IoError& e) {
-    if (shut_down_) throw;
+    if (shut_down_ || tag_sent) throw;
     throw IoError(fmt::format(
         "{} (the server closed a 2.x connection: a PyTorch 1.13 server speaks only the 1.13 "
         "dialect)",
         e.what()));
   }
   end_call();
-  if (decoder_.u32() != nonce) {
+  if (torch2 && decoder_.u32() != nonce) {
     throw_io(fmt::format("PING answered {:#x}, expected {:#x}", decoder_.u32(), nonce));
+  }
+}
+
+asio::awaitable<bool> StoreConnection::authenticate(const auth::Credentials& credentials,
+                                                    const wire::ByteVec& after) {
+  begin_call("authentication", options_.call_timeout);
+  std::uint8_t verdict = 0;
+  try {
+    co_await send(wire::ByteVec(auth::kHello.begin(), auth::kHello.end()));
+    co_await receive_exact(std::span(&verdict, 1));
+  } catch (const IoError& e) {
+    if (shut_down_) throw;
+    throw IoError(fmt::format("{} (the server does not speak ddprun's handshake: a PyTorch store, "
+                              "or not a store of this job)",
+                              e.what()));
+  }
+  if (verdict == static_cast<std::uint8_t>(auth::Verdict::kNotRequired)) {
+    // No mutual authentication either way (docs/security.md): such a server learns nothing.
+    log::get("store")->debug("store at {} holds no job secret; connecting unauthenticated",
+                             address_);
+    end_call();
+    co_return false;
+  }
+  if (verdict != static_cast<std::uint8_t>(auth::Verdict::kChallenge)) {
+    throw_io(fmt::format("the server answered ddprun's HELLO with {:#x}", verdict));
+  }
+  std::array<std::uint8_t, auth::kChallengeBytes> challenge{};
+  co_await receive_exact(challenge);
+  const auth::Tag tag = auth::auth_tag(credentials, challenge);
+  wire::ByteVec out(tag.begin(), tag.end());
+  out.insert(out.end(), after.begin(), after.end());
+  co_await send(out);
+  end_call();
+  co_return true;
+}
+
+asio::awaitable<void> StoreConnection::read_verdict() {
+  std::uint8_t verdict = 0;
+  try {
+    co_await receive_exact(std::span(&verdict, 1));
+  } catch (const IoError&) {
+    if (shut_down_) throw;
+    throw_io("the server closed the connection after the authentication tag: it refused this "
+             "agent's job secret (a different token file or --rdzv_id)");
+  }
+  if (verdict == static_cast<std::uint8_t>(auth::Verdict::kAccepted)) co_return;
+  if (verdict == static_cast<std::uint8_t>(auth::Verdict::kRefused)) {
+    // Definite, and the user's to fix: retrying or re-rendezvousing would not help.
+    close();
+    throw ConfigError(fmt::format(
+        "store at {} refused this agent's job secret: its --rdzv_conf token_file (or "
+        "DDPRUN_TOKEN_FILE) or --rdzv_id differs from the job's",
+        address_));
+  }
+  throw_io(fmt::format("the server answered the authentication tag with {:#x}", verdict));
+}
+
+asio::awaitable<void> StoreConnection::receive_exact(std::span<std::uint8_t> out) {
+  std::size_t got = 0;
+  while (got < out.size()) {
+    const std::size_t take = std::min(out.size() - got, read_end_ - read_begin_);
+    std::copy_n(read_buf_.get() + read_begin_, take, out.data() + got);
+    read_begin_ += take;
+    got += take;
+    if (got == out.size()) break;
+    read_begin_ = read_end_ = 0;
+    if (deadline_passed()) throw_timeout();
+    auto [ec, n] = co_await socket_->socket.async_read_some(
+        asio::buffer(read_buf_.get(), kReadBufferBytes), kTuple);
+    if (shut_down_) throw_shut_down(what_);
+    read_end_ = n;
+    if (n == 0 && deadline_passed()) throw_timeout();
+    if (ec == asio::error::eof) throw_io("connection closed by the server");
+    if (ec && n == 0) throw_io(ec.message());
   }
 }
 

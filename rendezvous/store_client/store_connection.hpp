@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 
 namespace ddp::rdzv::detail {
@@ -69,6 +70,14 @@ class StoreConnection {
   struct Socket;  // socket, resolver and deadline timer, shared with the timer's handler
   asio::awaitable<void> connect_once(std::chrono::steady_clock::time_point deadline);
   asio::awaitable<void> handshake();
+  // ddprun's HELLO and the answer to the server's challenge (auth_protocol.hpp). Returns true
+  // when the server asked for the tag (sent, with `after` behind it in the same write; the
+  // verdict is read next) and false when it holds no secret (`after` not sent). Throws IoError.
+  asio::awaitable<bool> authenticate(const auth::Credentials& credentials,
+                                     const wire::ByteVec& after);
+  asio::awaitable<void> read_verdict();
+  // Reads exactly out.size() raw bytes of a handshake reply. Throws like receive().
+  asio::awaitable<void> receive_exact(std::span<std::uint8_t> out);
   void arm(std::chrono::steady_clock::time_point deadline);
   bool deadline_passed() const;
 

@@ -3,6 +3,7 @@
 // asked). Calls are serialised on the connection; each has a deadline (Store::timeout()) and
 // errors name host:port and the operation.
 
+#include "rendezvous/auth/credentials.hpp"
 #include "rendezvous/store/store.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
@@ -19,6 +20,12 @@ struct ConnectOptions {
   std::chrono::milliseconds max_backoff{std::chrono::seconds(2)};  // exponential, with jitter
   std::chrono::milliseconds call_timeout{std::chrono::seconds(300)};
   WireDialect dialect = WireDialect::kTorch2;
+  // What the client proves it holds (docs/security.md) before its first request; null: the
+  // process default (auth::default_credentials(), set by an agent whose job has a secret), and
+  // no handshake when that is null too. A server without a secret answers "not required" and the
+  // connection goes on unauthenticated; one that refuses the tag fails the connect with
+  // ConfigError naming the store (a wrong secret or run id is the user's to fix).
+  std::shared_ptr<const auth::Credentials> credentials;
 };
 
 class TcpStoreClient final : public Store {

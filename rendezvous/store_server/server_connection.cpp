@@ -36,13 +36,21 @@ std::string format_peer(const asio::ip::tcp::socket& socket) {
   return fmt::format("{}:{}", v4.to_string(), endpoint.port());
 }
 
+asio::ip::address peer_address(const asio::ip::tcp::socket& socket) {
+  boost::system::error_code ec;
+  const auto endpoint = socket.remote_endpoint(ec);
+  return ec ? asio::ip::address() : endpoint.address();  // unspecified: no member, no loopback
+}
+
 }  // namespace
 
 ServerConnection::ServerConnection(asio::ip::tcp::socket socket, KeyTable& table,
-                                   ConnectionLimits limits, std::span<std::uint8_t> read_buffer)
+                                   ConnectionLimits limits, std::span<std::uint8_t> read_buffer,
+                                   const StoreGuard& guard)
     : socket_(std::move(socket)),
       peer_(format_peer(socket_)),
       limits_(limits),
+      admission_(guard, peer_address(socket_)),
       parser_(limits.wire),
       session_(table, [this](wire::Buffer bytes) { push(std::move(bytes)); }, limits.wire),
       read_buffer_(read_buffer),
@@ -63,6 +71,7 @@ void ServerConnection::close() {
   socket_.close(ignored);
   drained_.cancel();
   partial_.cancel();
+  if (handshake_) handshake_->cancel();
   out_ = OutputQueue();
   unread_ = {};
   if (auto on_close = std::exchange(on_close_, nullptr)) on_close();
@@ -73,6 +82,7 @@ asio::awaitable<void> ServerConnection::serve() {
   boost::system::error_code ec;
   socket_.non_blocking(true, ec);
   socket_.set_option(asio::ip::tcp::no_delay(true), ec);
+  watch_handshake();
   // Asio's reactor is edge-triggered and knows nothing of our own read_some calls. So after
   // every yield (the start, a full buffer, a backpressure pause) a read is tried before waiting;
   // only a short read (the kernel's buffer drained) waits for the next edge.
@@ -157,6 +167,7 @@ void ServerConnection::after_read(std::size_t n) {
 }
 
 ServerConnection::Turn ServerConnection::serve_input(std::span<const std::uint8_t> data) {
+  if (!admission_.is_open() && !admit(data)) return Turn::kClosed;
   in_turn_ = true;
   Turn turn = Turn::kDrained;
   while (!data.empty()) {
@@ -182,6 +193,36 @@ ServerConnection::Turn ServerConnection::serve_input(std::span<const std::uint8_
   }
   in_turn_ = false;
   return turn;
+}
+
+// The handshake's replies go out with the turn's flush; a refused connection's serve() ends, and
+// the connection closes once the refusal byte is written.
+bool ServerConnection::admit(std::span<const std::uint8_t>& data) {
+  wire::Buffer reply;
+  const auto result = admission_.feed(data, reply);
+  data = data.subspan(result.consumed);
+  if (!reply.empty()) out_.append(reply);
+  if (result.outcome == ServerAdmission::Outcome::kRefused) {
+    log_refusal_once(admission_.peer().to_string(), admission_.refusal());
+    return false;
+  }
+  if (result.outcome == ServerAdmission::Outcome::kOpen && handshake_) handshake_->cancel();
+  return true;  // open, or the handshake needs more (then `data` is empty)
+}
+
+// A stranger that connects and sends nothing holds a descriptor until this deadline; members
+// get none, since PyTorch 1.13's watch connection may stay silent for the whole job.
+void ServerConnection::watch_handshake() {
+  if (!admission_.needs_handshake() || limits_.handshake_timeout.count() <= 0) return;
+  handshake_.emplace(socket_.get_executor(), limits_.handshake_timeout);
+  handshake_->async_wait([self = shared_from_this()](boost::system::error_code ec) {
+    if (ec || self->closed_ || self->admission_.is_open()) return;
+    ServerStats::add(server_stats().handshakes_timed_out);
+    log_refusal_once(self->admission_.peer().to_string(),
+                     fmt::format("a connection that did not authenticate within {} ms",
+                                 self->limits_.handshake_timeout.count()));
+    self->close();
+  });
 }
 
 bool ServerConnection::serve_request(wire::Request request) {

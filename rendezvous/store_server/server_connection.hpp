@@ -5,6 +5,7 @@
 // wake-ups go out through an OutputQueue. A client that does not read its replies stops being
 // read once max_queued_bytes are queued for it.
 
+#include "rendezvous/store_server/server_admission.hpp"
 #include "rendezvous/store_server/server_key_table.hpp"
 #include "rendezvous/store_server/server_output_queue.hpp"
 #include "rendezvous/store_server/server_session.hpp"
@@ -19,6 +20,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -33,14 +35,17 @@ struct ConnectionLimits {
   // A connection holding part of a request that sends nothing more for this long is closed
   // (zero: never).
   std::chrono::milliseconds partial_request_timeout{std::chrono::seconds(60)};
+  // A connection that must authenticate (StoreGuard) and has not within this is closed.
+  std::chrono::milliseconds handshake_timeout{std::chrono::seconds(10)};
 };
 
 class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
  public:
   // `read_buffer` is shared by every connection of the server (one thread); its size is the most
-  // a connection reads in one turn.
+  // a connection reads in one turn. `guard` says who may use the store: the connection passes
+  // its admission stage (server_admission.hpp) before its first request.
   ServerConnection(boost::asio::ip::tcp::socket socket, KeyTable& table, ConnectionLimits limits,
-                   std::span<std::uint8_t> read_buffer);
+                   std::span<std::uint8_t> read_buffer, const StoreGuard& guard = {});
 
   // Serves requests until the peer closes, sends bad input, or close() is called.
   boost::asio::awaitable<void> serve();
@@ -71,6 +76,9 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   // Serves every complete request in data, stopping at the queue limit (the rest is kept in
   // unread_). False (after logging) when the input is bad or a request cannot be served.
   Turn serve_input(std::span<const std::uint8_t> data);
+  // Passes input to the admission stage until the connection is open; false when refused.
+  bool admit(std::span<const std::uint8_t>& data);
+  void watch_handshake();
   bool serve_request(wire::Request request);
   void after_write(std::size_t n);
   bool is_paused() const { return out_.size() >= limits_.max_queued_bytes; }
@@ -87,6 +95,7 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   boost::asio::ip::tcp::socket socket_;
   std::string peer_;
   ConnectionLimits limits_;
+  ServerAdmission admission_;
   wire::RequestParser parser_;
   ServerSession session_;
   std::span<std::uint8_t> read_buffer_;
@@ -103,6 +112,7 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   boost::asio::steady_timer drained_;  // cancelled when the queue falls below the limit
   boost::asio::steady_timer partial_;  // armed while part of a request is held
   bool partial_armed_ = false;
+  std::optional<boost::asio::steady_timer> handshake_;  // armed while a handshake is owed
   std::chrono::steady_clock::time_point last_input_;
   std::function<void()> on_close_;
 };

@@ -27,6 +27,14 @@ struct ServerStats {
   std::atomic<std::uint64_t> connections_accepted{0};
   std::atomic<std::uint64_t> connections_closed{0};
   std::atomic<std::uint64_t> connections_refused{0};  // over StoreLimits::max_connections
+  // The store's guard (store_guard.hpp, docs/security.md): connections that proved the job
+  // secret, and those refused: at accept (not a member), for a bad HELLO or a wrong tag, for a
+  // request without authentication, for no handshake within the deadline.
+  std::atomic<std::uint64_t> connections_authenticated{0};
+  std::atomic<std::uint64_t> refused_not_member{0};
+  std::atomic<std::uint64_t> handshakes_refused{0};
+  std::atomic<std::uint64_t> requests_unauthenticated{0};
+  std::atomic<std::uint64_t> handshakes_timed_out{0};
   std::array<std::atomic<std::uint64_t>, kCommandCount> requests{};
   std::atomic<std::uint64_t> bad_requests{0};  // input that closed its connection
   std::atomic<std::uint64_t> bytes_received{0};

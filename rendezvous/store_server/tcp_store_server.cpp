@@ -9,6 +9,7 @@
 #include "common/log.hpp"
 #include "ddp/error.hpp"
 #include "rendezvous/store/memory_store.hpp"
+#include "rendezvous/store_server/server_admission.hpp"
 #include "rendezvous/store_server/server_connection.hpp"
 #include "rendezvous/store_server/server_os.hpp"
 #include "rendezvous/store_server/server_stats.hpp"
@@ -122,16 +123,17 @@ void listen_on(tcp::acceptor& acceptor, const std::vector<tcp::endpoint>& endpoi
 
 // The place a connection begins: accepted, registered in `live`, and its coroutine started.
 void start_connection(const std::shared_ptr<Shared>& shared, tcp::socket socket, KeyTable& table,
-                      const StoreLimits& limits) {
+                      const StoreLimits& limits, const StoreGuard& guard) {
   set_keepalive(socket.native_handle(), limits.keepalive);
   ConnectionLimits connection_limits;
   connection_limits.wire = {limits.max_key_bytes, limits.max_value_bytes,
                             limits.max_keys_per_query};
   connection_limits.max_queued_bytes = limits.max_queued_bytes;
   connection_limits.partial_request_timeout = limits.partial_request_timeout;
+  connection_limits.handshake_timeout = limits.handshake_timeout;
   auto connection = std::make_shared<ServerConnection>(
       std::move(socket), table, connection_limits,
-      std::span(shared->read_buffer.get(), kReadBufferBytes));
+      std::span(shared->read_buffer.get(), kReadBufferBytes), guard);
   ServerConnection* key = connection.get();
   shared->live.emplace(key, connection);
   // Forgotten when closed: at the end of serve(), or after its last write, or by stop().
@@ -151,8 +153,22 @@ void start_connection(const std::shared_ptr<Shared>& shared, tcp::socket socket,
                  });
 }
 
+// A stranger to a members-only store without a secret: closed at once, before it costs a
+// connection's state, counted and logged once per address.
+bool refuse_stranger(const tcp::socket& socket, const StoreGuard& guard) {
+  if (!guard.members || guard.credentials) return false;
+  boost::system::error_code ec;
+  const auto endpoint = socket.remote_endpoint(ec);
+  const auto address = ec ? asio::ip::address() : auth::canonical_address(endpoint.address());
+  if (!is_refused_at_accept(guard, address)) return false;
+  ServerStats::add(server_stats().refused_not_member);
+  log_refusal_once(address.to_string(),
+                   "a connection from an address that is not one of the job's nodes");
+  return true;
+}
+
 asio::awaitable<void> accept_loop(std::shared_ptr<Shared> shared, KeyTable* table,
-                                  StoreLimits limits) {
+                                  StoreLimits limits, StoreGuard guard) {
   auto executor = co_await asio::this_coro::executor;
   RefusalBurst burst;
   for (;;) {
@@ -191,21 +207,23 @@ asio::awaitable<void> accept_loop(std::shared_ptr<Shared> shared, KeyTable* tabl
       ServerStats::add(server_stats().connections_refused);
       continue;  // `socket` closes here
     }
+    if (refuse_stranger(socket, guard)) continue;  // `socket` closes here
     burst.accepted();
     ServerStats::add(server_stats().connections_accepted);
-    start_connection(shared, std::move(socket), *table, limits);
+    start_connection(shared, std::move(socket), *table, limits, guard);
   }
 }
 
 }  // namespace
 
 struct TcpStoreServer::Impl {
-  Impl(asio::io_context& io, std::string host, StoreLimits limits)
-      : io(io), host(std::move(host)), limits(limits), store(io.get_executor()),
-        shared(std::make_shared<Shared>(io)) {}
+  Impl(asio::io_context& io, std::string host, StoreLimits limits, StoreGuard guard)
+      : io(io), host(std::move(host)), limits(limits), guard(std::move(guard)),
+        store(io.get_executor()), shared(std::make_shared<Shared>(io)) {}
   asio::io_context& io;
   std::string host;
   StoreLimits limits;
+  StoreGuard guard;
   MemoryStore store;
   ServerStats::TableRegistration counted{store.table()};  // keys and waiters in the metrics
   std::shared_ptr<Shared> shared;
@@ -214,8 +232,8 @@ struct TcpStoreServer::Impl {
 };
 
 TcpStoreServer::TcpStoreServer(asio::io_context& io, const std::string& host, std::uint16_t port,
-                               StoreLimits limits)
-    : impl_(std::make_unique<Impl>(io, host, limits)) {
+                               StoreLimits limits, StoreGuard guard)
+    : impl_(std::make_unique<Impl>(io, host, limits, std::move(guard))) {
   const auto fd_limit = raise_fd_limit();
   listen_on(impl_->shared->acceptor, endpoints_for(io, host, port), host, port);
   impl_->port = impl_->shared->acceptor.local_endpoint().port();
@@ -228,7 +246,8 @@ TcpStoreServer::~TcpStoreServer() { stop(); }
 void TcpStoreServer::start() {
   if (impl_->started || impl_->shared->stopped) return;
   impl_->started = true;
-  asio::co_spawn(impl_->io, accept_loop(impl_->shared, &impl_->store.table(), impl_->limits),
+  asio::co_spawn(impl_->io,
+                 accept_loop(impl_->shared, &impl_->store.table(), impl_->limits, impl_->guard),
                  asio::detached);
 }
 

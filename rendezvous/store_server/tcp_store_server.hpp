@@ -12,6 +12,8 @@
 #include <memory>
 #include <string>
 
+#include "rendezvous/store_server/store_guard.hpp"
+
 namespace ddp::rdzv {
 
 class MemoryStore;
@@ -29,15 +31,18 @@ struct StoreLimits {
   // A connection holding part of a request that sends nothing more for this long is closed
   // (zero: never).
   std::chrono::milliseconds partial_request_timeout{std::chrono::seconds(60)};
+  // A connection that must authenticate (StoreGuard) and has not within this is closed.
+  std::chrono::milliseconds handshake_timeout{std::chrono::seconds(10)};
 };
 
 class TcpStoreServer {
  public:
   // Binds host:port (port 0 picks a free port; "" or "0.0.0.0" any IPv4, "::" any IPv6) with
   // backlog SOMAXCONN and raises RLIMIT_NOFILE to its hard limit. Throws IoError naming the
-  // address (and, where /proc shows it, the process that owns a taken port).
+  // address (and, where /proc shows it, the process that owns a taken port). `guard` says who
+  // may use the store (store_guard.hpp); the default admits anyone, as PyTorch's TCPStore.
   TcpStoreServer(boost::asio::io_context& io, const std::string& host, std::uint16_t port,
-                 StoreLimits limits = {});
+                 StoreLimits limits = {}, StoreGuard guard = {});
   ~TcpStoreServer();
   TcpStoreServer(const TcpStoreServer&) = delete;
   TcpStoreServer& operator=(const TcpStoreServer&) = delete;

@@ -11,13 +11,19 @@
 # earlier commit) instead of torch, alternating runs ROUNDS (3) times, and adds the server's CPU
 # time per request, which a loaded machine changes much less than ops/s.
 #
-#   scripts/bench/store.sh [abuse | compare OTHER_DDP_STORE] [BUILD_DIR=build]
+# `auth` runs ddp-store without and with a job secret (--token_file, docs/security.md), alternating
+# ROUNDS (3) times: one client opening and closing connections (the set-up time: TCP, the 2.x
+# handshake, and ddprun's authentication when there is a secret), then CLIENTS authenticated or
+# plain clients doing OPS; prints both and the differences.
+#
+#   scripts/bench/store.sh [abuse | auth | compare OTHER_DDP_STORE] [BUILD_DIR=build]
 # Env: SECONDS_PER_RUN (5), CLIENTS (64), IDLE (10000), OPS ("add get mixed"); for abuse CASES
 # (every case of store_abuse.py) and CASE_TIMEOUT (120 s: a server that stops answering).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 mode=throughput
 if [ "${1:-}" = abuse ]; then mode=abuse; shift; fi
+if [ "${1:-}" = auth ]; then mode=auth; shift; fi
 if [ "${1:-}" = compare ]; then mode=compare; other="$(realpath "$2")"; shift 2; fi
 build="$(cd "${1:-$here/../../build}" && pwd)"
 seconds="${SECONDS_PER_RUN:-5}"
@@ -75,6 +81,37 @@ if [ "$mode" = compare ]; then
         "$t_ops" "$t_cpu" "$(jq -n "$t_ops / $o_ops")"
     done
   done
+  exit 0
+fi
+
+if [ "$mode" = auth ]; then
+  head -c 32 /dev/urandom | base64 >"$work/job.token"
+  chmod 600 "$work/job.token"
+  start_server plain "$build/bin/ddp-store" serve --host 127.0.0.1 --port 0
+  start_server secret "$build/bin/ddp-store" serve --host 127.0.0.1 --port 0 \
+    --token_file "$work/job.token" --run_id bench
+  # One run: "ops/s p50_us p99_us"; the secret's server gets authenticated clients.
+  one() {
+    local extra=()
+    [ "$1" = secret ] && extra=(--token_file "$work/job.token" --run_id bench)
+    "$bench" store --addr "$(addr_of "$1")" --clients "$2" --seconds "$seconds" --op "$3" \
+      "${extra[@]}" --json | jq -r '"\(.ops_per_s | floor) \(.p50_us) \(.p99_us)"'
+  }
+  echo "auth: ddp-store without and with a job secret, ${seconds}s a run, $(nproc) cores"
+  printf '%-7s %5s | %10s %7s %7s | %10s %7s %7s | %8s %7s\n' op round "plain op/s" p50us p99us \
+    "auth op/s" p50us p99us "ops ratio" "+p50us"
+  for op in connect $ops; do
+    n=$clients
+    [ "$op" = connect ] && n=1
+    for round in $(seq 1 "${ROUNDS:-3}"); do
+      read -r p_ops p_50 p_99 <<<"$(one plain "$n" "$op")"
+      read -r a_ops a_50 a_99 <<<"$(one secret "$n" "$op")"
+      printf '%-7s %5d | %10d %7d %7d | %10d %7d %7d | %8.2f %7d\n' "$op" "$round" "$p_ops" \
+        "$p_50" "$p_99" "$a_ops" "$a_50" "$a_99" "$(jq -n "$a_ops / $p_ops")" $((a_50 - p_50))
+    done
+  done
+  echo "connect: 1 client opening and closing connections (latency = set-up time);"
+  echo "others: $clients clients, each connected (and authenticated) once before the clock starts"
   exit 0
 fi
 

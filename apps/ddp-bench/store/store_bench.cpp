@@ -3,7 +3,9 @@
 // prints ops/s and p50/p99 latency (or one JSON object with --json).
 //
 // Each client does one operation at a time, as a worker does, so ops/s measures the server's
-// round-trip throughput at N outstanding requests. A get is PyTorch's get: WAIT then GET.
+// round-trip throughput at N outstanding requests. A get is PyTorch's get: WAIT then GET. The
+// connect op opens a client (TCP, the dialect's handshake and, with --token_file, ddprun's
+// authentication) and closes it, again and again: its latency is a connection's set-up time.
 #include <CLI/CLI.hpp>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -27,6 +29,7 @@
 
 #include "common/parse_number.hpp"
 #include "ddp/error.hpp"
+#include "rendezvous/auth/token_file.hpp"
 #include "rendezvous/store_client/tcp_store_client.hpp"
 #include "rendezvous/store_server/server_os.hpp"
 
@@ -48,6 +51,8 @@ struct Options {
   int idle = 0;
   std::string dialect = "2";
   bool json = false;
+  std::string token_file;  // authenticate with this secret (docs/security.md)
+  std::string run_id = "none";
 };
 
 struct Run {
@@ -97,6 +102,16 @@ asio::awaitable<void> open_idle(const Options& o, int count, std::vector<tcp::so
   if (error) std::rethrow_exception(error);
 }
 
+asio::awaitable<void> connect_loop(const Options& o, Run& run,
+                                   const ddp::rdzv::ConnectOptions& connect, int index) {
+  auto& latencies = run.latencies_ns[static_cast<std::size_t>(index)];
+  while (Clock::now() < run.stop_at) {
+    const auto start = Clock::now();
+    auto client = co_await TcpStoreClient::connect(o.host, o.port, connect);
+    latencies.push_back((Clock::now() - start).count());
+  }
+}
+
 asio::awaitable<void> client_loop(const Options& o, Run& run, TcpStoreClient& client, int index) {
   const std::string own_key = fmt::format("/bench/{}", index);
   const std::string shared_key = "/bench/counter";
@@ -139,6 +154,13 @@ int bench(const Options& o) {
   connect.call_timeout = std::chrono::seconds(30);
   connect.dialect = o.dialect == "113" ? ddp::rdzv::WireDialect::kTorch113
                                        : ddp::rdzv::WireDialect::kTorch2;
+  if (!o.token_file.empty()) {
+    connect.credentials = std::make_shared<const ddp::rdzv::auth::Credentials>(
+        ddp::rdzv::auth::Credentials{ddp::rdzv::auth::read_token_file(o.token_file,
+                                                                      "--token_file"),
+                                     o.run_id});
+  }
+  const bool connects = o.op == "connect";
   std::vector<tcp::socket> idle;
   std::vector<std::unique_ptr<TcpStoreClient>> clients;
   Run run;
@@ -147,11 +169,11 @@ int bench(const Options& o) {
 
   auto main = [&]() -> asio::awaitable<void> {
     if (o.idle > 0) co_await open_idle(o, o.idle, idle);
-    for (int i = 0; i < o.clients; ++i) {
+    for (int i = 0; i < o.clients && !connects; ++i) {
       clients.push_back(co_await TcpStoreClient::connect(o.host, o.port, connect));
     }
     // Every key a get reads exists before the clock starts.
-    for (int i = 0; i < o.clients; ++i) {
+    for (int i = 0; i < o.clients && !connects; ++i) {
       auto& client = *clients[static_cast<std::size_t>(i)];
       co_await client.set(fmt::format("/bench/{}", i), Bytes(32, 'x'));
     }
@@ -162,11 +184,12 @@ int bench(const Options& o) {
     run.running = o.clients;
     asio::steady_timer all_done(executor, Clock::time_point::max());  // cancelled by the last one
     for (int i = 0; i < o.clients; ++i) {
-      asio::co_spawn(executor, client_loop(o, run, *clients[static_cast<std::size_t>(i)], i),
-                     [&](std::exception_ptr e) {
-                       if (e && !run.error) run.error = e;
-                       if (--run.running == 0) all_done.cancel();
-                     });
+      auto loop = connects ? connect_loop(o, run, connect, i)
+                           : client_loop(o, run, *clients[static_cast<std::size_t>(i)], i);
+      asio::co_spawn(executor, std::move(loop), [&](std::exception_ptr e) {
+        if (e && !run.error) run.error = e;
+        if (--run.running == 0) all_done.cancel();
+      });
     }
     co_await all_done.async_wait(asio::as_tuple(asio::use_awaitable));
     elapsed_s = std::chrono::duration<double>(Clock::now() - start).count();
@@ -215,8 +238,13 @@ int main(int argc, char** argv) {
   app.add_option("--clients", o.clients, "concurrent clients, one connection each")
       ->check(CLI::Range(1, 100000));
   app.add_option("--seconds", o.seconds, "measuring time")->check(CLI::PositiveNumber);
-  app.add_option("--op", o.op, "set, get (WAIT+GET), add, or mixed (set/get/add in turn)")
-      ->check(CLI::IsMember({"set", "get", "add", "mixed"}));
+  app.add_option("--op", o.op,
+                 "set, get (WAIT+GET), add, mixed (set/get/add in turn), or connect (open and "
+                 "close a client: the set-up time)")
+      ->check(CLI::IsMember({"set", "get", "add", "mixed", "connect"}));
+  app.add_option("--token_file", o.token_file,
+                 "authenticate with the job secret in this file (ddp-store serve --token_file)");
+  app.add_option("--run_id", o.run_id, "the run id the secret is bound to (default none)");
   app.add_option("--idle", o.idle, "extra idle connections held open during the run")
       ->check(CLI::Range(0, 1000000));
   app.add_option("--dialect", o.dialect, "2 (PyTorch 2.x) or 113 (PyTorch 1.13's server)")

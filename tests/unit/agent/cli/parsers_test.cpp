@@ -101,6 +101,15 @@ TEST_CASE("rdzv_conf for etcd: lease_ttl, and whether the user gave timeout", "[
   CHECK_FALSE(conf.is_given("join_timeout"));
 }
 
+TEST_CASE("issue 31: worker_store_allow is members by default, any on request",
+          "[cli][rdzv_conf]") {
+  CHECK(RdzvConf::parse("", "f").worker_store_members_only());
+  CHECK(RdzvConf::parse("worker_store_allow=members", "f").worker_store_members_only());
+  CHECK_FALSE(RdzvConf::parse("worker_store_allow=any", "f").worker_store_members_only());
+  CHECK_THROWS_WITH(RdzvConf::parse("worker_store_allow=all", "--rdzv_conf"),
+                    Catch::StartsWith("--rdzv_conf: worker_store_allow must be members or any"));
+}
+
 TEST_CASE("redirects and tee accept N or per-rank lists", "[cli][std_streams]") {
   for (int n = 0; n <= 3; ++n) {
     const StdStreams all = parse_std_streams(std::to_string(n), "f");

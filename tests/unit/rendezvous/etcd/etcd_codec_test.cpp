@@ -178,6 +178,17 @@ TEST_CASE("a POST is one HTTP/1.1 request with a JSON body and its length", "[et
   CHECK_THAT(bytes, Catch::Contains("Content-Type: application/json\r\n"));
   CHECK_THAT(bytes, Catch::Contains("Content-Length: 14\r\n"));
   CHECK_THAT(bytes, Catch::EndsWith("\r\n\r\n{\"key\":\"YQ==\"}"));
+  CHECK_THAT(bytes, !Catch::Contains("Authorization"));
+}
+
+TEST_CASE("issue 31: etcd's auth token rides in the Authorization header", "[etcd]") {
+  CHECK_THAT(encode_post("10.0.0.1:2379", "/v3/kv/range", "{}", "tok.123"),
+             Catch::Contains("Authorization: tok.123\r\n"));
+  CHECK(json::parse(authenticate_body("root", "pw\"1")) ==
+        json{{"name", "root"}, {"password", "pw\"1"}});
+  CHECK(decode_auth_token(R"({"header":{"revision":"3"},"token":"abc.7"})", "auth") == "abc.7");
+  CHECK_THROWS_WITH(decode_auth_token(R"({"header":{}})", "authenticate(user=root)"),
+                    Catch::Contains("authenticate(user=root)"));
 }
 
 TEST_CASE("the response reader takes any split of a sized, chunked or closed response", "[etcd]") {

@@ -28,11 +28,13 @@ namespace ddp::rdzv::test {
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 
-// A TcpStoreServer on 127.0.0.1 (or `host`), port 0, served by a background thread.
+// A TcpStoreServer on 127.0.0.1 (or `host`), port 0, served by a background thread; `guard` says
+// who may use it.
 class ServerThread {
  public:
-  explicit ServerThread(const std::string& host = "127.0.0.1", StoreLimits limits = {})
-      : work_(asio::make_work_guard(io_)), server_(io_, host, 0, limits) {
+  explicit ServerThread(const std::string& host = "127.0.0.1", StoreLimits limits = {},
+                        StoreGuard guard = {})
+      : work_(asio::make_work_guard(io_)), server_(io_, host, 0, limits, std::move(guard)) {
     server_.start();
     thread_ = std::thread([this] { io_.run(); });
   }

@@ -1,0 +1,49 @@
+// Members are kept as text of the canonical address: IPv6 scope ids and v4-mapped forms would
+// otherwise make one node two members. A hold's deleter keeps only a weak reference, so a
+// connection that outlives the list (a store closing after the agent dropped the list) is safe.
+
+#include "rendezvous/auth/member_list.hpp"
+
+namespace ddp::rdzv::auth {
+
+namespace ip = boost::asio::ip;
+
+ip::address canonical_address(const ip::address& address) {
+  if (address.is_v6() && address.to_v6().is_v4_mapped()) {
+    return ip::make_address_v4(ip::v4_mapped, address.to_v6());
+  }
+  return address;
+}
+
+void MemberList::add_fixed(const ip::address& address) {
+  fixed_.insert(canonical_address(address).to_string());
+}
+
+MemberList::Hold MemberList::hold(const ip::address& address) {
+  std::string key = canonical_address(address).to_string();
+  ++held_[key];
+  return Hold(static_cast<const void*>(this),
+              [weak = weak_from_this(), key = std::move(key)](const void*) {
+                if (auto list = weak.lock()) list->release(key);
+              });
+}
+
+void MemberList::release(const std::string& key) {
+  const auto it = held_.find(key);
+  if (it != held_.end() && --it->second <= 0) held_.erase(it);
+}
+
+bool MemberList::admits(const ip::address& address) const {
+  const ip::address canonical = canonical_address(address);
+  if (canonical.is_loopback()) return true;
+  const std::string key = canonical.to_string();
+  return fixed_.count(key) > 0 || held_.count(key) > 0;
+}
+
+std::vector<std::string> MemberList::addresses() const {
+  std::set<std::string> all = fixed_;
+  for (const auto& [key, count] : held_) all.insert(key);
+  return {all.begin(), all.end()};
+}
+
+}  // namespace ddp::rdzv::auth

@@ -1,0 +1,47 @@
+#pragma once
+// MemberList: the addresses a store that serves workers admits without a handshake (PyTorch's
+// clients cannot authenticate): loopback, the host's own addresses, and the addresses its job's
+// agents connect from while they are connected. Shared by the job's stores on one agent (the
+// rendezvous store fills it, the workers' stores read it); used on the agent's io_context only.
+
+#include <boost/asio/ip/address.hpp>
+
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace ddp::rdzv::auth {
+
+class MemberList : public std::enable_shared_from_this<MemberList> {
+ public:
+  // Keeps the member while the returned handle lives.
+  using Hold = std::shared_ptr<const void>;
+
+  static std::shared_ptr<MemberList> create() { return std::shared_ptr<MemberList>(new MemberList); }
+
+  // An address admitted for the list's lifetime (one of the host's own).
+  void add_fixed(const boost::asio::ip::address& address);
+  // An address admitted until the handle is dropped: an agent's connection. Several holds on
+  // one address (an agent's three connections, several agents on one node) count up.
+  Hold hold(const boost::asio::ip::address& address);
+
+  // True for loopback addresses and for every fixed or held address.
+  bool admits(const boost::asio::ip::address& address) const;
+  // The fixed and held addresses, sorted, as text.
+  std::vector<std::string> addresses() const;
+
+ private:
+  MemberList() = default;
+  void release(const std::string& key);
+
+  std::set<std::string> fixed_;
+  std::map<std::string, int> held_;  // address -> holds
+};
+
+// The form members are kept in: an IPv4-mapped IPv6 address (an IPv4 peer of a "::" listener)
+// as IPv4, so that the same node is one member whichever socket it reached.
+boost::asio::ip::address canonical_address(const boost::asio::ip::address& address);
+
+}  // namespace ddp::rdzv::auth

@@ -1,0 +1,85 @@
+// libFuzzer target for the server's side of the store handshake (rendezvous/auth). Properties:
+// the handshake never consumes more than it was given, kNeedMore consumes everything, feeding in
+// input-chosen chunks ends in the same state with the same replies as one piece, only a tag made
+// with the job's secret for this challenge authenticates, and a refusal always sends 03. The
+// first input byte chooses the chunk size and, when odd, puts a right HELLO and tag in front of
+// the rest, so the authenticated path is explored too.
+
+#include "rendezvous/auth/auth_protocol.hpp"
+#include "rendezvous/auth/server_handshake.hpp"
+
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <span>
+#include <vector>
+
+namespace {
+
+using ddp::rdzv::auth::ServerHandshake;
+using Status = ServerHandshake::Status;
+
+struct Outcome {
+  Status status = Status::kNeedMore;
+  std::size_t consumed = 0;
+  std::vector<std::uint8_t> out;
+};
+
+const std::vector<std::uint8_t>& challenge() {
+  static const std::vector<std::uint8_t> bytes(ddp::rdzv::auth::kChallengeBytes, 0x42);
+  return bytes;
+}
+
+const std::shared_ptr<const ddp::rdzv::auth::Credentials>& job() {
+  static const auto credentials = std::make_shared<const ddp::rdzv::auth::Credentials>(
+      ddp::rdzv::auth::Credentials{"fuzz-secret-0123456789", "fuzz-run"});
+  return credentials;
+}
+
+Outcome run(std::span<const std::uint8_t> data, std::size_t chunk, bool with_secret) {
+  ServerHandshake handshake(with_secret ? job() : nullptr,
+                            with_secret ? challenge() : std::vector<std::uint8_t>{});
+  Outcome outcome;
+  for (std::size_t at = 0; at < data.size(); at += chunk) {
+    const auto piece = data.subspan(at, std::min(chunk, data.size() - at));
+    const auto result = handshake.feed(piece, outcome.out);
+    if (result.consumed > piece.size()) std::abort();
+    outcome.consumed += result.consumed;
+    outcome.status = result.status;
+    if (result.status == Status::kNeedMore) {
+      if (result.consumed != piece.size()) std::abort();
+      continue;
+    }
+    if (result.status == Status::kRefused && outcome.out.back() != 3) std::abort();
+    if (result.status == Status::kRefused && handshake.error().empty()) std::abort();
+    break;
+  }
+  return outcome;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  if (size == 0) return 0;
+  const std::size_t chunk = 1 + data[0] % 41;
+  std::vector<std::uint8_t> input;
+  const bool authentic = (data[0] & 1) != 0;
+  if (authentic) {
+    input.assign(ddp::rdzv::auth::kHello.begin(), ddp::rdzv::auth::kHello.end());
+    const auto tag = ddp::rdzv::auth::auth_tag(*job(), challenge());
+    input.insert(input.end(), tag.begin(), tag.end());
+  }
+  input.insert(input.end(), data + 1, data + size);
+  for (const bool with_secret : {true, false}) {
+    const Outcome whole = run(input, input.size(), with_secret);
+    const Outcome pieces = run(input, chunk, with_secret);
+    if (whole.status != pieces.status || whole.consumed != pieces.consumed ||
+        whole.out != pieces.out) {
+      std::abort();
+    }
+    // Only the right tag opens a store with a secret; without one, nothing authenticates.
+    if (whole.status == Status::kAuthenticated && (!with_secret || !authentic)) std::abort();
+    if (with_secret && authentic && whole.status != Status::kAuthenticated) std::abort();
+  }
+  return 0;
+}

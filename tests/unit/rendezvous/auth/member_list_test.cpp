@@ -1,0 +1,95 @@
+// MemberList and ServerAdmission without sockets: who a workers' store admits (loopback, the
+// host's own addresses, agents while connected), who is refused at accept, and which
+// connections must authenticate.
+
+#include <catch2/catch.hpp>
+
+#include "rendezvous/auth/auth_protocol.hpp"
+#include "rendezvous/auth/member_list.hpp"
+#include "rendezvous/store_server/server_admission.hpp"
+
+using namespace ddp::rdzv;
+using auth::MemberList;
+using boost::asio::ip::make_address;
+using Bytes = std::vector<std::uint8_t>;
+
+TEST_CASE("the member list admits loopback, fixed addresses and held ones while held",
+          "[auth][members]") {
+  auto list = MemberList::create();
+  CHECK(list->admits(make_address("127.0.0.1")));
+  CHECK(list->admits(make_address("::1")));
+  CHECK_FALSE(list->admits(make_address("10.0.0.2")));
+  list->add_fixed(make_address("10.0.0.1"));
+  CHECK(list->admits(make_address("10.0.0.1")));
+  CHECK(list->admits(make_address("::ffff:10.0.0.1")));  // an IPv4 peer of a "::" listener
+  {
+    auto first = list->hold(make_address("::ffff:10.0.0.2"));
+    auto second = list->hold(make_address("10.0.0.2"));  // one node, two connections
+    CHECK(list->admits(make_address("10.0.0.2")));
+    first.reset();
+    CHECK(list->admits(make_address("10.0.0.2")));
+  }
+  CHECK_FALSE(list->admits(make_address("10.0.0.2")));
+  CHECK(list->addresses() == std::vector<std::string>{"10.0.0.1"});
+}
+
+TEST_CASE("a hold outliving its list releases nothing", "[auth][members]") {
+  auto list = MemberList::create();
+  auto hold = list->hold(make_address("10.0.0.3"));
+  list.reset();
+  hold.reset();  // must not touch the destroyed list
+  SUCCEED();
+}
+
+TEST_CASE("a members-only store without a secret refuses strangers at accept",
+          "[auth][members]") {
+  auto members = MemberList::create();
+  const StoreGuard guard{nullptr, members, nullptr};
+  CHECK(is_refused_at_accept(guard, make_address("10.0.0.9")));
+  CHECK_FALSE(is_refused_at_accept(guard, make_address("127.0.0.1")));
+  auto agent = members->hold(make_address("10.0.0.9"));
+  CHECK_FALSE(is_refused_at_accept(guard, make_address("10.0.0.9")));
+  CHECK_FALSE(is_refused_at_accept(StoreGuard{}, make_address("10.0.0.9")));  // open store
+}
+
+TEST_CASE("with a secret, strangers must authenticate and members may speak TCPStore",
+          "[auth][members]") {
+  const auto job = std::make_shared<const auth::Credentials>(
+      auth::Credentials{"a-secret-of-16+bytes", "run1"});
+  auto members = MemberList::create();
+  members->add_fixed(make_address("10.0.0.1"));
+  const Bytes set_request = {0x00, 0x01, 0, 0, 0, 0, 0, 0, 0};  // a 1.13 SET's first bytes
+  SECTION("a worker on a member node") {
+    ServerAdmission admission(StoreGuard{job, members, nullptr}, make_address("10.0.0.1"));
+    CHECK_FALSE(admission.needs_handshake());
+    Bytes out;
+    CHECK(admission.feed(set_request, out).outcome == ServerAdmission::Outcome::kOpen);
+  }
+  SECTION("a stranger speaking PyTorch's protocol") {
+    ServerAdmission admission(StoreGuard{job, members, nullptr}, make_address("10.0.0.66"));
+    CHECK(admission.needs_handshake());
+    CHECK_FALSE(is_refused_at_accept(StoreGuard{job, members, nullptr},
+                                     make_address("10.0.0.66")));  // it may still authenticate
+    Bytes out;
+    CHECK(admission.feed(set_request, out).outcome == ServerAdmission::Outcome::kRefused);
+    CHECK(out.empty());  // a stranger's request is never answered
+    CHECK_THAT(admission.refusal(), Catch::Contains("not one of the job's nodes"));
+  }
+  SECTION("an agent on a new node authenticates and becomes a member") {
+    auto learned = MemberList::create();
+    ServerAdmission admission(StoreGuard{job, nullptr, learned}, make_address("10.0.0.7"));
+    Bytes out;
+    const Bytes hello(auth::kHello.begin(), auth::kHello.end());
+    CHECK(admission.feed(hello, out).outcome == ServerAdmission::Outcome::kNeedMore);
+    REQUIRE(out.size() == 1 + auth::kChallengeBytes);
+    const auth::Tag tag = auth::auth_tag(*job, std::span(out).subspan(1));
+    CHECK_FALSE(learned->admits(make_address("10.0.0.7")));
+    CHECK(admission.feed(tag, out).outcome == ServerAdmission::Outcome::kOpen);
+    CHECK(learned->admits(make_address("10.0.0.7")));
+  }
+  SECTION("the rendezvous store refuses every unauthenticated request, even from loopback") {
+    ServerAdmission admission(StoreGuard{job, nullptr, nullptr}, make_address("127.0.0.1"));
+    Bytes out;
+    CHECK(admission.feed(set_request, out).outcome == ServerAdmission::Outcome::kRefused);
+  }
+}

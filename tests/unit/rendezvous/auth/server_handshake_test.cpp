@@ -1,0 +1,106 @@
+// ServerHandshake without sockets: plain TCPStore clients pass untouched, a right tag opens the
+// connection whatever the chunking, a wrong tag, a replayed tag and a malformed HELLO are
+// refused with one byte, and a server without a secret answers "not required".
+
+#include <catch2/catch.hpp>
+
+#include "rendezvous/auth/server_handshake.hpp"
+
+using namespace ddp::rdzv::auth;
+using Bytes = std::vector<std::uint8_t>;
+using Status = ServerHandshake::Status;
+
+namespace {
+
+const auto kJob = std::make_shared<const Credentials>(Credentials{"a-secret-of-16+bytes", "run1"});
+
+Bytes challenge_of(std::uint8_t fill) { return Bytes(kChallengeBytes, fill); }
+
+Bytes hello() { return Bytes(kHello.begin(), kHello.end()); }
+
+Bytes tag_for(const Credentials& credentials, const Bytes& challenge) {
+  const Tag tag = auth_tag(credentials, challenge);
+  return Bytes(tag.begin(), tag.end());
+}
+
+Bytes cat(Bytes a, const Bytes& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+}  // namespace
+
+TEST_CASE("a TCPStore client's first bytes pass the handshake untouched", "[auth]") {
+  ServerHandshake handshake(kJob, challenge_of(1));
+  Bytes out;
+  const Bytes validate = {0x00, 0xCE, 0xF7, 0x85, 0x3C};
+  const auto result = handshake.feed(validate, out);
+  CHECK(result.status == Status::kPlain);
+  CHECK(result.consumed == 0);
+  CHECK(out.empty());
+}
+
+TEST_CASE("the right tag authenticates, in one piece or byte by byte", "[auth]") {
+  const Bytes challenge = challenge_of(7);
+  const Bytes request = {0x00, 0xCE, 0xF7, 0x85, 0x3C};  // VALIDATE behind the tag
+  const Bytes input = cat(cat(hello(), tag_for(*kJob, challenge)), request);
+  SECTION("one piece") {
+    ServerHandshake handshake(kJob, challenge);
+    Bytes out;
+    const auto result = handshake.feed(input, out);
+    CHECK(result.status == Status::kAuthenticated);
+    CHECK(result.consumed == kHello.size() + kTagBytes);  // the request is left for the parser
+    CHECK(out == cat(cat(Bytes{1}, challenge), Bytes{2}));
+  }
+  SECTION("byte by byte") {
+    ServerHandshake handshake(kJob, challenge);
+    Bytes out;
+    std::size_t i = 0;
+    for (; i < input.size(); ++i) {
+      const auto result = handshake.feed(std::span(input).subspan(i, 1), out);
+      if (result.status != Status::kNeedMore) {
+        CHECK(result.status == Status::kAuthenticated);
+        break;
+      }
+      CHECK(result.consumed == 1);
+    }
+    CHECK(i + 1 == kHello.size() + kTagBytes);
+    CHECK(out.back() == 2);
+  }
+}
+
+TEST_CASE("a wrong secret, another run id and a replayed tag are refused", "[auth]") {
+  const Bytes challenge = challenge_of(9);
+  Bytes tag;
+  SECTION("wrong secret") { tag = tag_for(Credentials{"another-secret-16+b", "run1"}, challenge); }
+  SECTION("another run id") { tag = tag_for(Credentials{kJob->secret, "run2"}, challenge); }
+  SECTION("a tag captured from an earlier connection's challenge") {
+    tag = tag_for(*kJob, challenge_of(8));
+  }
+  ServerHandshake handshake(kJob, challenge);
+  Bytes out;
+  const auto result = handshake.feed(cat(hello(), tag), out);
+  CHECK(result.status == Status::kRefused);
+  CHECK(out.back() == static_cast<std::uint8_t>(Verdict::kRefused));
+  CHECK_THAT(handshake.error(), Catch::Contains("wrong handshake tag"));
+}
+
+TEST_CASE("a malformed HELLO is refused", "[auth]") {
+  ServerHandshake handshake(kJob, challenge_of(3));
+  Bytes out;
+  Bytes bad = hello();
+  bad.back() = 0x02;  // a version this server does not speak
+  const auto result = handshake.feed(bad, out);
+  CHECK(result.status == Status::kRefused);
+  CHECK(out == Bytes{3});
+  CHECK_THAT(handshake.error(), Catch::Contains("malformed"));
+}
+
+TEST_CASE("a server without a secret answers HELLO with not-required", "[auth]") {
+  ServerHandshake handshake(nullptr, {});
+  Bytes out;
+  const auto result = handshake.feed(cat(hello(), Bytes{0x00, 0xCE}), out);
+  CHECK(result.status == Status::kPlain);
+  CHECK(result.consumed == kHello.size());
+  CHECK(out == Bytes{0});
+}
