@@ -439,10 +439,6 @@ std::vector<std::string> LaunchConfig::unsupported_features() const {
     messages.push_back(fmt::format("--event_log_handler={} is not supported (use --event_log FILE)",
                                    event_log_handler));
   }
-  if (!duplicate_stdout_filters.empty() || !duplicate_stderr_filters.empty()) {
-    messages.push_back(
-        "--duplicate_stdout_filters/--duplicate_stderr_filters are not supported yet");
-  }
   return messages;
 }
 

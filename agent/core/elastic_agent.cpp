@@ -258,6 +258,9 @@ asio::awaitable<int> ElasticAgent::run() {
     output.host = host_;
     output.label = config_.label;
     output.log_line_prefix_template = config_.log_line_prefix_template;
+    output.duplicate_stdout_filters = config_.duplicate_stdout_filters;
+    output.duplicate_stderr_filters = config_.duplicate_stderr_filters;
+    output.attempt_dir = attempt_dir;
     group = launcher_.launch(specs, output);
     std::vector<std::int64_t> pids;
     for (pid_t pid : group->pids()) pids.push_back(pid);
