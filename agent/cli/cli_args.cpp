@@ -72,6 +72,7 @@ constexpr OptionDef kOptions[] = {
     {"dry_run", 0, false, true, "Print each worker's command line and environment; start nothing."},
     {"log_level", 0, true, true, "trace, debug, info, warn, error, critical or off."},
     {"no_slurm", 0, false, true, "Ignore SLURM_* variables."},
+    {"no_mpi", 0, false, true, "Ignore mpirun's OMPI_COMM_WORLD_* variables."},
     {"hostfile", 0, true, true, "Start the job on every host of FILE over ssh (host [slots=N])."},
     {"ssh", 0, true, true, "With --hostfile: ssh command (default 'ssh -o BatchMode=yes')."},
     {"remote_ddprun", 0, true, true, "With --hostfile: ddprun's path on the hosts (default ours)."},
