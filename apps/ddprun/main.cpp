@@ -14,6 +14,7 @@
 #include <optional>
 
 #include "agent/cli/dry_run.hpp"
+#include "agent/cli/entrypoint_check.hpp"
 #include "agent/cli/launch_config.hpp"
 #include "agent/cli/numa_binding.hpp"
 #include "agent/core/agent_metrics.hpp"
@@ -135,6 +136,7 @@ int main(int argc, char** argv) {
     const auto unsupported = config.unsupported_features();
     if (!unsupported.empty()) throw ddp::ConfigError(unsupported.front());
     ddp::agent::numa_bindings_for(config, env);  // a topology that cannot serve fails here, early
+    ddp::agent::check_entrypoint(config, env);   // a typo fails here, before any rendezvous
   } catch (const ddp::ConfigError& e) {
     return report_error(e.what(), 2);
   }
