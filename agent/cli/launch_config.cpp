@@ -477,9 +477,10 @@ LaunchConfig parse_launch_config(int argc, const char* const* argv,
   RawArgs raw = read_cli_args(argc, argv, env);
   LaunchConfig config;
   config.legacy_launch = raw.legacy_launch;
-  if (raw.help || raw.version) {
+  if (raw.help || raw.version || raw.print_completion) {
     config.help = raw.help;
     config.version = raw.version;
+    config.print_completion = raw.print_completion;
     return config;
   }
   Reader reader(raw, config);

@@ -28,6 +28,7 @@ struct LaunchConfig {
   // --- help: set when -h/--help came before the script; nothing else is filled or validated.
   bool help = false;
   bool version = false;  // --version, as help: nothing else is filled
+  std::optional<std::string> print_completion;  // --print_completion SHELL, as help
 
   // --- legacy launcher (argv[0] is ddprun-launch: python -m torch.distributed.launch)
   bool legacy_launch = false;

@@ -13,6 +13,7 @@
 #include <iostream>
 #include <optional>
 
+#include "agent/cli/completion.hpp"
 #include "agent/cli/dry_run.hpp"
 #include "agent/cli/entrypoint_check.hpp"
 #include "agent/cli/launch_config.hpp"
@@ -114,6 +115,10 @@ int main(int argc, char** argv) {
     config = ddp::agent::parse_launch_config(argc, argv, env);
     if (config.help) {
       std::cout << ddp::agent::usage(config.legacy_launch);
+      return 0;
+    }
+    if (config.print_completion) {
+      std::cout << ddp::agent::completion_script(*config.print_completion, config.legacy_launch);
       return 0;
     }
     if (config.version) {
