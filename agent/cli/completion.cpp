@@ -43,9 +43,8 @@ std::string bash_script(const std::string& program, const std::vector<OptionSpel
     valued.insert(valued.end(), option.names.begin(), option.names.end());
     const auto choice = value_choices().find(option.dest);
     if (choice != value_choices().end()) {
-      cases += fmt::format(
-          "    {}) COMPREPLY=($(compgen -W \"{}\" -- \"$cur\")); return ;;\n",
-          join(option.names, "|"), choice->second);
+      cases += fmt::format("    {}) COMPREPLY=($(compgen -W \"{}\" -- \"$cur\")); return ;;\n",
+                           join(option.names, "|"), choice->second);
     }
   }
   const char* function = program == "ddprun" ? "_ddprun" : "_ddprun_launch";
@@ -96,14 +95,14 @@ std::string zsh_script(const std::string& program, const std::vector<OptionSpell
     const auto choice = value_choices().find(option.dest);
     std::string action;
     if (option.takes_value) {
-      action = choice != value_choices().end() ? fmt::format(":{}:({})", option.dest, choice->second)
-                                               : fmt::format(":{}:", option.dest);
+      action = choice != value_choices().end()
+                   ? fmt::format(":{}:({})", option.dest, choice->second)
+                   : fmt::format(":{}:", option.dest);
     }
     for (const auto& name : option.names) {
       const bool is_long = name.starts_with("--");
-      specs += fmt::format("  '{}{}[{}]{}' \\\n", name,
-                           option.takes_value && is_long ? "=" : "", zsh_escape(option.help),
-                           action);
+      specs += fmt::format("  '{}{}[{}]{}' \\\n", name, option.takes_value && is_long ? "=" : "",
+                           zsh_escape(option.help), action);
     }
   }
   return fmt::format(R"sh(#compdef {0}
@@ -150,8 +149,8 @@ std::string completion_script(std::string_view shell, bool legacy_launch) {
   if (shell == "bash") return bash_script(program, options);
   if (shell == "zsh") return zsh_script(program, options);
   if (shell == "tcsh") return tcsh_script(program, options);
-  throw ConfigError(fmt::format(
-      "--print_completion: invalid choice '{}' (choose from bash, zsh, tcsh)", shell));
+  throw ConfigError(
+      fmt::format("--print_completion: invalid choice '{}' (choose from bash, zsh, tcsh)", shell));
 }
 
 }  // namespace ddp::agent

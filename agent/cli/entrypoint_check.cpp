@@ -29,8 +29,7 @@ std::string interpreter_origin(const LaunchConfig& config,
   }
 }
 
-void check_interpreter(const LaunchConfig& config,
-                       const std::map<std::string, std::string>& env) {
+void check_interpreter(const LaunchConfig& config, const std::map<std::string, std::string>& env) {
   if (is_executable_program(config.python, env)) return;
   if (config.python.find('/') != std::string::npos) {
     throw ConfigError(fmt::format("{}: interpreter '{}' does not exist or is not executable",
@@ -47,13 +46,17 @@ bool exists(const std::string& path) {
 
 }  // namespace
 
-void check_entrypoint(const LaunchConfig& config, const std::map<std::string, std::string>& env) {
+void check_entrypoint(const LaunchConfig& config,
+                      const std::map<std::string, std::string>& process_env) {
+  // Without PATH, execvp (and so the spawner) searches glibc's default; the check does too.
+  std::map<std::string, std::string> env = process_env;
+  env.try_emplace("PATH", "/bin:/usr/bin");
   const std::string& entry = config.training_script;
   if (config.no_python && !config.run_path) {
     if (!is_executable_program(entry, env)) {
-      throw ConfigError(fmt::format(
-          "training_script: '{}' is not an executable program{} (--no_python)", entry,
-          entry.find('/') == std::string::npos ? " found in PATH" : ""));
+      throw ConfigError(
+          fmt::format("training_script: '{}' is not an executable program{} (--no_python)", entry,
+                      entry.find('/') == std::string::npos ? " found in PATH" : ""));
     }
     return;
   }
@@ -61,8 +64,8 @@ void check_entrypoint(const LaunchConfig& config, const std::map<std::string, st
   if (config.module && !config.run_path) {
     if (entry == "ddprun" || entry.starts_with("ddprun.")) return;  // on the workers' PYTHONPATH
     if (find_python_module(config.python, entry, env, kFinderTimeout) == ModuleLookup::kMissing) {
-      throw ConfigError(fmt::format("-m/--module: no module named '{}' for interpreter '{}'",
-                                    entry, config.python));
+      throw ConfigError(fmt::format("-m/--module: no module named '{}' for interpreter '{}'", entry,
+                                    config.python));
     }
     return;
   }

@@ -19,7 +19,8 @@ namespace ddp::agent {
 //   workers' sys.path without importing it or its parents (find_python_module);
 // - --no_python: the program must be executable (as given, or found in PATH).
 // The ddprun package (-m ddprun...) is shipped with the run and is not looked up. `env` is
-// ddprun's environment (PATH, PYTHONPATH).
+// ddprun's environment (PATH, PYTHONPATH); without PATH, /bin:/usr/bin is searched, as execvp
+// does.
 void check_entrypoint(const LaunchConfig& config, const std::map<std::string, std::string>& env);
 
 enum class ModuleLookup {

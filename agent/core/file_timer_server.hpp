@@ -6,7 +6,6 @@
 // ordinary worker failure. Lives for the whole run; agent thread only.
 
 #include <boost/asio/io_context.hpp>
-
 #include <cstdint>
 #include <map>
 #include <memory>

@@ -4,15 +4,14 @@
 // end is readable only when a client has written.
 
 #include <fcntl.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <fmt/format.h>
-#include <fmt/ranges.h>
-
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -37,8 +36,7 @@ namespace {
 constexpr auto kMaxInterval = std::chrono::seconds(1);
 
 double wall_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 bool is_running(pid_t pid) { return ::kill(pid, 0) == 0 || errno == EPERM; }
@@ -120,7 +118,8 @@ struct FileTimerServer::State : std::enable_shared_from_this<FileTimerServer::St
     auto delay = std::chrono::duration_cast<std::chrono::steady_clock::duration>(kMaxInterval);
     if (next) {
       const auto until = std::chrono::duration<double>(std::max(0.0, *next - now));
-      delay = std::min(delay, std::chrono::duration_cast<std::chrono::steady_clock::duration>(until));
+      delay =
+          std::min(delay, std::chrono::duration_cast<std::chrono::steady_clock::duration>(until));
     }
     timer.expires_after(delay);
     timer.async_wait([self = shared_from_this()](boost::system::error_code ec) {

@@ -4,9 +4,8 @@
 
 #include "agent/core/file_timers.hpp"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
+#include <nlohmann/json.hpp>
 
 namespace ddp::agent {
 
@@ -47,9 +46,8 @@ std::vector<TimerExpiry> FileTimers::take_expired(double now) {
   }
   std::vector<TimerExpiry> out;
   for (auto& [pid, requests] : expired) {
-    std::sort(requests.begin(), requests.end(), [](const auto& a, const auto& b) {
-      return a.expiration_time < b.expiration_time;
-    });
+    std::sort(requests.begin(), requests.end(),
+              [](const auto& a, const auto& b) { return a.expiration_time < b.expiration_time; });
     TimerExpiry expiry{.pid = pid, .scopes = {}, .signal = 0};
     for (const auto& request : requests) {
       expiry.scopes.push_back(request.scope_id);

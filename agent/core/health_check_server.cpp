@@ -17,10 +17,10 @@ metrics::PlainReply health_reply(std::int64_t last, std::int64_t now,
   const bool alive = now - last <= timeout.count();
   return metrics::PlainReply{
       .status = alive ? 200u : 503u,
-      .body = fmt::format(
-          "{{\"version\": 1, \"alive\": {}, \"last_progress_time\": {}, \"now\": {}, "
-          "\"timeout\": {}}}\n",
-          alive, last, now, timeout.count())};
+      .body =
+          fmt::format("{{\"version\": 1, \"alive\": {}, \"last_progress_time\": {}, \"now\": {}, "
+                      "\"timeout\": {}}}\n",
+                      alive, last, now, timeout.count())};
 }
 
 namespace {

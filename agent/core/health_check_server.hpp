@@ -6,7 +6,6 @@
 // old, else 503, with the times as a small JSON body. Agent thread only.
 
 #include <boost/asio/io_context.hpp>
-
 #include <chrono>
 #include <cstdint>
 #include <functional>

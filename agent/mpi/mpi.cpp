@@ -81,14 +81,15 @@ std::optional<MpiDefaults> detect_mpi(const std::map<std::string, std::string>& 
   if (!job.empty()) {
     out.run_id = "mpi-" + job;
     const auto numeric = parse_number<unsigned long long>(job);
-    const std::size_t hash = numeric ? static_cast<std::size_t>(*numeric) : std::hash<std::string>{}(job);
+    const std::size_t hash =
+        numeric ? static_cast<std::size_t>(*numeric) : std::hash<std::string>{}(job);
     out.master_port = kPortBase + static_cast<int>(hash % kPortSpan);
   }
   out.summary = fmt::format(
       "mpirun task {} of {} ({}): nnodes={} node_rank={} master_addr={} master_port={} "
       "run_id={}",
-      out.node_rank, out.nnodes, one_host ? "one host" : "several hosts", out.nnodes,
-      out.node_rank, out.master_addr.empty() ? "(not known: give --master_addr)" : out.master_addr,
+      out.node_rank, out.nnodes, one_host ? "one host" : "several hosts", out.nnodes, out.node_rank,
+      out.master_addr.empty() ? "(not known: give --master_addr)" : out.master_addr,
       out.master_port, out.run_id.empty() ? "(none)" : out.run_id);
   return out;
 }

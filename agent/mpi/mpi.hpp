@@ -18,7 +18,8 @@ namespace ddp::agent {
 //   the size); else the address of mpirun's host from OMPI_MCA_orte_hnp_uri (OpenMPI 4), where
 //   task 0 must run; empty when the launcher does not say (OpenMPI 5 across hosts: give
 //   --master_addr);
-// - master_port: derived from the job id (OMPI_MCA_ess_base_jobid, else PMIX_NAMESPACE), as SLURM's;
+// - master_port: derived from the job id (OMPI_MCA_ess_base_jobid, else PMIX_NAMESPACE), as
+// SLURM's;
 // - run_id: "mpi-<job id>".
 using MpiDefaults = SlurmDefaults;
 

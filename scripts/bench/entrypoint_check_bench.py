@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""entrypoint_check_bench.py - what checking a -m module before the launch costs (docs/BENCHMARKS.md).
+"""entrypoint_check_bench.py - what checking a -m module before the launch costs
+(docs/BENCHMARKS.md).
 
     python3 scripts/bench/entrypoint_check_bench.py [--runs R]
 

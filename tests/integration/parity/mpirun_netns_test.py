@@ -58,7 +58,8 @@ def torch_job(cluster, out):
 
 def main():
     ssh_rig.require_ssh()
-    ddptest.require(shutil.which("mpirun") is not None, "mpirun missing (apt-get install openmpi-bin)")
+    ddptest.require(shutil.which("mpirun") is not None,
+                    "mpirun missing (apt-get install openmpi-bin)")
     ddptest.require_torch()
     work = ddptest.temp_dir()
     try:

@@ -1,8 +1,7 @@
 """Issue 33: `mpirun -np N ddprun ...` needs nothing filled in. With Debian's openmpi-bin on one
 host: two tasks, each an agent with two workers, make one job of four ranks (node rank = task
-rank, run id from mpirun's job id); --no_mpi ignores mpirun; with real PyTorch workers the same
-2 x 2 job trains under DDP."""
-import glob
+rank, run id from mpirun's job id); --no_mpi ignores mpirun. Real PyTorch workers under mpirun
+run across two nodes in mpirun_netns_test.py."""
 import os
 import shutil
 import sys
@@ -49,26 +48,12 @@ def two_tasks(work):
     print("ok --no_mpi ignores mpirun")
 
 
-def torch_job(work):
-    if not os.path.exists(ddptest.TORCH_PYTHON):
-        return
-    ddptest.require_torch()
-    out = os.path.join(work, "torch")
-    os.makedirs(out)
-    result = mpirun(2, ["--nproc_per_node=2", "--python", ddptest.TORCH_PYTHON,
-                        agenttest.worker("torch_ddp_train.py"), out, "--steps", "3"], timeout=180)
-    agenttest.expect_exit(result, 0, "mpirun 2 x 2 PyTorch DDP")
-    results = glob.glob(os.path.join(out, "result_rank*.json"))
-    check(len(results) == 4, f"results: {results}")
-    print("ok mpirun -np 2 ddprun: 2 x 2 real PyTorch DDP workers")
-
-
 def main():
-    ddptest.require(shutil.which("mpirun") is not None, "mpirun missing (apt-get install openmpi-bin)")
+    ddptest.require(shutil.which("mpirun") is not None,
+                    "mpirun missing (apt-get install openmpi-bin)")
     work = ddptest.temp_dir()
     try:
         two_tasks(work)
-        torch_job(work)
     finally:
         ddptest.remove_tree(work)
 

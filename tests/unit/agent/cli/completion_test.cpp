@@ -1,9 +1,10 @@
 // Issue 33: --print_completion / --print-completion (torchrun 2.x) prints a completion script for
 // bash, zsh or tcsh from the option table, and acts at once like --help.
 
+#include "agent/cli/completion.hpp"
+
 #include <catch2/catch.hpp>
 
-#include "agent/cli/completion.hpp"
 #include "ddp/error.hpp"
 #include "tests/unit/agent/cli/cli_test_util.hpp"
 
@@ -12,7 +13,8 @@ namespace {
 
 using test::parse;
 
-TEST_CASE("--print_completion is read at once in both spellings, without PET_", "[cli][completion]") {
+TEST_CASE("--print_completion is read at once in both spellings, without PET_",
+          "[cli][completion]") {
   CHECK(parse({"--print_completion", "bash"}).print_completion == "bash");
   CHECK(parse({"--print-completion=zsh", "--bogus-after-it"}).print_completion == "zsh");
   CHECK(parse({"--nproc_per_node=2", "--print-completion", "tcsh"}).print_completion == "tcsh");

@@ -92,6 +92,7 @@ TEST_CASE("a missing interpreter names where it came from", "[cli][entrypoint]")
   CHECK_THROWS_WITH(check_entrypoint(parse({script}, env), env),
                     Catch::StartsWith("PYTHON_EXEC: 'python_no_such_version' not found in PATH"));
   env.erase("PYTHON_EXEC");
+  CHECK_NOTHROW(check_entrypoint(parse({script}, Env{}), Env{}));  // no PATH: /bin:/usr/bin
   env["PATH"] = dir.path.string();
   CHECK_THROWS_WITH(check_entrypoint(parse({"-m", "timeit"}, env), env),
                     "interpreter: 'python3' not found in PATH (give --python or PYTHON_EXEC)");
