@@ -23,6 +23,8 @@ packages=(
   etcd-server etcd-client libssl-dev openssl
   # benchmark scripts (perf: rendezvous.sh per_agent)
   bc linux-perf
+  # mpirun detection tests (tests/integration/parity): OpenMPI's mpirun
+  openmpi-bin
   # native worker stacks (SIGQUIT, --hang_timeout reports): eu-stack
   elfutils
   # scripts/gpu/pack.sh: the carried binaries find the carried libraries through their RPATH

@@ -74,6 +74,7 @@ constexpr OptionDef kOptions[] = {
     {"dry_run", 0, false, true, "Print each worker's command line and environment; start nothing."},
     {"log_level", 0, true, true, "trace, debug, info, warn, error, critical or off."},
     {"no_slurm", 0, false, true, "Ignore SLURM_* variables."},
+    {"no_mpi", 0, false, true, "Ignore mpirun's OMPI_COMM_WORLD_* variables."},
     {"hostfile", 0, true, true, "Start the job on every host of FILE over ssh (host [slots=N])."},
     {"ssh", 0, true, true, "With --hostfile: ssh command (default 'ssh -o BatchMode=yes')."},
     {"remote_ddprun", 0, true, true, "With --hostfile: ddprun's path on the hosts (default ours)."},
@@ -83,6 +84,7 @@ constexpr OptionDef kOptions[] = {
     {"stdin_signals", 0, false, true, "Act on signal names read from stdin; EOF acts as SIGHUP."},
     {"metrics_port", 0, true, true, "Serve Prometheus metrics on this port; 0 (default) = off."},
     {"metrics_addr", 0, true, true, "Address of the metrics endpoint (default: 127.0.0.1, loopback only)."},
+    {"print_completion", 0, true, false, "Print a bash, zsh or tcsh completion script and exit."},
 };
 
 // python -m torch.distributed.launch's own options, read only under the name ddprun-launch.
@@ -94,6 +96,7 @@ constexpr OptionDef kLegacyOptions[] = {
 
 constexpr std::string_view kHelpName = "help";
 constexpr std::string_view kVersionName = "version";
+constexpr std::string_view kCompletionName = "print_completion";
 
 // The options a command line may use: ddprun's, plus the legacy launcher's under ddprun-launch.
 std::vector<const OptionDef*> options_for(bool legacy_launch) {
@@ -174,6 +177,7 @@ const OptionDef* resolve_long(std::string_view name, bool legacy_launch) {
 struct ScanResult {
   bool help = false;
   bool version = false;
+  std::optional<std::string> print_completion;
   std::map<std::string, std::string> values;  // by dest; flags "1"; a repeated option: the last
   std::string training_script;
   std::vector<std::string> training_script_args;
@@ -221,6 +225,10 @@ ScanResult scan(int argc, const char* const* argv, bool legacy_launch) {
         return result;
       }
       take_value(*option, inline_value, arg.substr(0, eq));
+      if (option->dest == kCompletionName) {  // like --help: acts at once, whatever follows
+        result.print_completion = result.values[option->dest];
+        return result;
+      }
     } else if (arg.size() >= 2 && arg[0] == '-') {
       if (arg[1] == 'h' && arg.size() == 2) {
         result.help = true;
@@ -254,8 +262,9 @@ std::unique_ptr<CLI::App> make_app(bool legacy_launch) {
   app->footer(fmt::format(
       "Options end at training_script; everything after it goes to the workers untouched.\n"
       "Each option also reads PET_<OPTION> from the environment (e.g. PET_NPROC_PER_NODE),\n"
-      "except --numa_binding, --logs_specs{}. Unique prefixes work: --nproc=2.",
-      legacy_launch ? ", --use_env and --local_rank_arg" : " and --version"));
+      "except --numa_binding, --logs_specs{}{}. Unique prefixes work: --nproc=2.",
+      legacy_launch ? ", --use_env, --local_rank_arg" : ", --version",
+      " and --print_completion"));
   app->add_option("training_script", "The script (or module with -m, command with --no_python).");
   app->add_option("training_script_args", "Its arguments.");
   app->set_help_flag("-h,--help", "Print this help and exit.");
@@ -286,7 +295,8 @@ RawArgs read_cli_args(int argc, const char* const* argv,
   ScanResult scanned = scan(argc, argv, raw.legacy_launch);
   raw.help = scanned.help;
   raw.version = scanned.version;
-  if (raw.help || raw.version) return raw;
+  raw.print_completion = scanned.print_completion;
+  if (raw.help || raw.version || raw.print_completion) return raw;
 
   for (const OptionDef* option_ptr : options_for(raw.legacy_launch)) {
     const OptionDef& option = *option_ptr;
@@ -319,6 +329,23 @@ RawArgs read_cli_args(int argc, const char* const* argv,
   raw.training_script = std::move(scanned.training_script);
   raw.training_script_args = std::move(scanned.training_script_args);
   return raw;
+}
+
+std::vector<OptionSpelling> option_spellings(bool legacy_launch) {
+  std::vector<OptionSpelling> spellings;
+  for (const OptionDef* option : options_for(legacy_launch)) {
+    OptionSpelling spelling{.dest = option->dest, .names = {}, .takes_value = option->takes_value,
+                            .help = option->help};
+    if (option->short_name != 0) spelling.names.push_back(fmt::format("-{}", option->short_name));
+    spelling.names.push_back(fmt::format("--{}", option->dest));
+    if (dashed(option->dest) != option->dest) spelling.names.push_back("--" + dashed(option->dest));
+    spellings.push_back(std::move(spelling));
+  }
+  spellings.push_back({.dest = "help", .names = {"-h", "--help"}, .takes_value = false,
+                       .help = "Print the help and exit."});
+  spellings.push_back({.dest = "version", .names = {"--version"}, .takes_value = false,
+                       .help = "Print the version and exit."});
+  return spellings;
 }
 
 bool is_flag_option(const std::string& dest) {

@@ -5,6 +5,7 @@
 // and validates them. The option table lives in cli_args.cpp.
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,9 @@ struct RawValue {
 struct RawArgs {
   bool help = false;
   bool version = false;        // --version (exact spelling) came before the script
+  // --print_completion SHELL came before the script: nothing else is read (the value is checked
+  // by the caller).
+  std::optional<std::string> print_completion;
   bool legacy_launch = false;  // argv[0] is ddprun-launch: torch.distributed.launch's flags
   std::map<std::string, RawValue> values;  // by dest ("nproc_per_node"); absent = not given
   std::string training_script;
@@ -42,6 +46,16 @@ std::string cli_usage(bool legacy_launch = false);
 
 // True when `argv0`'s file name is "ddprun-launch" (the binary's name selects the mode).
 bool is_legacy_launcher(const char* argv0);
+
+// Every option of the mode's table with all its spellings ("-r", "--redirects"), plus -h/--help
+// and --version: what shell completion offers.
+struct OptionSpelling {
+  std::string dest;
+  std::vector<std::string> names;
+  bool takes_value = false;
+  std::string help;
+};
+std::vector<OptionSpelling> option_spellings(bool legacy_launch);
 
 // True when `dest` names an option that takes no value (a flag such as "module", "label").
 bool is_flag_option(const std::string& dest);

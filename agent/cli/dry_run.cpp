@@ -72,6 +72,11 @@ void print_config(const LaunchConfig& config, std::ostream& out) {
   } else {
     line("slurm", config.slurm ? config.slurm->summary : "not detected");
   }
+  if (config.no_mpi) {
+    line("mpirun", "ignored (--no_mpi)");
+  } else if (config.mpi) {
+    line("mpirun", config.mpi->summary);
+  }
   for (const std::string& message : config.unsupported_features()) {
     line("unsupported", message);
   }

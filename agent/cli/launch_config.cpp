@@ -169,35 +169,55 @@ void read_rendezvous(Reader& reader, LaunchConfig& config) {
   }
 }
 
-// Fills what the user left unset from an srun task's environment.
-void apply_slurm(const SlurmDefaults& slurm, LaunchConfig& config) {
+// Fills what the user left unset from an srun task's (or an mpirun task's) environment.
+void apply_scheduler(const SlurmDefaults& slurm, ValueSource source, LaunchConfig& config) {
   const auto unset = [&](const char* dest) {
     return config.source_of(dest) == ValueSource::kDefault;
   };
   if (unset("nnodes")) {
     config.nnodes_min = config.nnodes_max = slurm.nnodes;
     config.nnodes_raw = std::to_string(slurm.nnodes);
-    config.sources["nnodes"] = ValueSource::kSlurm;
+    config.sources["nnodes"] = source;
   }
   if (unset("node_rank")) {
     config.node_rank = slurm.node_rank;
-    config.sources["node_rank"] = ValueSource::kSlurm;
+    config.sources["node_rank"] = source;
   }
   if (unset("master_addr") && !slurm.master_addr.empty()) {
     config.master_addr = slurm.master_addr;
-    config.sources["master_addr"] = ValueSource::kSlurm;
+    config.sources["master_addr"] = source;
   }
   if (unset("master_port") && slurm.master_port > 0) {
     config.master_port = slurm.master_port;
-    config.sources["master_port"] = ValueSource::kSlurm;
+    config.sources["master_port"] = source;
   }
   if (unset("rdzv_id") && !slurm.run_id.empty()) {
     config.rdzv_id = slurm.run_id;
-    config.sources["rdzv_id"] = ValueSource::kSlurm;
+    config.sources["rdzv_id"] = source;
   }
   if (config.rdzv_backend != "static" && unset("rdzv_endpoint") && config.master_port) {
     config.rdzv_endpoint_raw = fmt::format("{}:{}", config.master_addr, *config.master_port);
-    config.sources["rdzv_endpoint"] = ValueSource::kSlurm;
+    config.sources["rdzv_endpoint"] = source;
+  }
+}
+
+// Across hosts, the master address mpirun detection gives is mpirun's host: task 0 must run
+// there. It checks, and fails with the fix (mpirun then stops the other tasks).
+void check_mpi_master(const std::map<std::string, std::string>& env, const LaunchConfig& config) {
+  const ValueSource source = config.source_of("master_addr");
+  if (source != ValueSource::kDefault && source != ValueSource::kMpi) return;  // given: trusted
+  if (config.mpi->master_addr.empty()) {
+    throw ConfigError(
+        "mpirun across hosts: the launcher does not say where task 0 runs; give "
+        "--master_addr=<task 0's host> to every task");
+  }
+  if (config.mpi->master_addr == "127.0.0.1" || config.node_rank != 0) return;
+  if (!is_on_mpirun_host(env)) {
+    throw ConfigError(fmt::format(
+        "mpirun: task 0 does not run on mpirun's host ({}), which the other tasks take for the "
+        "master address; give --master_addr=<task 0's host> to every task, or run mpirun on "
+        "the first host of its list",
+        config.mpi->master_addr));
   }
 }
 
@@ -208,6 +228,8 @@ std::string origin_of(const LaunchConfig& config, const std::string& dest) {
       return pet_variable(dest);
     case ValueSource::kSlurm:
       return fmt::format("--{} (from SLURM)", dest);
+    case ValueSource::kMpi:
+      return fmt::format("--{} (from mpirun)", dest);
     default:
       return "--" + dest;
   }
@@ -425,6 +447,8 @@ const char* to_string(ValueSource source) {
       return "SLURM";
     case ValueSource::kDerived:
       return "derived";
+    case ValueSource::kMpi:
+      return "mpirun";
   }
   return "unknown";
 }
@@ -444,10 +468,6 @@ std::vector<std::string> LaunchConfig::unsupported_features() const {
     messages.push_back(fmt::format("--event_log_handler={} is not supported (use --event_log FILE)",
                                    event_log_handler));
   }
-  if (!duplicate_stdout_filters.empty() || !duplicate_stderr_filters.empty()) {
-    messages.push_back(
-        "--duplicate_stdout_filters/--duplicate_stderr_filters are not supported yet");
-  }
   return messages;
 }
 
@@ -462,9 +482,10 @@ LaunchConfig parse_launch_config(int argc, const char* const* argv,
   RawArgs raw = read_cli_args(argc, argv, env);
   LaunchConfig config;
   config.legacy_launch = raw.legacy_launch;
-  if (raw.help || raw.version) {
+  if (raw.help || raw.version || raw.print_completion) {
     config.help = raw.help;
     config.version = raw.version;
+    config.print_completion = raw.print_completion;
     return config;
   }
   Reader reader(raw, config);
@@ -476,10 +497,19 @@ LaunchConfig parse_launch_config(int argc, const char* const* argv,
   read_rendezvous(reader, config);
   read_fanout(reader, config);
   config.no_slurm = reader.flag("no_slurm");
+  config.no_mpi = reader.flag("no_mpi");
   // With --hostfile this ddprun only launches: the hosts' agents get their ranks from the file.
-  if (!config.no_slurm && !config.standalone && !config.hostfile) {
+  // mpirun first: inside a SLURM allocation its tasks also carry the SLURM step of its daemons.
+  if (!config.no_mpi && !config.standalone && !config.hostfile) {
+    config.mpi = detect_mpi(env);
+    if (config.mpi) {
+      apply_scheduler(*config.mpi, ValueSource::kMpi, config);
+      check_mpi_master(env, config);
+    }
+  }
+  if (!config.mpi && !config.no_slurm && !config.standalone && !config.hostfile) {
     config.slurm = detect(env);
-    if (config.slurm) apply_slurm(*config.slurm, config);
+    if (config.slurm) apply_scheduler(*config.slurm, ValueSource::kSlurm, config);
   }
   resolve_rendezvous(config);
   read_supervision(reader, config, env);
@@ -515,6 +545,7 @@ std::map<std::string, std::string> environment_from(const char* const* envp) {
 void log_launch_config(const LaunchConfig& config) {
   const auto logger = ddp::log::get("agent");
   if (config.slurm) logger->info("slurm detected: {}", config.slurm->summary);
+  if (config.mpi) logger->info("mpirun detected: {}", config.mpi->summary);
   logger->info(
       "launch config entrypoint={} nnodes={}:{} nproc_per_node={} rdzv_backend={} "
       "rdzv_endpoint={} run_id={} max_restarts={}{}",

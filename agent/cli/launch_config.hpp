@@ -14,19 +14,21 @@
 #include "agent/cli/endpoint.hpp"
 #include "agent/cli/rdzv_conf.hpp"
 #include "agent/cli/std_streams.hpp"
+#include "agent/mpi/mpi.hpp"
 #include "agent/slurm/slurm.hpp"
 
 namespace ddp::agent {
 
-// Where a value came from, for --dry_run and the startup log. CLI beats env beats SLURM beats
-// the default.
-enum class ValueSource { kDefault, kCli, kEnv, kSlurm, kDerived };
+// Where a value came from, for --dry_run and the startup log. CLI beats env beats SLURM (or
+// mpirun) beats the default.
+enum class ValueSource { kDefault, kCli, kEnv, kSlurm, kDerived, kMpi };
 const char* to_string(ValueSource source);
 
 struct LaunchConfig {
   // --- help: set when -h/--help came before the script; nothing else is filled or validated.
   bool help = false;
   bool version = false;  // --version, as help: nothing else is filled
+  std::optional<std::string> print_completion;  // --print_completion SHELL, as help
 
   // --- legacy launcher (argv[0] is ddprun-launch: python -m torch.distributed.launch)
   bool legacy_launch = false;
@@ -111,6 +113,8 @@ struct LaunchConfig {
   bool dry_run = false;                // print workers' command lines and env, start nothing
   bool no_slurm = false;               // ignore SLURM_* variables
   std::optional<SlurmDefaults> slurm;  // what detection found (nullopt: not in SLURM / disabled)
+  bool no_mpi = false;                 // ignore mpirun's OMPI_* variables
+  std::optional<MpiDefaults> mpi;      // mpirun detection (it wins over SLURM's)
 
   // --- --hostfile fan-out (docs/hostfile.md): this ddprun starts one agent per host over ssh
   std::optional<std::string> hostfile;  // --hostfile / PET_HOSTFILE ("" counts as not given)
@@ -138,7 +142,9 @@ struct LaunchConfig {
 // right after the script is removed, as torchrun 1.13). Long options accept both spellings and
 // unique prefixes (argparse rules). SLURM values come from detect_slurm(env) unless --no_slurm or
 // --standalone. Throws ConfigError with one line naming the flag (and the PET_* variable when the
-// value came from there). Returns help=true for -h/--help.
+// value came from there). Returns help=true for -h/--help. Under mpirun (OMPI_COMM_WORLD_*),
+// unless --no_mpi, --standalone or --hostfile, detect_mpi(env) fills what is unset instead of
+// SLURM; across hosts task 0 must run on mpirun's host unless --master_addr is given.
 LaunchConfig parse_launch_config(int argc, const char* const* argv,
                                  const std::map<std::string, std::string>& env);
 

@@ -198,11 +198,15 @@ asio::awaitable<int> ElasticAgent::stop_on_signal(AttemptWorkers& group, int sig
 }
 
 std::unique_ptr<AttemptWorkers> ElasticAgent::launch_workers(const rdzv::RendezvousInfo& info,
-                                                             const std::vector<WorkerSpec>& specs) {
+                                                             const std::vector<WorkerSpec>& specs,
+                                                             const std::string& attempt_dir) {
   OutputOptions output;
   output.host = host_;
   output.label = config_.label;
   output.log_line_prefix_template = config_.log_line_prefix_template;
+  output.duplicate_stdout_filters = config_.duplicate_stdout_filters;
+  output.duplicate_stderr_filters = config_.duplicate_stderr_filters;
+  output.attempt_dir = attempt_dir;
   auto group = launcher_.launch(specs, output);
   std::vector<std::int64_t> pids;
   for (pid_t pid : group->pids()) pids.push_back(pid);
@@ -293,7 +297,7 @@ asio::awaitable<int> ElasticAgent::run() {
       prepare_attempt_log_dir(attempt_dir, config_.nproc_per_node);
       if (recovery) recovery->publish(info.round, specs);
       group.reset();  // the previous attempt's processes are all gone by now
-      group = launch_workers(info, specs);
+      group = launch_workers(info, specs, attempt_dir);
       started = specs;
       emitted = 0;
     }

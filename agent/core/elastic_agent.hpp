@@ -64,9 +64,11 @@ class ElasticAgent {
   // Forwards `signal` to the workers, grace, SIGKILL; emits the events; returns 128+signal.
   boost::asio::awaitable<int> stop_on_signal(AttemptWorkers& group, int signal,
                                              std::size_t& emitted);
-  // Starts a new process per spec for round `info`; emits workers_started.
+  // Starts a new process per spec for round `info` (their filtered logs in `attempt_dir`); emits
+  // workers_started.
   std::unique_ptr<AttemptWorkers> launch_workers(const rdzv::RendezvousInfo& info,
-                                                 const std::vector<WorkerSpec>& specs);
+                                                 const std::vector<WorkerSpec>& specs,
+                                                 const std::string& attempt_dir);
 
   boost::asio::io_context& io_;
   const LaunchConfig& config_;

@@ -38,6 +38,12 @@ struct OutputOptions {
   bool label = false;  // --label: prefix every console line with "[host:rank]: "
   // torchrun's tee prefix "[<role>N]:" is applied to teed streams; "" = "[default<local_rank>]:"
   std::string log_line_prefix_template;
+  // torchrun's --duplicate_stdout_filters / --duplicate_stderr_filters: the lines of teed,
+  // console-visible streams that contain one of these strings are also written, with the tee
+  // prefix, to <attempt_dir>/filtered_stdout.log / filtered_stderr.log. Empty: no file.
+  std::vector<std::string> duplicate_stdout_filters;
+  std::vector<std::string> duplicate_stderr_filters;
+  std::string attempt_dir;
   // Where console lines go (the agent's own stdout and stderr; tests pass pipes).
   int stdout_fd = 1;
   int stderr_fd = 2;

@@ -47,12 +47,14 @@ bool is_identifier_char(char c, bool first) {
 }  // namespace
 
 std::string tee_line_prefix(std::string_view templ, std::string_view role_name, int rank,
-                            int local_rank) {
+                            int local_rank, std::string_view hostname, long pid) {
   if (templ.empty()) return fmt::format("[{}{}]:", role_name, local_rank);
   auto value_of = [&](std::string_view name) -> std::optional<std::string> {
     if (name == "role_name") return std::string(role_name);
     if (name == "rank") return std::to_string(rank);
     if (name == "local_rank") return std::to_string(local_rank);
+    if (name == "hostname") return std::string(hostname);
+    if (name == "pid") return std::to_string(pid);
     return std::nullopt;
   };
   std::string out;
@@ -98,6 +100,11 @@ OutputRouter::~OutputRouter() = default;
 
 void OutputRouter::close_child_end() { child_end_.reset(); }
 
+void OutputRouter::set_prefixes(std::string console_prefix, std::string tee_prefix) {
+  route_.console_prefix = std::move(console_prefix);
+  route_.tee_prefix = std::move(tee_prefix);
+}
+
 void OutputRouter::start() { arm(); }
 
 void OutputRouter::arm() {
@@ -133,13 +140,14 @@ void OutputRouter::read_available() {
 }
 
 void OutputRouter::route_lines(std::string_view chunk) {
-  if (route_.console_fd < 0 && !tail_) return;
+  if (route_.console_fd < 0 && !tail_ && !route_.filtered) return;
   splitter_.feed(chunk, [this](std::string_view line) { take_line(line); });
   write_console();
 }
 
 void OutputRouter::take_line(std::string_view line) {
   if (tail_) tail_->push(line);
+  if (route_.filtered) route_.filtered->offer(route_.tee_prefix, line);
   if (route_.console_fd >= 0) {
     if (route_.labelled.empty() || !line.starts_with(route_.labelled)) {
       console_batch_.append(route_.console_prefix);

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "agent/process/filtered_log.hpp"
 #include "agent/process/line_splitter.hpp"
 #include "common/unique_fd.hpp"
 
@@ -25,13 +26,18 @@ struct OutputRoute {
   std::string labelled;        // lines that start with this keep no console_prefix ("[host:")
   std::string file_path;       // raw copy of the stream; "" for none
   bool keep_tail = false;      // keep the last 20 lines (stderr)
+  // --duplicate_*_filters: matching console lines also go here, after `tee_prefix` (torchrun's
+  // log line prefix, without --label's). Null: none.
+  std::shared_ptr<FilteredLog> filtered;
+  std::string tee_prefix;
 };
 
 // The tee prefix of one worker's console lines: torchrun's default "[<role><local_rank>]:" when
 // `templ` is empty, else Python's Template(templ).safe_substitute(role_name=, rank=,
-// local_rank=) ("$name", "${name}", "$$"; unknown names are left as they are).
+// local_rank=, hostname=, pid=) ("$name", "${name}", "$$"; unknown names are left as they are).
+// `hostname` is the node's name, `pid` the worker's process id.
 std::string tee_line_prefix(std::string_view templ, std::string_view role_name, int rank,
-                            int local_rank);
+                            int local_rank, std::string_view hostname = "", long pid = 0);
 
 class OutputRouter : public std::enable_shared_from_this<OutputRouter> {
  public:
@@ -47,6 +53,10 @@ class OutputRouter : public std::enable_shared_from_this<OutputRouter> {
   // forked (close_child_end), or EOF never comes.
   int child_end() const { return child_end_.get(); }
   void close_child_end();
+
+  // Replaces the route's console_prefix and tee_prefix (once the worker's pid is known, for
+  // ${pid}). Call before start().
+  void set_prefixes(std::string console_prefix, std::string tee_prefix);
 
   // Starts reading on the loop; at EOF the partial last line is flushed and the pipe closed.
   void start();

@@ -11,6 +11,7 @@
 
 #include <csignal>
 #include <cstring>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -58,6 +59,8 @@ struct WorkerGroup::Impl {
   std::vector<Worker> workers;
   std::vector<WorkerExit> exits;
   OomWatch oom;
+  std::shared_ptr<FilteredLog> filtered_out;  // --duplicate_stdout_filters, shared by the routers
+  std::shared_ptr<FilteredLog> filtered_err;
   asio::steady_timer changed;      // cancelled whenever an exit is recorded
   asio::steady_timer grace_timer;  // stop(): SIGKILL when it fires
   bool stop_started = false;
@@ -72,6 +75,20 @@ struct WorkerGroup::Impl {
         grace_timer(io_context),
         watch(io_context, [this](const ChildStatus& s) { on_exit(s); }) {}
 
+  // The prefixes of one stream's lines: {console (--label's, then the tee prefix), tee prefix}.
+  // The pid is the worker's, for ${pid} in --log_line_prefix_template.
+  std::pair<std::string, std::string> prefixes_for(const WorkerSpec& spec, int stream,
+                                                   pid_t pid) const {
+    std::string console;
+    std::string tee;
+    if (options.label) console = fmt::format("[{}:{}]: ", options.host, spec.rank);
+    if ((spec.tee_mask & stream) != 0) {
+      tee = tee_line_prefix(options.log_line_prefix_template, role_of(spec), spec.rank,
+                            spec.local_rank, options.host, pid);
+    }
+    return {console + tee, tee};
+  }
+
   OutputRoute route_for(const WorkerSpec& spec, int stream) const {
     const bool redirected = (spec.redirect_mask & stream) != 0;
     const bool teed = (spec.tee_mask & stream) != 0;
@@ -79,14 +96,24 @@ struct WorkerGroup::Impl {
     if (spec.console_visible && (!redirected || teed)) {
       route.console_fd = stream == kStdOut ? options.stdout_fd : options.stderr_fd;
     }
-    if (options.label) route.console_prefix = fmt::format("[{}:{}]: ", options.host, spec.rank);
-    if (teed) {
-      route.console_prefix += tee_line_prefix(options.log_line_prefix_template, role_of(spec),
-                                              spec.rank, spec.local_rank);
+    // As torchrun: the filtered copy follows the tee that reaches the console.
+    if (teed && spec.console_visible) {
+      route.filtered = stream == kStdOut ? filtered_out : filtered_err;
     }
     if (redirected) route.file_path = stream == kStdOut ? spec.stdout_path : spec.stderr_path;
     route.keep_tail = stream == kStdErr;
     return route;
+  }
+
+  void open_filtered_logs() {
+    if (!options.duplicate_stdout_filters.empty()) {
+      filtered_out = std::make_shared<FilteredLog>(options.attempt_dir + "/filtered_stdout.log",
+                                                   options.duplicate_stdout_filters);
+    }
+    if (!options.duplicate_stderr_filters.empty()) {
+      filtered_err = std::make_shared<FilteredLog>(options.attempt_dir + "/filtered_stderr.log",
+                                                   options.duplicate_stderr_filters);
+    }
   }
 
   void on_exit(const ChildStatus& status) {
@@ -195,6 +222,7 @@ void WorkerGroup::start(const std::vector<WorkerSpec>& specs) {
                              : CpuPlacement::of(spec.numa.cpus, spec.numa.memory_node));
   }
 
+  g.open_filtered_logs();
   g.oom.mark();
   OrphanGuard& guard = OrphanGuard::instance();
   std::vector<std::unique_ptr<ForkedChild>> children;
@@ -217,6 +245,10 @@ void WorkerGroup::start(const std::vector<WorkerSpec>& specs) {
                              .placement = placement};
       auto child = std::make_unique<ForkedChild>(images[i], setup);
       w.pid = child->pid();
+      auto [out_console, out_tee] = g.prefixes_for(spec, kStdOut, w.pid);
+      auto [err_console, err_tee] = g.prefixes_for(spec, kStdErr, w.pid);
+      w.out->set_prefixes(std::move(out_console), std::move(out_tee));
+      w.err->set_prefixes(std::move(err_console), std::move(err_tee));
       w.out->close_child_end();
       w.err->close_child_end();
       g.watch.watch(w.pid);

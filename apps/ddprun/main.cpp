@@ -13,12 +13,16 @@
 #include <iostream>
 #include <optional>
 
+#include "agent/cli/completion.hpp"
 #include "agent/cli/dry_run.hpp"
+#include "agent/cli/entrypoint_check.hpp"
 #include "agent/cli/launch_config.hpp"
 #include "agent/cli/numa_binding.hpp"
 #include "agent/core/agent_metrics.hpp"
 #include "agent/core/elastic_agent.hpp"
 #include "agent/core/event_log.hpp"
+#include "agent/core/file_timer_server.hpp"
+#include "agent/core/health_check_server.hpp"
 #include "agent/core/rendezvous_factory.hpp"
 #include "agent/hostfile/fanout.hpp"
 #include "agent/hostfile/stdin_signals.hpp"
@@ -48,8 +52,18 @@ int run_agent(const ddp::agent::LaunchConfig& config,
         ddp::agent::make_event_sink(config.event_log ? &*config.event_log : nullptr);
     const auto metrics = ddp::agent::make_metrics_endpoint(io, config);
     ddp::agent::TeeEventSink events({event_log.get(), metrics ? &metrics->events() : nullptr});
+    // torchrun's TORCHELASTIC_ENABLE_FILE_TIMER (it adds TORCHELASTIC_TIMER_FILE for the
+    // workers) and TORCHELASTIC_HEALTH_CHECK_PORT: up before the rendezvous, down at exit.
+    auto run_env = env;
+    const auto file_timer = ddp::agent::make_file_timer_server(io, run_env);
+    const auto health = ddp::agent::make_health_check_server(io, run_env, [&file_timer] {
+      return file_timer ? file_timer->last_progress_time()
+                        : std::chrono::duration_cast<std::chrono::seconds>(
+                              std::chrono::system_clock::now().time_since_epoch())
+                              .count();
+    });
     const auto rendezvous = ddp::agent::make_rendezvous(config, io);
-    ddp::agent::ElasticAgent agent(io, config, env, *rendezvous, events);
+    ddp::agent::ElasticAgent agent(io, config, run_env, *rendezvous, events);
     // After the agent: its signal handlers must exist before a line on stdin raises a signal.
     std::optional<ddp::agent::StdinSignals> stdin_signals;
     if (config.stdin_signals) stdin_signals.emplace(io);
@@ -103,6 +117,10 @@ int main(int argc, char** argv) {
       std::cout << ddp::agent::usage(config.legacy_launch);
       return 0;
     }
+    if (config.print_completion) {
+      std::cout << ddp::agent::completion_script(*config.print_completion, config.legacy_launch);
+      return 0;
+    }
     if (config.version) {
       std::cout << ddp::agent::version_text(config.legacy_launch, DDP_VERSION);
       return 0;
@@ -123,6 +141,7 @@ int main(int argc, char** argv) {
     const auto unsupported = config.unsupported_features();
     if (!unsupported.empty()) throw ddp::ConfigError(unsupported.front());
     ddp::agent::numa_bindings_for(config, env);  // a topology that cannot serve fails here, early
+    ddp::agent::check_entrypoint(config, env);   // a typo fails here, before any rendezvous
   } catch (const ddp::ConfigError& e) {
     return report_error(e.what(), 2);
   }

@@ -33,6 +33,17 @@ HttpResponse text_response(const HttpRequest& request, http::status status,
   return response;
 }
 
+bool is_readable(const HttpRequest& request) {
+  return request.method() == http::verb::get || request.method() == http::verb::head;
+}
+
+HttpResponse method_not_allowed(const HttpRequest& request) {
+  auto response = text_response(request, http::status::method_not_allowed, "text/plain",
+                                "only GET and HEAD are served\n");
+  response.set(http::field::allow, "GET, HEAD");
+  return response;
+}
+
 // The path without its query string ("/metrics?x=1" -> "/metrics").
 std::string_view path_of(std::string_view target) { return target.substr(0, target.find('?')); }
 
@@ -44,13 +55,7 @@ void apply_request_limits(HttpRequestParser& parser) {
 }
 
 HttpResponse make_response(const HttpRequest& request, const std::function<std::string()>& scrape) {
-  const bool readable = request.method() == http::verb::get || request.method() == http::verb::head;
-  if (!readable) {
-    auto response = text_response(request, http::status::method_not_allowed, "text/plain",
-                                  "only GET and HEAD are served\n");
-    response.set(http::field::allow, "GET, HEAD");
-    return response;
-  }
+  if (!is_readable(request)) return method_not_allowed(request);
   const std::string_view path = path_of(request.target());
   if (path == "/metrics") {
     return text_response(request, http::status::ok, kTextFormatContentType, scrape());
@@ -59,6 +64,14 @@ HttpResponse make_response(const HttpRequest& request, const std::function<std::
     return text_response(request, http::status::ok, "text/plain", std::string(kIndexPage));
   return text_response(request, http::status::not_found, "text/plain",
                        "not found; metrics are at /metrics\n");
+}
+
+HttpResponse make_plain_response(const HttpRequest& request,
+                                 const std::function<std::pair<unsigned, std::string>(
+                                     std::string_view path)>& answer) {
+  if (!is_readable(request)) return method_not_allowed(request);
+  auto [status, body] = answer(path_of(request.target()));
+  return text_response(request, static_cast<http::status>(status), "text/plain", std::move(body));
 }
 
 HttpResponse bad_request_response(std::string_view reason) {

@@ -11,6 +11,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace ddp::metrics {
 
@@ -30,6 +31,12 @@ void apply_request_limits(HttpRequestParser& parser);
 // short text page pointing at /metrics. Another path: 404. Another method: 405 with "Allow: GET,
 // HEAD". Keep-alive follows the request. `scrape` is called only for /metrics.
 HttpResponse make_response(const HttpRequest& request, const std::function<std::string()>& scrape);
+
+// The reply of a server with a plain handler: GET or HEAD on any path: `status` and `body` as
+// text/plain (HEAD: headers only); another method: 405 as above. Keep-alive follows the request.
+HttpResponse make_plain_response(const HttpRequest& request,
+                                 const std::function<std::pair<unsigned, std::string>(
+                                     std::string_view path)>& answer);
 
 // The 400 reply to input that is not an acceptable HTTP request; always "Connection: close".
 HttpResponse bad_request_response(std::string_view reason);

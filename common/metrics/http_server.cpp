@@ -34,10 +34,11 @@ using asio::ip::tcp;
 namespace detail {
 
 struct MetricsServerState {
-  MetricsServerState(asio::io_context& io, Registry& r, HttpServerOptions o)
-      : acceptor(io), registry(&r), options(std::move(o)) {}
+  MetricsServerState(asio::io_context& io, Registry* r, PlainHandler h, HttpServerOptions o)
+      : acceptor(io), registry(r), handler(std::move(h)), options(std::move(o)) {}
   tcp::acceptor acceptor;
-  Registry* registry;
+  Registry* registry;    // null with a handler, and once stopped
+  PlainHandler handler;  // set instead of a registry
   HttpServerOptions options;
   std::unordered_set<tcp::socket*> live;  // the open connections' sockets (in coroutine frames)
   bool started = false;
@@ -143,7 +144,14 @@ asio::awaitable<void> serve_connection(std::shared_ptr<Shared> shared, tcp::sock
       break;
     }
     Registry* registry = shared->registry;
-    auto response = make_response(parser.get(), [registry] { return registry->expose(); });
+    const PlainHandler& handler = shared->handler;
+    auto response =
+        handler ? make_plain_response(parser.get(),
+                                      [&handler](std::string_view path) {
+                                        PlainReply reply = handler(path);
+                                        return std::pair(reply.status, std::move(reply.body));
+                                      })
+                : make_response(parser.get(), [registry] { return registry->expose(); });
     stream.expires_after(timeout);
     auto [write_error, written] =
         co_await http::async_write(stream, response, asio::as_tuple(asio::use_awaitable));
@@ -181,7 +189,13 @@ asio::awaitable<void> accept_loop(std::shared_ptr<Shared> shared) {
 }  // namespace
 
 MetricsServer::MetricsServer(asio::io_context& io, Registry& registry, HttpServerOptions options)
-    : shared_(std::make_shared<Shared>(io, registry, std::move(options))) {
+    : shared_(std::make_shared<Shared>(io, &registry, PlainHandler(), std::move(options))) {
+  listen(io, shared_->acceptor, shared_->options);
+  port_ = shared_->acceptor.local_endpoint().port();
+}
+
+MetricsServer::MetricsServer(asio::io_context& io, PlainHandler handler, HttpServerOptions options)
+    : shared_(std::make_shared<Shared>(io, nullptr, std::move(handler), std::move(options))) {
   listen(io, shared_->acceptor, shared_->options);
   port_ = shared_->acceptor.local_endpoint().port();
 }

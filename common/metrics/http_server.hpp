@@ -8,8 +8,10 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "common/metrics/registry.hpp"
 
@@ -29,11 +31,21 @@ struct HttpServerOptions {
   std::chrono::milliseconds timeout{std::chrono::seconds(30)};
 };
 
+// What a server that serves no registry answers (the health check): a status and a text body.
+struct PlainReply {
+  unsigned status = 200;
+  std::string body;  // sent as text/plain
+};
+using PlainHandler = std::function<PlainReply(std::string_view path)>;
+
 class MetricsServer {
  public:
   // Binds and listens. Throws IoError naming options.flag and the address when that fails.
   // `registry` must outlive the server.
   MetricsServer(boost::asio::io_context& io, Registry& registry, HttpServerOptions options);
+  // The same, answering every GET and HEAD with `handler`'s reply (called on the loop, with the
+  // request's path without its query) instead of serving a registry.
+  MetricsServer(boost::asio::io_context& io, PlainHandler handler, HttpServerOptions options);
   ~MetricsServer();  // stop()
   MetricsServer(const MetricsServer&) = delete;
   MetricsServer& operator=(const MetricsServer&) = delete;

@@ -77,3 +77,25 @@ TEST_CASE("input that is not an acceptable request is an error", "[http]") {
   CHECK(reply.result() == http::status::bad_request);
   CHECK_FALSE(reply.keep_alive());
 }
+
+TEST_CASE("a plain handler answers GET and HEAD on any path, and 405 to other methods",
+          "[http]") {
+  const auto answer = [](const std::string& text) {
+    HttpRequestParser parser;
+    REQUIRE_FALSE(parse(text, parser));
+    return make_plain_response(parser.get(), [](std::string_view path) {
+      return std::pair(path == "/" ? 200u : 503u, std::string("path=") + std::string(path));
+    });
+  };
+  const auto ok = answer("GET /?probe=1 HTTP/1.1\r\n\r\n");
+  CHECK(ok.result() == http::status::ok);
+  CHECK(ok.body() == "path=/");
+  CHECK(ok[http::field::content_type] == "text/plain");
+  const auto stale = answer("HEAD /healthz HTTP/1.1\r\n\r\n");
+  CHECK(stale.result() == http::status::service_unavailable);
+  CHECK(stale.body().empty());
+  CHECK(stale[http::field::content_length] == "13");
+  const auto post = answer("POST / HTTP/1.1\r\nContent-Length: 0\r\n\r\n");
+  CHECK(post.result() == http::status::method_not_allowed);
+  CHECK(post[http::field::allow] == "GET, HEAD");
+}

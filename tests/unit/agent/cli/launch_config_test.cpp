@@ -246,7 +246,9 @@ TEST_CASE("features parsed but not implemented are reported for run time", "[cli
   // --numa_binding and --rdzv_backend=etcd are supported.
   CHECK(parse({"--numa_binding=node", "--rdzv_backend=etcd", "s"}).unsupported_features().empty());
   CHECK(parse({"--log_dir=/dev/null", "s"}).unsupported_features().size() == 1);
-  CHECK(parse({"--duplicate_stdout_filters=x", "s"}).unsupported_features().size() == 1);
+  CHECK(parse({"--duplicate_stdout_filters=x", "--duplicate-stderr-filters=y", "s"})
+            .unsupported_features()
+            .empty());  // issue 33: supported
   CHECK(parse({"--event_log_handler=console", "s"}).unsupported_features().size() == 1);
 }
 

@@ -224,6 +224,38 @@ TEST_CASE("tee_line_prefix follows Template.safe_substitute", "[output]") {
   CHECK(tee_line_prefix("$$rank ${unknown} $other $", "w", 1, 0) == "$rank ${unknown} $other $");
   CHECK(tee_line_prefix("${rank", "w", 1, 0) == "${rank");
   CHECK(tee_line_prefix("$ranks", "w", 1, 0) == "$ranks");
+  SECTION("issue 33: ${hostname} and ${pid}") {
+    CHECK(tee_line_prefix("[${hostname}:${pid}:$rank]", "w", 5, 1, "node7", 4711) ==
+          "[node7:4711:5]");
+    CHECK(tee_line_prefix("$hostname-$pid", "w", 5, 1, "h", 9) == "h-9");
+  }
+}
+
+TEST_CASE("issue 33: matching lines are duplicated to the filtered log with the tee prefix",
+          "[output]") {
+  test::TempDir dir;
+  boost::asio::io_context io;
+  std::vector<char> buffer(1 << 16);
+  auto filtered = std::make_shared<FilteredLog>(dir.file("filtered_stdout.log"),
+                                                std::vector<std::string>{"loss", "a,b"});
+  std::vector<std::shared_ptr<OutputRouter>> routers;
+  for (const char* prefix : {"[default0]:", "[default1]:"}) {
+    OutputRoute route;
+    route.filtered = filtered;
+    route.tee_prefix = prefix;
+    routers.push_back(std::make_shared<OutputRouter>(io, route, buffer));
+  }
+  const std::string zero = "step 1 loss=0.5\nno match\nsaw a,b here\n";
+  const std::string one = "loss=0.7 partial";
+  REQUIRE(::write(routers[0]->child_end(), zero.data(), zero.size()) ==
+          static_cast<ssize_t>(zero.size()));
+  REQUIRE(::write(routers[1]->child_end(), one.data(), one.size()) ==
+          static_cast<ssize_t>(one.size()));
+  for (auto& router : routers) router->drain_and_flush();
+  CHECK(test::read_file(filtered->path()) ==
+        "[default0]:step 1 loss=0.5\n[default0]:saw a,b here\n[default1]:loss=0.7 partial\n");
+  CHECK(filtered->matches("a,b"));
+  CHECK_FALSE(filtered->matches("a"));
 }
 
 }  // namespace
