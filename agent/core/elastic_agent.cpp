@@ -21,6 +21,7 @@
 #include "agent/cli/signal_names.hpp"
 #include "agent/cli/worker_spec.hpp"
 #include "agent/core/failure_report.hpp"
+#include "agent/process/forkserver.hpp"
 #include "agent/process/python_package.hpp"
 #include "agent/process/worker_group.hpp"
 #include "agent/stacks/hang_detector.hpp"
@@ -189,7 +190,8 @@ ElasticAgent::ElasticAgent(asio::io_context& io, const LaunchConfig& config,
       parent_env_(std::move(parent_env)),
       rendezvous_(rendezvous),
       events_(events),
-      own_launcher_(launcher != nullptr ? nullptr : std::make_unique<ProcessLauncher>(io)),
+      own_launcher_(launcher != nullptr ? nullptr : std::make_unique<ProcessLauncher>(
+                                                          io, forkserver_options(config))),
       launcher_(launcher != nullptr ? *launcher : *own_launcher_),
       signals_(io),
       host_(local_host_name()),
