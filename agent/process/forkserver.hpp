@@ -1,9 +1,10 @@
 #pragma once
 // ForkServer: --start_method=forkserver. One template Python process per node
 // (python/ddprun/_forkserver.py) imports the --preload modules once; every worker of every attempt
-// is then forked from it instead of exec'd. The template forks twice, so the worker's parent
-// becomes the agent (a child subreaper): the agent watches, signals and reaps it like an exec'd
-// worker. The agent talks to the template over a SOCK_SEQPACKET pair, one JSON message per packet
+// is then forked from it instead of exec'd. The template forks a middle process that forks the
+// workers of a launch and exits, so the workers' parent becomes the agent (a child subreaper): the
+// agent watches, signals and reaps them like exec'd workers. The agent talks to the template over a
+// SOCK_SEQPACKET pair, one JSON message per packet
 // (requests carry the worker's stdout, stderr and "go" pipe ends with SCM_RIGHTS). Owned by the
 // ProcessLauncher for the agent's whole run; runs on the agent's thread and blocks it only while
 // the template starts (the preload imports) and for the milliseconds a fork takes.
@@ -60,9 +61,10 @@ class ForkServer {
   // release() (closing it unreleased makes the worker exit 1). Throws IoError.
   UniqueFd request(int id, const WorkerSpec& spec, int stdout_fd, int stderr_fd);
 
-  // Blocks until worker `id` reports its pid: it is then a child of this process, leading its own
-  // process group, with its parent-death signal set, waiting for release(). Throws IoError when
-  // the template reports an error for it, exits, or says nothing for 60 s.
+  // Blocks until the template reports worker `id`'s pid: it is then a child of this process,
+  // leading its own process group, waiting for release() (after which it sets its parent-death
+  // signal and checks that its parent is still this process). Throws IoError when the template
+  // reports an error for it, exits, or says nothing for 60 s.
   pid_t await_pid(int id);
 
   // Lets a worker that await_pid() returned run its entry point.

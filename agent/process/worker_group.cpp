@@ -184,7 +184,8 @@ struct WorkerGroup::Impl {
 
   // start() through the forkserver. Every request goes out before any pid is awaited, so the
   // template forks while the agent waits; each worker is guarded and watched before it is
-  // released to run its first line, as an exec'd worker is before exec.
+  // released to run its first line, as an exec'd worker is before exec. A failed start kills
+  // the released ones; the unreleased see their go pipe close and exit.
   void start_forked(const std::vector<WorkerSpec>& specs, ForkServer& forkserver) {
     oom.mark();
     std::vector<Worker> pending;
@@ -195,16 +196,17 @@ struct WorkerGroup::Impl {
         go.push_back(forkserver.request(spec.local_rank, spec, w.out->child_end(),
                                         w.err->child_end()));
       }
-      for (Worker& w : pending) {
+      for (size_t i = 0; i < pending.size(); ++i) {
+        Worker& w = pending[i];
         w.pid = forkserver.await_pid(w.local_rank);
         OrphanGuard::instance().add(w.pid);
         adopt(std::move(w));
+        ForkServer::release(go[i]);  // it runs while the template forks the next one
       }
     } catch (...) {
       kill_and_reap_now();
       throw;
     }
-    for (UniqueFd& fd : go) ForkServer::release(fd);
     log::get("agent")->debug("forked {} workers from the forkserver", workers.size());
   }
 

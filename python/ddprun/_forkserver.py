@@ -4,16 +4,19 @@ ddprun starts one template per node as `<python> -u -c "...main()" FD PRELOAD`. 
 `--preload` modules once, says so on the Unix socket FD (SOCK_SEQPACKET, one JSON message per
 packet), then waits. For each worker the agent sends a request (argv, environment, working
 directory, CPU placement) with three descriptors: the worker's stdout and stderr pipes and the
-read end of a "go" pipe. The template forks twice; the grandchild is reparented to the agent (a
-child subreaper), so the agent reaps it like any worker it exec'd. Once its parent is the agent
-the worker reports its pid, waits for the agent's go (orphan guard and exit watch in place), and
-runs the entry point the way the interpreter would have: a script, `-m` module or `-c` program
+read end of a "go" pipe. The template forks a middle process, which forks one worker per request
+waiting and exits: the workers are reparented to the agent (a child subreaper), so the agent
+reaps them like workers it exec'd. The template then reports their pids; each worker waits for
+the agent's go (orphan guard and exit watch in place), and runs the entry point the way the
+interpreter would have: a script, `-m` module or `-c` program
 in `__main__`, with sys.argv, sys.path[0], os.environ and the working directory of an exec'd
 worker. The template never initialises CUDA and starts no thread.
 """
 
+import array
 import ctypes
 import faulthandler
+import gc
 import io
 import json
 import os
@@ -24,6 +27,7 @@ import sys
 import traceback
 
 _MAX_MESSAGE = 1 << 20
+_MAX_BATCH = 256
 _PR_SET_PDEATHSIG = 1
 _MPOL_PREFERRED = 1
 _SET_MEMPOLICY = {"x86_64": 238, "aarch64": 237}  # syscall numbers
@@ -49,53 +53,113 @@ def _preload(modules):
             "threads": len(os.listdir("/proc/self/task"))}
 
 
-def _serve(sock):
-    """Forks a worker per request. Returns (request, fds) in the worker; in the template only
-    when the agent closed its end."""
+def _receive(sock, flags=0):
+    """One request and its descriptors; None at EOF. Raises BlockingIOError with MSG_DONTWAIT
+    when none is waiting."""
     while True:
         try:
-            data, fds, _, _ = socket.recv_fds(sock, _MAX_MESSAGE, 3)
+            # Not socket.recv_fds: Python 3.11's ignores its flags argument.
+            data, ancillary, _, _ = sock.recvmsg(_MAX_MESSAGE, socket.CMSG_SPACE(3 * 4), flags)
         except InterruptedError:
             continue
         if not data:
             return None
-        request = json.loads(data)
+        fds = array.array("i")
+        for level, kind, payload in ancillary:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                fds.frombytes(payload[:len(payload) - len(payload) % fds.itemsize])
+        return json.loads(data), list(fds)
+
+
+def _receive_batch(sock):
+    """The requests the agent has sent: it sends a launch's requests before awaiting any answer,
+    so one middle process usually forks every worker of the launch. None at EOF."""
+    first = _receive(sock)
+    if first is None:
+        return None
+    batch = [first]
+    while len(batch) < _MAX_BATCH:
+        try:
+            more = _receive(sock, socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            break
+        if more is None:
+            break
+        batch.append(more)
+    for request, fds in list(batch):
         if len(fds) != 3:
             for fd in fds:
                 os.close(fd)
+            batch.remove((request, fds))
             _send(sock, {"id": request.get("id"), "error": "expected 3 descriptors"})
+    return batch
+
+
+def _fork_workers(batch, report):
+    """In the middle process: forks a worker per request and writes their pids to `report`.
+    Returns (request, fds) in a worker; never returns in the middle process itself."""
+    replies = []
+    for index, (request, fds) in enumerate(batch):
+        try:
+            pid = os.fork()
+        except OSError as error:
+            replies.append({"id": request["id"], "error": "fork: %s" % error.strerror})
+            continue
+        if pid == 0:
+            os.close(report)
+            for other, (_, other_fds) in enumerate(batch):
+                if other != index:
+                    for fd in other_fds:
+                        os.close(fd)
+            return request, fds
+        try:
+            os.setpgid(pid, pid)  # the worker does it too: whichever runs first
+        except OSError:
+            pass
+        replies.append({"id": request["id"], "pid": pid})
+    os.write(report, json.dumps(replies).encode())
+    os._exit(0)
+
+
+def _serve(sock):
+    """Forks the workers of each batch of requests. Returns (request, fds) in a worker; in the
+    template only when the agent closed its end."""
+    while True:
+        batch = _receive_batch(sock)
+        if batch is None:
+            return None
+        if not batch:
             continue
         sys.stdout.flush()
         sys.stderr.flush()
+        read_end, write_end = os.pipe()
         try:
             middle = os.fork()
         except OSError as error:
-            _send(sock, {"id": request["id"], "error": "fork: %s" % error.strerror})
             middle = -1
+            replies = [{"id": r["id"], "error": "fork: %s" % error.strerror} for r, _ in batch]
         if middle == 0:
-            # The middle process: forks the worker and exits, so that the worker's parent
-            # becomes the nearest subreaper (the agent). Both sides set the worker's group.
-            try:
-                worker = os.fork()
-                if worker == 0:
-                    return request, fds
-                os.setpgid(worker, worker)
-            except OSError as error:
-                _send(sock, {"id": request["id"], "error": "fork: %s" % error.strerror})
-            os._exit(0)
-        for fd in fds:
-            os.close(fd)
+            os.close(read_end)
+            return _fork_workers(batch, write_end)
+        os.close(write_end)
+        for _, fds in batch:
+            for fd in fds:
+                os.close(fd)
         if middle > 0:
+            # Once the middle process is reaped every worker's parent is the agent (the nearest
+            # subreaper): only then do the pids go out, so the agent always reaps its own child.
             os.waitpid(middle, 0)
+            data = os.read(read_end, _MAX_MESSAGE)
+            replies = json.loads(data) if data else [
+                {"id": r["id"], "error": "the middle process failed"} for r, _ in batch]
+        os.close(read_end)
+        for reply in replies:
+            _send(sock, reply)
 
 
-def _become_agents_child(agent_pid):
-    """Waits (briefly: the middle process exits at once) until the agent is the parent, then
-    dies with it, as an exec'd worker does."""
-    while os.getppid() != agent_pid:
-        if os.getppid() == 1:
-            os._exit(1)  # the agent died or is no subreaper: nobody would supervise us
-        os.sched_yield()
+def _start_as_agents_child(agent_pid):
+    """Dies with the agent, as an exec'd worker does. The agent is the parent already (the pid
+    went out after the middle process was reaped) unless it died since."""
     if _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0 or os.getppid() != agent_pid:
         os._exit(1)
 
@@ -129,17 +193,16 @@ def _become_worker(sock, request, fds):
     """Everything exec would have given the worker, before its first line runs."""
     os.setpgid(0, 0)
     out, err, go = fds
-    _become_agents_child(request["agent_pid"])
+    sock.close()
     os.dup2(out, 1)
     os.dup2(err, 2)
     os.close(out)
     os.close(err)
-    _send(sock, {"id": request["id"], "pid": os.getpid()})
-    sock.close()
     released = os.read(go, 1)
     os.close(go)
     if not released:
-        os._exit(1)  # the agent gave up on this start
+        os._exit(1)  # the agent gave up on this start, or died
+    _start_as_agents_child(request["agent_pid"])
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(entry.split("=", 1) for entry in request["env"] if "=" in entry)
@@ -214,6 +277,10 @@ def main():
     _send(sock, ready)
     if not ready["ready"]:
         sys.exit(1)
+    # Objects the imports made go to the permanent generation: a collection in a worker then
+    # never walks (and so never copies on write) the template's pages (Python's pre-fork advice).
+    gc.collect()
+    gc.freeze()
     served = _serve(sock)
     if served is None:
         return  # the agent closed the socket: the template's work is done
