@@ -21,8 +21,8 @@ packages=(
   # the etcd rendezvous tests (a 3-member etcd 3.4 cluster on loopback); OpenSSL for its https
   # client (libssl-dev) and the tests' throwaway certificates (openssl)
   etcd-server etcd-client libssl-dev openssl
-  # benchmark scripts (perf: rendezvous.sh per_agent)
-  bc linux-perf
+  # benchmark scripts (perf: rendezvous.sh per_agent; strace: forkserver.sh counts opened files)
+  bc linux-perf strace
   # mpirun detection tests (tests/integration/parity): OpenMPI's mpirun
   openmpi-bin
   # native worker stacks (SIGQUIT, --hang_timeout reports): eu-stack

@@ -7,7 +7,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
+#include <cctype>
 #include <cmath>
 #include <csignal>
 
@@ -48,6 +50,28 @@ void require_choice(const RawValue& raw, const Choices& choices) {
   }
   throw ConfigError(
       fmt::format("{}: invalid choice '{}' (choose from {})", raw.origin, raw.text, list));
+}
+
+// --preload: module names separated by commas (dotted identifiers); "" preloads nothing.
+std::vector<std::string> parse_preload(const RawValue& raw) {
+  std::vector<std::string> modules;
+  if (raw.text.empty()) return modules;
+  std::size_t begin = 0;
+  while (true) {
+    const std::size_t comma = std::min(raw.text.find(',', begin), raw.text.size());
+    std::string name = raw.text.substr(begin, comma - begin);
+    bool valid = !name.empty() && name.front() != '.' && name.back() != '.' &&
+                 std::isdigit(static_cast<unsigned char>(name.front())) == 0;
+    for (char c : name) {
+      valid = valid && (std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '.');
+    }
+    if (!valid) {
+      throw ConfigError(fmt::format("{}: '{}' is not a module name", raw.origin, name));
+    }
+    modules.push_back(std::move(name));
+    if (comma == raw.text.size()) return modules;
+    begin = comma + 1;
+  }
 }
 
 int to_int(const RawValue& raw, int minimum, int maximum) {
@@ -375,6 +399,8 @@ void read_supervision(Reader& reader, LaunchConfig& config,
     require_choice(*v, kStartMethods);
     config.start_method = v->text;
   }
+  if (const RawValue* v = reader.get("preload")) config.preload = parse_preload(*v);
+  config.preload_fallback = reader.flag("preload_fallback");
   if (const RawValue* v = reader.get("role")) {
     if (v->text.empty()) throw ConfigError(fmt::format("{}: must not be empty", v->origin));
     config.role = v->text;

@@ -64,7 +64,11 @@ struct LaunchConfig {
   // --- supervision
   int max_restarts = 0;
   std::chrono::milliseconds monitor_interval{5000};  // accepted; the agent is event-driven
-  std::string start_method = "spawn";                // spawn | fork | forkserver (run_path only)
+  // spawn | fork: workers are exec'd. forkserver: Python workers fork from a template per node
+  // that imported `preload` first (agent/process/forkserver.hpp); --no_python still execs.
+  std::string start_method = "spawn";
+  std::vector<std::string> preload{"torch"};  // --preload / PET_PRELOAD, comma-separated
+  bool preload_fallback = false;  // --preload_fallback: exec (with a warning) if the template fails
   std::string role = "default";
   std::vector<int> signals_to_handle;  // signal numbers, default SIGTERM,SIGINT,SIGHUP,SIGQUIT
   std::string signals_to_handle_raw = "SIGTERM,SIGINT,SIGHUP,SIGQUIT";  // exported to workers

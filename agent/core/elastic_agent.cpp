@@ -23,6 +23,7 @@
 #include "agent/core/failure_report.hpp"
 #include "agent/core/inprocess_recovery.hpp"
 #include "agent/core/round_events.hpp"
+#include "agent/process/forkserver.hpp"
 #include "agent/process/python_package.hpp"
 #include "agent/process/reform_channel.hpp"
 #include "agent/process/worker_group.hpp"
@@ -166,7 +167,8 @@ ElasticAgent::ElasticAgent(asio::io_context& io, const LaunchConfig& config,
       parent_env_(std::move(parent_env)),
       rendezvous_(rendezvous),
       events_(events),
-      own_launcher_(launcher != nullptr ? nullptr : std::make_unique<ProcessLauncher>(io)),
+      own_launcher_(launcher != nullptr ? nullptr : std::make_unique<ProcessLauncher>(
+                                                          io, forkserver_options(config))),
       launcher_(launcher != nullptr ? *launcher : *own_launcher_),
       handover_(handover),
       signals_(io),

@@ -17,6 +17,7 @@
 
 #include "agent/cli/signal_names.hpp"
 #include "agent/process/child_watch.hpp"
+#include "agent/process/forkserver.hpp"
 #include "agent/process/oom_watch.hpp"
 #include "agent/process/orphan_guard.hpp"
 #include "agent/process/output_router.hpp"
@@ -187,6 +188,61 @@ struct WorkerGroup::Impl {
     }
   }
 
+  // A worker's record and output routers, before its process exists.
+  Worker make_worker(const WorkerSpec& spec) {
+    Worker w;
+    w.local_rank = spec.local_rank;
+    w.rank = spec.rank;
+    w.error_file = spec.error_file;
+    w.out = std::make_shared<OutputRouter>(io, route_for(spec, kStdOut), buffer);
+    w.err = std::make_shared<OutputRouter>(io, route_for(spec, kStdErr), buffer);
+    return w;
+  }
+
+  // Takes a started worker (w.pid set, its pipe ends passed on) into the watch and the group;
+  // its lines' prefixes are set now that its pid is known (${pid}).
+  void adopt(Worker&& w, const WorkerSpec& spec) {
+    auto [out_console, out_tee] = prefixes_for(spec, kStdOut, w.pid);
+    auto [err_console, err_tee] = prefixes_for(spec, kStdErr, w.pid);
+    w.out->set_prefixes(std::move(out_console), std::move(out_tee));
+    w.err->set_prefixes(std::move(err_console), std::move(err_tee));
+    w.out->close_child_end();
+    w.err->close_child_end();
+    watch.watch(w.pid);
+    w.out->start();
+    w.err->start();
+    workers.push_back(std::move(w));
+  }
+
+  // start() through the forkserver. Every request goes out before any pid is awaited, so the
+  // template forks while the agent waits; each worker is guarded and watched before it is
+  // released to run its first line, as an exec'd worker is before exec. A failed start kills
+  // the released ones; the unreleased see their go pipe close and exit.
+  void start_forked(const std::vector<WorkerSpec>& specs, ForkServer& forkserver) {
+    open_filtered_logs();
+    oom.mark();
+    std::vector<Worker> pending;
+    std::vector<UniqueFd> go;
+    try {
+      for (const WorkerSpec& spec : specs) {
+        Worker& w = pending.emplace_back(make_worker(spec));
+        go.push_back(forkserver.request(spec.local_rank, spec, w.out->child_end(),
+                                        w.err->child_end()));
+      }
+      for (size_t i = 0; i < pending.size(); ++i) {
+        Worker& w = pending[i];
+        w.pid = forkserver.await_pid(w.local_rank);
+        OrphanGuard::instance().add(w.pid);
+        adopt(std::move(w), specs[i]);
+        ForkServer::release(go[i]);  // it runs while the template forks the next one
+      }
+    } catch (...) {
+      kill_and_reap_now();
+      throw;
+    }
+    log::get("agent")->debug("forked {} workers from the forkserver", workers.size());
+  }
+
   // Kills and reaps what is still running: the destructor and a failed start().
   void kill_and_reap_now() {
     kill_all_groups();
@@ -208,9 +264,13 @@ WorkerGroup::WorkerGroup(asio::io_context& io, OutputOptions options)
 
 WorkerGroup::~WorkerGroup() = default;
 
-void WorkerGroup::start(const std::vector<WorkerSpec>& specs) {
+void WorkerGroup::start(const std::vector<WorkerSpec>& specs, ForkServer* forkserver) {
   Impl& g = *impl_;
   DDP_CHECK(g.workers.empty(), "WorkerGroup::start called twice");
+  if (forkserver != nullptr) {
+    g.start_forked(specs, *forkserver);
+    return;
+  }
   // Resolve every program first: a missing one fails the start before anything runs.
   std::vector<ExecImage> images;
   std::vector<CpuPlacement> placements;  // built before any child starts (no allocation there)
@@ -231,12 +291,7 @@ void WorkerGroup::start(const std::vector<WorkerSpec>& specs) {
   try {
     for (size_t i = 0; i < specs.size(); ++i) {
       const WorkerSpec& spec = specs[i];
-      Worker w;
-      w.local_rank = spec.local_rank;
-      w.rank = spec.rank;
-      w.error_file = spec.error_file;
-      w.out = std::make_shared<OutputRouter>(g.io, g.route_for(spec, kStdOut), g.buffer);
-      w.err = std::make_shared<OutputRouter>(g.io, g.route_for(spec, kStdErr), g.buffer);
+      Worker w = g.make_worker(spec);
       // The child registers its group with the guard itself, before exec (see add_self).
       const CpuPlacement* placement = placements[i].cpu_mask.empty() ? nullptr : &placements[i];
       const ChildSetup setup{.stdout_fd = w.out->child_end(),
@@ -245,16 +300,7 @@ void WorkerGroup::start(const std::vector<WorkerSpec>& specs) {
                              .placement = placement};
       auto child = std::make_unique<ForkedChild>(images[i], setup);
       w.pid = child->pid();
-      auto [out_console, out_tee] = g.prefixes_for(spec, kStdOut, w.pid);
-      auto [err_console, err_tee] = g.prefixes_for(spec, kStdErr, w.pid);
-      w.out->set_prefixes(std::move(out_console), std::move(out_tee));
-      w.err->set_prefixes(std::move(err_console), std::move(err_tee));
-      w.out->close_child_end();
-      w.err->close_child_end();
-      g.watch.watch(w.pid);
-      w.out->start();
-      w.err->start();
-      g.workers.push_back(std::move(w));
+      g.adopt(std::move(w), spec);
       children.push_back(std::move(child));
     }
   } catch (...) {
@@ -331,10 +377,36 @@ std::vector<pid_t> WorkerGroup::pids() const {
 
 bool WorkerGroup::running() const { return impl_->any_running(); }
 
+ProcessLauncher::~ProcessLauncher() = default;
+
+ForkServer* ProcessLauncher::forkserver_for(const std::vector<WorkerSpec>& specs) {
+  if (!forkserver_options_ || specs.empty()) return nullptr;
+  if (forkserver_ && !forkserver_->is_alive()) {
+    log::get("agent")->warn("forkserver: the template exited; starting it again");
+    forkserver_.reset();
+  }
+  if (!forkserver_) {
+    try {
+      forkserver_ = std::make_unique<ForkServer>(*forkserver_options_, template_env(specs[0]));
+    } catch (const IoError& e) {
+      if (!forkserver_options_->fallback) throw;
+      log::get("agent")->warn("{}; starting workers with exec instead (--preload_fallback)",
+                              e.what());
+      forkserver_options_.reset();
+      return nullptr;
+    }
+  }
+  for (const WorkerSpec& spec : specs) {
+    if (!forkserver_->runs(spec.argv)) return nullptr;
+  }
+  return forkserver_.get();
+}
+
 std::unique_ptr<AttemptWorkers> ProcessLauncher::launch(const std::vector<WorkerSpec>& specs,
                                                         const OutputOptions& output) {
+  ForkServer* forkserver = forkserver_for(specs);
   auto group = std::make_unique<WorkerGroup>(io_, output);
-  group->start(specs);
+  group->start(specs, forkserver);
   return group;
 }
 

@@ -18,6 +18,7 @@
 
 #include "agent/cli/worker_spec.hpp"
 #include "agent/core/worker_launcher.hpp"
+#include "agent/process/forkserver.hpp"
 
 namespace ddp::agent {
 
@@ -29,8 +30,10 @@ class WorkerGroup final : public AttemptWorkers {
   WorkerGroup& operator=(const WorkerGroup&) = delete;
 
   // Spawns every spec (log dirs already prepared). Throws IoError naming argv[0] when exec fails
-  // (reported through a CLOEXEC pipe, so a missing program is an error, not exit 127).
-  void start(const std::vector<WorkerSpec>& specs);
+  // (reported through a CLOEXEC pipe, so a missing program is an error, not exit 127). With a
+  // `forkserver` (not owned), every spec is forked from its template instead (the caller checked
+  // ForkServer::runs); such workers are watched, signalled and reaped the same way.
+  void start(const std::vector<WorkerSpec>& specs, ForkServer* forkserver = nullptr);
 
   // Completes when the first worker fails (returns that exit) or when every worker has exited
   // successfully (returns nullopt). Cancellable (per-operation cancellation).
@@ -55,15 +58,25 @@ class WorkerGroup final : public AttemptWorkers {
   std::unique_ptr<Impl> impl_;
 };
 
-// The real launcher: a WorkerGroup per attempt, started at once.
+// The real launcher: a WorkerGroup per attempt, started at once. With forkserver options
+// (forkserver.hpp) Python workers fork from one template, started at the first launch and kept
+// for every later one (started again if it died); when it cannot start, launch() throws its
+// IoError, or with `fallback` logs a warning and execs from then on.
 class ProcessLauncher final : public WorkerLauncher {
  public:
-  explicit ProcessLauncher(boost::asio::io_context& io) : io_(io) {}
+  explicit ProcessLauncher(boost::asio::io_context& io,
+                           std::optional<ForkServerOptions> forkserver = std::nullopt)
+      : io_(io), forkserver_options_(std::move(forkserver)) {}
+  ~ProcessLauncher() override;
   std::unique_ptr<AttemptWorkers> launch(const std::vector<WorkerSpec>& specs,
                                          const OutputOptions& output) override;
 
  private:
+  ForkServer* forkserver_for(const std::vector<WorkerSpec>& specs);
+
   boost::asio::io_context& io_;
+  std::optional<ForkServerOptions> forkserver_options_;  // nullopt: exec
+  std::unique_ptr<ForkServer> forkserver_;
 };
 
 // Makes this process a child subreaper (grandchildren whose parent dies are reparented to us and

@@ -6,6 +6,7 @@
 #include <boost/asio/io_context.hpp>
 
 #include <fcntl.h>
+#include <sys/wait.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -14,6 +15,7 @@
 #include <exception>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -21,6 +23,7 @@
 
 #include "agent/cli/worker_spec.hpp"
 #include "agent/core/worker_launcher.hpp"
+#include "agent/process/worker_group.hpp"
 
 extern char** environ;
 
@@ -154,6 +157,25 @@ std::string thrown_message(F&& f) {
     return e.what();
   }
   return "";
+}
+
+// Runs `body` in a forked child made a child subreaper (that changes the whole process, so the
+// test process stays as it was); returns body's result as the child's exit code (1 if it threw).
+inline int exit_code_as_subreaper(const std::function<int()>& body) {
+  const pid_t agent = ::fork();
+  if (agent < 0) return -1;
+  if (agent == 0) {
+    int code = 1;
+    try {
+      become_child_subreaper();
+      code = body();
+    } catch (...) {
+    }
+    ::_exit(code);
+  }
+  int status = 0;
+  if (::waitpid(agent, &status, 0) != agent || !WIFEXITED(status)) return -1;
+  return WEXITSTATUS(status);
 }
 
 // True when `pid` no longer runs: gone, or a zombie nobody reaped yet.

@@ -209,34 +209,22 @@ TEST_CASE("wait_first_failure can be cancelled by a racing operation and waited 
 }
 
 TEST_CASE("a subreaper reaps orphans its workers leave behind", "[worker_group]") {
-  // In a forked child: being a subreaper changes the whole process.
-  const pid_t agent = ::fork();
-  REQUIRE(agent >= 0);
-  if (agent == 0) {
-    int code = 1;
-    try {
-      become_child_subreaper();
-      boost::asio::io_context io;
-      test::TempDir dir;
-      test::ConsoleCapture out(dir.file("out"));
-      OutputOptions options;
-      options.stdout_fd = out.fd();
-      WorkerGroup group(io, options);
-      group.start({sh_worker("sleep 0.1 >/dev/null & echo $!", 0)});
-      run_until(io, [&] { return !group.running(); });
-      const pid_t orphan = std::stoi(out.text());
-      // Reaped (gone from /proc), not merely dead: it was reparented to us.
-      const bool reaped = run_until(
-          io, [&] { return !std::filesystem::exists("/proc/" + std::to_string(orphan)); }, 5s);
-      code = reaped ? 0 : 2;
-    } catch (...) {
-    }
-    ::_exit(code);
-  }
-  int status = 0;
-  REQUIRE(::waitpid(agent, &status, 0) == agent);
-  REQUIRE(WIFEXITED(status));
-  CHECK(WEXITSTATUS(status) == 0);
+  const int code = test::exit_code_as_subreaper([] {
+    boost::asio::io_context io;
+    test::TempDir dir;
+    test::ConsoleCapture out(dir.file("out"));
+    OutputOptions options;
+    options.stdout_fd = out.fd();
+    WorkerGroup group(io, options);
+    group.start({sh_worker("sleep 0.1 >/dev/null & echo $!", 0)});
+    run_until(io, [&] { return !group.running(); });
+    const pid_t orphan = std::stoi(out.text());
+    // Reaped (gone from /proc), not merely dead: it was reparented to us.
+    const bool reaped = run_until(
+        io, [&] { return !std::filesystem::exists("/proc/" + std::to_string(orphan)); }, 5s);
+    return reaped ? 0 : 2;
+  });
+  CHECK(code == 0);
 }
 
 TEST_CASE("an empty group has nothing to wait for", "[worker_group]") {

@@ -1,0 +1,289 @@
+"""The forkserver template: ddprun's `--start_method=forkserver` (docs/agent-processes.md).
+
+ddprun starts one template per node as `<python> -u -c "...main()" FD PRELOAD`. It imports the
+`--preload` modules once, says so on the Unix socket FD (SOCK_SEQPACKET, one JSON message per
+packet), then waits. For each worker the agent sends a request (argv, environment, working
+directory, CPU placement) with three descriptors: the worker's stdout and stderr pipes and the
+read end of a "go" pipe. The template forks a middle process, which forks one worker per request
+waiting and exits: the workers are reparented to the agent (a child subreaper), so the agent
+reaps them like workers it exec'd. The template then reports their pids; each worker waits for
+the agent's go (orphan guard and exit watch in place), and runs the entry point the way the
+interpreter would have: a script, `-m` module or `-c` program
+in `__main__`, with sys.argv, sys.path[0], os.environ and the working directory of an exec'd
+worker. The template never initialises CUDA and starts no thread.
+"""
+
+import array
+import ctypes
+import faulthandler
+import gc
+import io
+import json
+import os
+import platform
+import signal
+import socket
+import sys
+import traceback
+
+_MAX_MESSAGE = 1 << 20
+_MAX_BATCH = 256
+_PR_SET_PDEATHSIG = 1
+_MPOL_PREFERRED = 1
+_SET_MEMPOLICY = {"x86_64": 238, "aarch64": 237}  # syscall numbers
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _send(sock, message):
+    sock.send(json.dumps(message).encode())
+
+
+def _preload(modules):
+    """Imports every module; returns the ready message (or the one-line error)."""
+    for name in modules:
+        try:
+            __import__(name)
+        except BaseException as error:  # a module may raise anything, SystemExit included
+            text = "".join(traceback.format_exception_only(type(error), error)).strip()
+            return {"version": 1, "ready": False,
+                    "error": "cannot import module '%s': %s" % (name, text.splitlines()[-1])}
+    torch = sys.modules.get("torch")
+    cuda = bool(torch is not None and torch.cuda.is_initialized())
+    return {"version": 1, "ready": True, "pid": os.getpid(), "cuda_initialized": cuda,
+            "threads": len(os.listdir("/proc/self/task"))}
+
+
+def _receive(sock, flags=0):
+    """One request and its descriptors; None at EOF. Raises BlockingIOError with MSG_DONTWAIT
+    when none is waiting."""
+    while True:
+        try:
+            # Not socket.recv_fds: Python 3.11's ignores its flags argument.
+            data, ancillary, _, _ = sock.recvmsg(_MAX_MESSAGE, socket.CMSG_SPACE(3 * 4), flags)
+        except InterruptedError:
+            continue
+        if not data:
+            return None
+        fds = array.array("i")
+        for level, kind, payload in ancillary:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                fds.frombytes(payload[:len(payload) - len(payload) % fds.itemsize])
+        return json.loads(data), list(fds)
+
+
+def _receive_batch(sock):
+    """The requests the agent has sent: it sends a launch's requests before awaiting any answer,
+    so one middle process usually forks every worker of the launch. None at EOF."""
+    first = _receive(sock)
+    if first is None:
+        return None
+    batch = [first]
+    while len(batch) < _MAX_BATCH:
+        try:
+            more = _receive(sock, socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            break
+        if more is None:
+            break
+        batch.append(more)
+    for request, fds in list(batch):
+        if len(fds) != 3:
+            for fd in fds:
+                os.close(fd)
+            batch.remove((request, fds))
+            _send(sock, {"id": request.get("id"), "error": "expected 3 descriptors"})
+    return batch
+
+
+def _fork_workers(batch, report):
+    """In the middle process: forks a worker per request and writes their pids to `report`.
+    Returns (request, fds) in a worker; never returns in the middle process itself."""
+    replies = []
+    for index, (request, fds) in enumerate(batch):
+        try:
+            pid = os.fork()
+        except OSError as error:
+            replies.append({"id": request["id"], "error": "fork: %s" % error.strerror})
+            continue
+        if pid == 0:
+            os.close(report)
+            for other, (_, other_fds) in enumerate(batch):
+                if other != index:
+                    for fd in other_fds:
+                        os.close(fd)
+            return request, fds
+        try:
+            os.setpgid(pid, pid)  # the worker does it too: whichever runs first
+        except OSError:
+            pass
+        replies.append({"id": request["id"], "pid": pid})
+    os.write(report, json.dumps(replies).encode())
+    os._exit(0)
+
+
+def _serve(sock):
+    """Forks the workers of each batch of requests. Returns (request, fds) in a worker; in the
+    template only when the agent closed its end."""
+    while True:
+        batch = _receive_batch(sock)
+        if batch is None:
+            return None
+        if not batch:
+            continue
+        sys.stdout.flush()
+        sys.stderr.flush()
+        read_end, write_end = os.pipe()
+        try:
+            middle = os.fork()
+        except OSError as error:
+            middle = -1
+            replies = [{"id": r["id"], "error": "fork: %s" % error.strerror} for r, _ in batch]
+        if middle == 0:
+            os.close(read_end)
+            return _fork_workers(batch, write_end)
+        os.close(write_end)
+        for _, fds in batch:
+            for fd in fds:
+                os.close(fd)
+        if middle > 0:
+            # Once the middle process is reaped every worker's parent is the agent (the nearest
+            # subreaper): only then do the pids go out, so the agent always reaps its own child.
+            os.waitpid(middle, 0)
+            data = os.read(read_end, _MAX_MESSAGE)
+            replies = json.loads(data) if data else [
+                {"id": r["id"], "error": "the middle process failed"} for r, _ in batch]
+        os.close(read_end)
+        for reply in replies:
+            _send(sock, reply)
+
+
+def _start_as_agents_child(agent_pid):
+    """Dies with the agent, as an exec'd worker does. The agent is the parent already (the pid
+    went out after the middle process was reaped) unless it died since."""
+    if _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0 or os.getppid() != agent_pid:
+        os._exit(1)
+
+
+def _place(cpus, memory_node):
+    """--numa_binding: the CPU mask must hold (as for exec); the memory policy is best effort."""
+    if cpus:
+        os.sched_setaffinity(0, cpus)
+    number = _SET_MEMPOLICY.get(platform.machine())
+    if memory_node >= 0 and number is not None:
+        words = memory_node // 64 + 1
+        mask = (ctypes.c_ulong * words)()
+        mask[memory_node // 64] = 1 << (memory_node % 64)
+        _libc.syscall(number, _MPOL_PREFERRED, mask, ctypes.c_ulong(words * 64 + 1))
+
+
+def _register_stacks():
+    """ddprun's stack signal into this worker's own file (the sitecustomize hook ran in the
+    template, which had no DDPRUN_STACK_DIR)."""
+    number = int(os.environ.get("DDPRUN_STACK_SIGNAL", "0") or "0")
+    directory = os.environ.get("DDPRUN_STACK_DIR", "")
+    if number <= 0 or not os.path.isdir(directory):
+        return
+    path = os.path.join(directory, "python-%d.txt" % os.getpid())
+    global _stack_stream
+    _stack_stream = open(path, "ab", buffering=0)
+    faulthandler.register(number, file=_stack_stream, all_threads=True, chain=False)
+
+
+def _become_worker(sock, request, fds):
+    """Everything exec would have given the worker, before its first line runs."""
+    os.setpgid(0, 0)
+    out, err, go = fds
+    sock.close()
+    os.dup2(out, 1)
+    os.dup2(err, 2)
+    os.close(out)
+    os.close(err)
+    released = os.read(go, 1)
+    os.close(go)
+    if not released:
+        os._exit(1)  # the agent gave up on this start, or died
+    _start_as_agents_child(request["agent_pid"])
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(entry.split("=", 1) for entry in request["env"] if "=" in entry)
+    _place(request.get("cpus", []), request.get("memory_node", -1))
+    _register_stacks()
+    numpy_random = sys.modules.get("numpy.random")
+    if numpy_random is not None:
+        numpy_random.seed()  # a fresh interpreter seeds from the OS; the template's is shared
+    sys.orig_argv = list(request["argv"])
+
+
+def _fresh_main(filename):
+    """Empties __main__ as the interpreter prepares it for a script (or -c when None)."""
+    import builtins
+    main = sys.modules["__main__"].__dict__
+    main.clear()
+    main.update(__name__="__main__", __doc__=None, __package__=None, __spec__=None,
+                __annotations__={}, __builtins__=builtins)
+    if filename is not None:
+        import importlib.machinery
+        main["__loader__"] = importlib.machinery.SourceFileLoader("__main__", filename)
+        main["__file__"] = filename
+        main["__cached__"] = None
+    return main
+
+
+def _run(argv):
+    """Runs `<python> -u (script | -m module | -c program) args` in this process."""
+    rest = argv[2:]
+    if rest[0] == "-m":
+        import runpy
+        sys.argv = ["-m"] + rest[2:]
+        sys.path[0] = os.getcwd()
+        runpy._run_module_as_main(rest[1], alter_argv=True)
+    elif rest[0] == "-c":
+        sys.argv = ["-c"] + rest[2:]
+        sys.path[0] = ""
+        exec(compile(rest[1], "<string>", "exec"), _fresh_main(None))
+    else:
+        path = os.path.abspath(rest[0])
+        sys.argv = list(rest)
+        sys.path[0] = os.path.dirname(os.path.realpath(path))
+        try:
+            with io.open_code(path) as stream:
+                source = stream.read()
+        except OSError as error:
+            print("%s: can't open file %r: [Errno %d] %s"
+                  % (argv[0], path, error.errno, error.strerror), file=sys.stderr)
+            sys.exit(2)
+        exec(compile(source, path, "exec"), _fresh_main(path))
+
+
+def _run_as_main(argv):
+    """_run, ending as the interpreter ends: SystemExit and KeyboardInterrupt go up to it; any
+    other exception prints its traceback (without this module's frames) and exits 1."""
+    try:
+        _run(argv)
+    except (SystemExit, KeyboardInterrupt):
+        raise
+    except BaseException as error:
+        tb = error.__traceback__
+        while tb is not None and tb.tb_frame.f_code.co_filename == __file__:
+            tb = tb.tb_next
+        sys.excepthook(type(error), error.with_traceback(tb), tb)
+        sys.exit(1)
+
+
+def main():
+    """The template's entry point: sys.argv is ["-c", FD, PRELOAD (comma-separated)]."""
+    sock = socket.socket(fileno=int(sys.argv[1]))
+    ready = _preload([name for name in sys.argv[2].split(",") if name])
+    _send(sock, ready)
+    if not ready["ready"]:
+        sys.exit(1)
+    # Objects the imports made go to the permanent generation: a collection in a worker then
+    # never walks (and so never copies on write) the template's pages (Python's pre-fork advice).
+    gc.collect()
+    gc.freeze()
+    served = _serve(sock)
+    if served is None:
+        return  # the agent closed the socket: the template's work is done
+    request, fds = served
+    _become_worker(sock, request, fds)
+    _run_as_main(request["argv"])

@@ -1,0 +1,156 @@
+"""--start_method=forkserver supervision with real /usr/bin/python3 + PyTorch workers:
+- the DDP script (gloo, 2 workers) gives the same results as under exec;
+- a worker that fails is restarted from the same template (one 'forkserver ready'), new pids;
+- a worker killed by a signal gives 128+N;
+- SIGQUIT writes both workers' Python stacks and the job goes on; SIGTERM reaches the workers;
+- SIGKILL of ddprun leaves no worker, grandchild or template behind;
+- a preload module that fails to import: one line naming it and exit 1, or with
+  --preload_fallback a warning and exec'd workers."""
+import glob
+import os
+import signal
+import time
+import uuid
+
+import ddptest
+import fstest
+
+
+def check_ddp(tmp):
+    out = os.path.join(tmp, "ddp")
+    os.mkdir(out)
+    result, _ = fstest.launch(fstest.FORKSERVER + [
+        "--nproc_per_node=2", fstest.worker("torch_ddp_train.py"), out, "--steps", "5"],
+        timeout=120)
+    fstest.expect_exit(result, 0, "torch DDP under the forkserver")
+    results = [fstest.read_json(os.path.join(out, f"result_rank{r}.json")) for r in (0, 1)]
+    for r, record in enumerate(results):
+        ddptest.check(record["world_size"] == 2 and record["rank"] == r, f"rank {r}: {record}")
+        ddptest.check(record["allreduce"] == 1, f"all_reduce: {record}")
+        ddptest.check(record["params"] == results[0]["params"], "parameters differ across ranks")
+    print("DDP script: all_reduce, identical parameters on both ranks, checkpoint")
+
+
+def check_restart_and_signal(tmp):
+    out = os.path.join(tmp, "restart")
+    os.mkdir(out)
+    result, _ = fstest.launch(fstest.FORKSERVER + [
+        "--nproc_per_node=2", "--max_restarts=1", "--log_level=info",
+        fstest.worker("fail_once.py"), out, "--rank", "1", "--code", "3", "--lines", "2"])
+    fstest.expect_exit(result, 0, "a restart under the forkserver")
+    ddptest.check(len(fstest.ready_lines(result.stderr)) == 1,
+                  f"the template must serve both attempts:\n{result.stderr}")
+    first, second = fstest.env_dumps(out, 0), fstest.env_dumps(out, 1)
+    ddptest.check(sorted(first) == [0, 1] and sorted(second) == [0, 1], "missing attempts")
+    ddptest.check(not {r["pid"] for r in first.values()} & {r["pid"] for r in second.values()},
+                  "the restarted workers reuse pids")
+    print("restart: attempt 1 forked from the same template after rank 1 exited 3")
+
+    out = os.path.join(tmp, "signal")
+    os.mkdir(out)
+    result, _ = fstest.launch(fstest.FORKSERVER + [
+        "--nproc_per_node=2", fstest.worker("fail_once.py"), out, "--rank", "1",
+        "--signal", str(int(signal.SIGSEGV)), "--lines", "1"])
+    fstest.expect_exit(result, 128 + signal.SIGSEGV, "a worker killed by SIGSEGV")
+    ddptest.check("SIGSEGV" in result.stderr, f"the report names no signal:\n{result.stderr}")
+    print("a worker's SIGSEGV: ddprun exits 139 and names the signal")
+
+
+def check_stacks_and_term(tmp):
+    out, logs = os.path.join(tmp, "wait"), os.path.join(tmp, "wait_logs")
+    os.mkdir(out)
+    proc = ddptest.spawn(fstest.ddprun_cmd(fstest.FORKSERVER + [
+        "--nproc_per_node=2", "--log_dir", logs, fstest.PROBE, out, "--mode", "wait"]),
+        stdout=open(os.path.join(tmp, "wait.out"), "w"),
+        stderr=open(os.path.join(tmp, "wait.err"), "w"))
+    try:
+        ready = ddptest.wait_until(lambda: len(glob.glob(os.path.join(out, "ready_rank*"))) == 2,
+                                   60)
+        ddptest.check(ready, f"workers not ready:\n{open(os.path.join(tmp, 'wait.err')).read()}")
+        os.kill(proc.pid, signal.SIGQUIT)
+        ddptest.wait_until(lambda: glob.glob(os.path.join(logs, "*", "stacks_0.txt")), 30)
+        reports = glob.glob(os.path.join(logs, "*", "stacks_0.txt"))
+        ddptest.check(reports, "SIGQUIT wrote no stacks report")
+        report = open(reports[0]).read()
+        for needle in ("2 rank(s) on 1 node(s)", "(python)", "in wait", "forkserver_probe.py"):
+            ddptest.check(needle in report, f"stacks report lacks {needle!r}:\n{report}")
+        ddptest.check(proc.poll() is None, "SIGQUIT ended the job")
+        os.kill(proc.pid, signal.SIGTERM)
+        rc = proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    output = open(os.path.join(tmp, "wait.out")).read()
+    ddptest.check(rc == 128 + signal.SIGTERM, f"SIGTERM: ddprun exit {rc}")
+    for rank in (0, 1):
+        ddptest.check(f"rank {rank} got signal 15" in output, f"rank {rank}'s handler:\n{output}")
+    print("SIGQUIT: both workers' Python stacks, job kept running; SIGTERM: handlers ran, 143")
+
+
+def check_sigkill_leaves_nothing(tmp):
+    out = os.path.join(tmp, "orphans")
+    os.mkdir(out)
+    tag = f"ddptest-{uuid.uuid4()}"
+    proc = ddptest.spawn(fstest.ddprun_cmd(fstest.FORKSERVER + [
+        "--nproc_per_node=2", fstest.worker("spawn_grandchild.py"), out]),
+        env={"DDP_TEST_TAG": tag}, stdout=open(os.devnull, "w"), stderr=open(os.devnull, "w"))
+    try:
+        started = ddptest.wait_until(lambda: len(glob.glob(os.path.join(out, "pids_rank*"))) == 2,
+                                     60)
+        ddptest.check(started, "the workers did not start their grandchildren")
+        marker = f"DDP_TEST_TAG={tag}"
+        # ddprun, the guard, the template, 2 workers and 2 grandchildren carry the tag.
+        ddptest.check(len(ddptest.processes_with_env(marker)) >= 6,
+                      f"expected the template, workers and grandchildren: "
+                      f"{ddptest.processes_with_env(marker)}")
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        gone = ddptest.wait_until(lambda: not ddptest.processes_with_env(marker), 5)
+        ddptest.check(gone, f"left behind: {ddptest.processes_with_env(marker)}")
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    print("SIGKILL of ddprun: no template, worker or grandchild left")
+
+
+def check_failing_import(tmp):
+    out = os.path.join(tmp, "import")
+    os.mkdir(out)
+    args = fstest.FORKSERVER + ["--preload=json,ddp_no_such_module", "--nproc_per_node=1",
+                                fstest.PROBE, out]
+    result, _ = fstest.launch(args)
+    fstest.expect_exit(result, 1, "a preload module that does not import")
+    lines = [line for line in result.stderr.splitlines() if "ddp_no_such_module" in line]
+    expected = ("forkserver: cannot import module 'ddp_no_such_module': ModuleNotFoundError: "
+                "No module named 'ddp_no_such_module'")
+    ddptest.check(len(lines) == 1 and expected in lines[0], f"the error:\n{result.stderr}")
+    ddptest.check(not fstest.probes(out), "a worker ran although the template failed")
+
+    result, _ = fstest.launch(["--preload_fallback"] + args)
+    fstest.expect_exit(result, 0, "--preload_fallback")
+    ddptest.check("--preload_fallback" in result.stderr and expected in result.stderr,
+                  f"no fallback warning:\n{result.stderr}")
+    probes = fstest.probes(out)
+    ddptest.check(sorted(probes) == [0] and not probes[0]["torch_at_first_line"],
+                  f"the fallback must exec the worker: {probes}")
+    print("failing import: one line naming the module, exit 1; --preload_fallback execs")
+
+
+def main():
+    ddptest.require_torch()
+    tmp = ddptest.temp_dir("ddpfs_")
+    try:
+        check_failing_import(tmp)
+        check_sigkill_leaves_nothing(tmp)
+        check_restart_and_signal(tmp)
+        check_stacks_and_term(tmp)
+        check_ddp(tmp)
+    finally:
+        ddptest.remove_tree(tmp)
+
+
+if __name__ == "__main__":
+    main()
+    print("ok")
