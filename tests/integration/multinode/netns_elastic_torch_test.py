@@ -10,6 +10,8 @@ cut+fail: a worker exits 3 with every node alive (a restart is spent), then node
   (no process dies): heartbeats declare it lost and the survivors re-form at world 2 without
   spending another restart.
 Both jobs finish with identical parameters on every rank and leave no process behind.
+With the argument `forkserver` (issue 30), only the kills job runs, under --start_method=forkserver
+on every node: each node's template forks its workers, the survivors' new workers too.
 static: in a static 3-node job the agent of node 3 is SIGKILLed: the others end the job naming
   the lost node (node rank 2), without spending a restart, and leave no process behind."""
 
@@ -17,6 +19,7 @@ import glob
 import json
 import os
 import signal
+import sys
 import time
 
 import ddptest
@@ -26,12 +29,15 @@ from netns_rig import Cluster, check_no_processes
 from torch_elastic_records import latest_barrier, starts
 
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_elastic_worker.py")
+FORKSERVER = "forkserver" in sys.argv[1:]
 
 
 def agent_args(rdzv_id, out_dir, node, worker_args=()):
     args = netns_rig.c10d_args("2:3", rdzv_id)
     args[args.index("--python") + 1] = ddptest.TORCH_PYTHON
     log = os.path.join(out_dir, f"events_n{node}_{time.time():.3f}.jsonl")
+    if FORKSERVER:
+        args += ["--start_method=forkserver", "--log_level=info"]
     return args + ["--max_restarts=3", f"--event_log={log}", WORKER, out_dir, *worker_args]
 
 
@@ -63,6 +69,8 @@ def finish_job(c, out_dir, survivors, what):
     for n in survivors:
         rc, err = netns_rig.finish(c.agents_by_node[n], 120, f"{what}: agent on node {n}")
         check(rc == 0, f"{what}: agent on node {n} exited {rc}\n{err[-3000:]}")
+        check(not FORKSERVER or "forkserver ready" in err,
+              f"{what}: node {n}'s workers were not forked from a template\n{err[-3000:]}")
     results = [json.load(open(p)) for p in glob.glob(os.path.join(out_dir, "result_r*.json"))]
     check(len(results) == 2 and {r["world"] for r in results} == {2},
           f"{what}: results {[(r['world']) for r in results]}")
@@ -167,7 +175,9 @@ try:
     with ElasticCluster(3) as c:
         kills(c, dirs[0], env, tag)
         print("ok SIGKILL of node 3's agent at 0.3, 0.9, 1.5 s: survivors resumed at world 2, "
-              "no restart spent", flush=True)
+              f"no restart spent{' (forkserver on every node)' if FORKSERVER else ''}", flush=True)
+        if FORKSERVER:
+            sys.exit(0)
         cut_and_fail(c, dirs[1], env, tag)
         print("ok worker exit 3 spent a restart; a cut link did not", flush=True)
         c.rig_heal(3)

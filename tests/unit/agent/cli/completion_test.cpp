@@ -13,7 +13,7 @@ namespace {
 
 using test::parse;
 
-TEST_CASE("--print_completion is read at once in both spellings, without PET_",
+TEST_CASE("print_completion is read at once in both spellings, without PET_",
           "[cli][completion]") {
   CHECK(parse({"--print_completion", "bash"}).print_completion == "bash");
   CHECK(parse({"--print-completion=zsh", "--bogus-after-it"}).print_completion == "zsh");
