@@ -246,7 +246,7 @@ asio::awaitable<int> ElasticAgent::run() {
     if (handover_ == nullptr) {
       channel = std::make_unique<ReformChannel>(io_, run_dir + "/reform.sock");
     }
-    recovery.emplace(config_, handover_ != nullptr ? *handover_ : *channel, events_);
+    recovery.emplace(config_, handover_ != nullptr ? *handover_ : *channel, events_, run_dir);
   }
 
   std::unique_ptr<AttemptWorkers> group;
@@ -283,9 +283,19 @@ asio::awaitable<int> ElasticAgent::run() {
     bool kept = false;  // the live workers took their places in this round
     if (recovery) recovery->prepare(specs);
     if (recovery && recovery->has_pending()) {
-      auto handed = co_await (caught(recovery->hand_over(info.round, specs)) || wait_signal());
+      // The round may end again during the hand-over (a second node lost, one the workers now
+      // wait for in their init): the kept workers then wait for the next round's places.
+      auto handed = co_await (caught(recovery->hand_over(info.round, specs)) ||
+                              caught(rendezvous_.watch_round()) || wait_signal());
+      if (handed.index() == 2) {
+        co_return co_await stop_on_signal(*group, std::get<2>(handed), emitted);
+      }
       if (handed.index() == 1) {
-        co_return co_await stop_on_signal(*group, std::get<1>(handed), emitted);
+        const auto event = std::get<1>(std::move(handed)).get();
+        log->warn("round {} ended during the hand-over: {}; the kept workers wait for the next",
+                  info.round, event.detail);
+        recovery->keep_workers(event);
+        continue;
       }
       kept = std::get<0>(std::move(handed)).get();
       if (kept) keep_started_files(specs, started);

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <utility>
 
 #include "agent/core/round_events.hpp"
 #include "agent/stacks/stack_hook.hpp"
@@ -84,14 +85,18 @@ WorkerPlace place_of(int round, const WorkerSpec& spec) {
 }
 
 InprocessRecovery::InprocessRecovery(const LaunchConfig& config, WorkerHandover& handover,
-                                     EventSink& events)
-    : reform_timeout_(config.rdzv_conf.reform_timeout()), handover_(handover), events_(events) {}
+                                     EventSink& events, std::string state_dir)
+    : reform_timeout_(config.rdzv_conf.reform_timeout()),
+      state_dir_(std::move(state_dir)),
+      handover_(handover),
+      events_(events) {}
 
 void InprocessRecovery::prepare(std::vector<WorkerSpec>& specs) const {
   const std::string address = handover_.address();
   for (WorkerSpec& spec : specs) {
     set_env(spec, kReformSocketEnv, address);
     set_env(spec, kReformLocalRankEnv, std::to_string(spec.local_rank));
+    set_env(spec, kReformStateDirEnv, state_dir_);
   }
 }
 
@@ -103,6 +108,7 @@ void InprocessRecovery::publish(int round, const std::vector<WorkerSpec>& specs)
 
 void InprocessRecovery::keep_workers(const rdzv::RoundEvent& event) {
   emit_node_losses(events_, event);
+  if (pending_) return;  // the workers still wait for the first change's hand-over
   pending_ =
       Pending{round_change_name(event.change), event.detail, std::chrono::steady_clock::now()};
 }
@@ -110,7 +116,6 @@ void InprocessRecovery::keep_workers(const rdzv::RoundEvent& event) {
 boost::asio::awaitable<bool> InprocessRecovery::hand_over(int round,
                                                           const std::vector<WorkerSpec>& specs) {
   const Pending pending = pending_.value();
-  pending_.reset();
   auto log = log::get("agent");
   publish(round, specs);
   std::vector<int> local_ranks;
@@ -118,6 +123,7 @@ boost::asio::awaitable<bool> InprocessRecovery::hand_over(int round,
   const auto handed = std::chrono::steady_clock::now();
   const std::vector<int> missing =
       co_await handover_.wait_reformed(round, local_ranks, reform_timeout_);
+  pending_.reset();  // not when cancelled: the next round's hand-over serves the same change
   if (missing.empty()) {
     log->info("workers re-formed in round {} cause={} after {} ms ({} ms since the hand-over)",
               round, pending.cause, ms_since(pending.since), ms_since(handed));

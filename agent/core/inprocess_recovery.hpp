@@ -24,18 +24,21 @@ namespace ddp::agent {
 
 class InprocessRecovery {
  public:
-  // `handover` and `events` must outlive this.
-  InprocessRecovery(const LaunchConfig& config, WorkerHandover& handover, EventSink& events);
+  // `handover` and `events` must outlive this. `state_dir`: where a worker that gives up its
+  // place leaves its last commit (the run dir).
+  InprocessRecovery(const LaunchConfig& config, WorkerHandover& handover, EventSink& events,
+                    std::string state_dir);
 
-  // Adds the channel's variables (DDPRUN_REFORM_SOCKET, DDPRUN_REFORM_LOCAL_RANK) to every spec.
+  // Adds the channel's variables (DDPRUN_REFORM_SOCKET, DDPRUN_REFORM_LOCAL_RANK,
+  // DDPRUN_REFORM_STATE_DIR) to every spec.
   void prepare(std::vector<WorkerSpec>& specs) const;
 
   // Makes `specs` round `round`'s places: workers started for it read theirs on connecting.
   void publish(int round, const std::vector<WorkerSpec>& specs);
 
   // The round ends because of another node and the live workers stay: emits node_lost per lost
-  // node and remembers the cause and the time for the reform event. REQUIRES: no hand-over
-  // pending.
+  // node and remembers the cause and the time for the reform event. A hand-over still pending (the
+  // round ended again during it) keeps the first cause and time.
   void keep_workers(const rdzv::RoundEvent& event);
 
   // True between keep_workers() and the hand_over() that follows it.
@@ -44,7 +47,8 @@ class InprocessRecovery {
   // Hands the kept workers their places in round `round` (`specs`: that round's, prepared) and
   // waits up to reform_timeout for every one to re-form. Returns true when all did (event
   // reform); false when some did not (event reform_failed, naming them), and the caller stops
-  // and restarts this node's workers. Clears the pending hand-over either way. Cancellable.
+  // and restarts this node's workers. Clears the pending hand-over either way; cancelled, it
+  // leaves it pending.
   boost::asio::awaitable<bool> hand_over(int round, const std::vector<WorkerSpec>& specs);
 
   // One line per hand-over that ended in a start, for the failure report's notes.
@@ -58,6 +62,7 @@ class InprocessRecovery {
   };
 
   std::chrono::milliseconds reform_timeout_;
+  std::string state_dir_;
   WorkerHandover& handover_;
   EventSink& events_;
   std::optional<Pending> pending_;

@@ -20,8 +20,13 @@ gone, or the agent announces a new round (checked at commit(), so a joining node
 a step boundary), it restores the last commit, tears the group down, waits for this worker's new
 place from the agent, initialises the group again, brings every rank to the newest commit (the
 rank with the most commits sends model, optimizer and extra fields) and calls the function
-again. Without the agent's channel (--recovery=restart, or torchrun) it only initialises the
-group and calls the function once. Standard library and torch only; docs/elastic.md.
+again. A worker whose main thread is blocked (a collective with a peer whose link is cut, an
+init waiting for a peer that died) cannot take its new place: a thread that reads the channel
+then writes the last commit to a file of this local rank's and ends the process with
+GIVE_UP_EXIT; the agent starts it again in the same round and the new process loads that file
+at its first entry. Without the agent's channel (--recovery=restart, or torchrun) it only
+initialises the group and calls the function once. Standard library and torch only;
+docs/elastic.md.
 """
 
 import copy
@@ -33,6 +38,9 @@ import os
 import re
 import select
 import socket
+import sys
+import threading
+import time
 
 import torch
 import torch.distributed as dist
@@ -41,6 +49,10 @@ __all__ = ["RoundChanged", "State", "ObjectState", "TorchState", "current_round"
 
 _SOCKET_ENV = "DDPRUN_REFORM_SOCKET"
 _LOCAL_RANK_ENV = "DDPRUN_REFORM_LOCAL_RANK"
+_STATE_DIR_ENV = "DDPRUN_REFORM_STATE_DIR"  # where a worker that gives up leaves its commit
+
+# The exit code of a worker that gave up its place (EX_TEMPFAIL): its commit is in its file.
+GIVE_UP_EXIT = 75
 
 # What the backends say when a peer process or its link is gone (gloo's tcp pair, NCCL after an
 # abort, the store client). Other errors are the script's own and propagate.
@@ -55,46 +67,95 @@ class RoundChanged(Exception):
 
 
 class _Channel:
-    """The worker's end of the agent's hand-over socket (agent/process/reform_channel.hpp)."""
+    """The worker's end of the agent's hand-over socket (agent/process/reform_channel.hpp). A
+    daemon thread reads it, so places arrive while the main thread is blocked in C++ (torch
+    releases the GIL in collectives' and the store's waits). When the newest place has not been
+    taken by the main thread within `grace` seconds, the thread calls `give_up()`."""
 
-    def __init__(self, address, local_rank):
+    def __init__(self, address, local_rank, grace, give_up):
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._sock.connect("\0" + address[1:] if address.startswith("@") else address)
         self._sock.sendall(f"hello {local_rank} {os.getpid()}\n".encode())
         self._poll = select.poll()
         self._poll.register(self._sock, select.POLLIN)
         self._buffer = b""
+        self._grace = grace
+        self._give_up = give_up
+        self._changed = threading.Condition()
         self.latest = None  # the newest place the agent sent: {"round": N, "env": {...}}
+        self._arrived = 0.0  # when `latest` arrived (time.monotonic())
+        self._taken = -1  # the newest round the main thread took a place of
+        self._closed = False
+        self._giving_up = False
+        threading.Thread(target=self._serve, name="ddprun-elastic", daemon=True).start()
+
+    def _serve(self):
+        try:
+            while True:
+                with self._changed:
+                    overdue = self._overdue()
+                if overdue == 0.0:
+                    with self._changed:
+                        self._giving_up = self._overdue() == 0.0
+                    if self._giving_up:
+                        self._give_up(self.latest["round"])
+                        return
+                self._read(overdue)
+        except (OSError, RuntimeError, ValueError) as error:
+            with self._changed:
+                self._closed = str(error) or type(error).__name__
+                self._changed.notify_all()
+
+    def _overdue(self):
+        """Seconds left until the newest place is overdue (0.0: it is); None: nothing waits."""
+        if self.latest is None or self.latest["round"] <= self._taken:
+            return None
+        return max(0.0, self._arrived + self._grace - time.monotonic())
 
     def _read(self, timeout):
         """Reads what has arrived within `timeout` seconds (None: until something does)."""
         # poll, not select: a worker may hold more than FD_SETSIZE (1024) descriptors.
-        if not self._poll.poll(None if timeout is None else int(timeout * 1000)):
+        if not self._poll.poll(None if timeout is None else max(1, int(timeout * 1000))):
             return
         data = self._sock.recv(65536)
         if not data:
-            raise RuntimeError("ddprun.elastic: the agent closed the hand-over channel")
+            raise RuntimeError("the agent closed the hand-over channel")
         self._buffer += data
         while b"\n" in self._buffer:
             line, self._buffer = self._buffer.split(b"\n", 1)
             verb, _, body = line.decode().partition(" ")
             if verb == "place":
                 place = json.loads(body)
-                if self.latest is None or place["round"] > self.latest["round"]:
-                    self.latest = place
+                with self._changed:
+                    if self.latest is None or place["round"] > self.latest["round"]:
+                        self.latest = place
+                        self._arrived = time.monotonic()
+                        self._changed.notify_all()
+
+    def _check_open(self):
+        if self._closed:
+            raise RuntimeError(f"ddprun.elastic: the hand-over channel failed: {self._closed}")
 
     def newer_than(self, round_):
         """The latest place if it is for a round after `round_`, without waiting; else None."""
-        self._read(0)
-        if self.latest is not None and self.latest["round"] > round_:
-            return self.latest
-        return None
+        with self._changed:
+            self._check_open()
+            if self.latest is not None and self.latest["round"] > round_:
+                return self.latest
+            return None
 
     def wait_newer_than(self, round_):
-        """Blocks until the agent hands over a place for a round after `round_`."""
-        while self.newer_than(round_) is None:
-            self._read(None)
-        return self.latest
+        """Blocks until the agent hands over a place for a round after `round_`; takes it."""
+        with self._changed:
+            while True:
+                self._check_open()
+                if self._giving_up:  # the process ends in a moment; its place is given up
+                    self._changed.wait()
+                elif self.latest is not None and self.latest["round"] > round_:
+                    self._taken = self.latest["round"]
+                    return self.latest
+                else:
+                    self._changed.wait()
 
     def reformed(self, round_):
         self._sock.sendall(f"reformed {round_}\n".encode())
@@ -103,10 +164,15 @@ class _Channel:
 class _Context:
     """The process's recovery state: the channel, the round its group belongs to, the backend."""
 
-    def __init__(self, backend, timeout):
+    def __init__(self, backend, timeout, grace):
         address = os.environ.get(_SOCKET_ENV, "")
-        local_rank = os.environ.get(_LOCAL_RANK_ENV, os.environ.get("LOCAL_RANK", "0"))
-        self.channel = _Channel(address, int(local_rank)) if address else None
+        local_rank = int(os.environ.get(_LOCAL_RANK_ENV, os.environ.get("LOCAL_RANK", "0")))
+        state_dir = os.environ.get(_STATE_DIR_ENV, "")
+        self.commit_file = (os.path.join(state_dir, f"elastic_commit_{local_rank}.pt")
+                            if state_dir else None)
+        self.state = None  # the State that run() trains; what give_up() saves
+        self.channel = (_Channel(address, local_rank, grace, self.give_up) if address
+                        else None)
         self.backend = backend or ("nccl" if torch.cuda.is_available() else "gloo")
         self.timeout = timeout
         self.round = -1  # the round of the current process group
@@ -144,12 +210,46 @@ class _Context:
                     raise
                 self.round = place["round"]
 
+    def give_up(self, round_):
+        """On the channel's thread: the main thread did not take round `round_`'s place in
+        time. Leaves the last commit in commit_file (atomically) and ends the process at once:
+        its agent starts it again in that round, and the new process resumes from the file."""
+        saved = "no commit file"
+        try:
+            if self.state is not None and self.commit_file is not None:
+                with _commit_lock:
+                    snapshot = self.state.snapshot()
+                # A partial file under another name, then a rename: a reader sees the whole
+                # previous file or the whole new one.
+                partial = f"{self.commit_file}.{os.getpid()}.tmp"
+                torch.save(snapshot, partial)
+                os.replace(partial, self.commit_file)
+                saved = f"{snapshot['commits']} commits saved to {self.commit_file}"
+        except Exception as error:  # the process ends all the same; its peers hold the state
+            saved = f"the commit could not be saved: {error}"
+        sys.stderr.write(f"ddprun.elastic: blocked past the hand-over of round {round_}; "
+                         f"ending with {GIVE_UP_EXIT} to be started again ({saved})\n")
+        sys.stderr.flush()
+        os._exit(GIVE_UP_EXIT)
+
+    def resume(self, state):
+        """At the first entry: loads what a predecessor of this local rank left in
+        commit_file. Returns whether there was one."""
+        if self.commit_file is None or not os.path.exists(self.commit_file):
+            return False
+        with _commit_lock:
+            state.load_snapshot(torch.load(self.commit_file))
+        state.restore()
+        return True
+
     def check_new_round(self):
         if self.channel is not None and self.channel.newer_than(self.round) is not None:
             raise RoundChanged(f"round {self.channel.latest['round']} announced")
 
 
 _context = None
+# Held while a State's snapshot changes, so that give_up() never saves half of one.
+_commit_lock = threading.Lock()
 
 
 def current_round():
@@ -186,8 +286,9 @@ class State:
 
     def commit(self):
         """Snapshots the state, then raises RoundChanged if the agent announced a new round."""
-        self._commits += 1
-        self.save()
+        with _commit_lock:
+            self._commits += 1
+            self.save()
         if _context is not None:
             _context.check_new_round()
 
@@ -196,6 +297,15 @@ class State:
 
     def restore(self):
         raise NotImplementedError
+
+    def snapshot(self):
+        """The last commit as a dict torch.save() can write (with the commit count)."""
+        return {"commits": self._commits}
+
+    def load_snapshot(self, snapshot):
+        """Makes a snapshot() of another process this state's last commit (restore() then
+        returns to it)."""
+        self._commits = snapshot["commits"]
 
     def sync(self):
         """Collective: finds the rank with the most commits (the lowest such rank) and makes
@@ -207,8 +317,9 @@ class State:
         counts = [int(c.item()) for c in counts]
         root = counts.index(max(counts))
         self.broadcast(root)
-        self._commits = counts[root]
-        self.save()
+        with _commit_lock:
+            self._commits = counts[root]
+            self.save()
         return root
 
 
@@ -229,6 +340,13 @@ class ObjectState(State):
     def restore(self):
         for name, value in self._saved.items():
             setattr(self, name, copy.deepcopy(value))
+
+    def snapshot(self):
+        return dict(super().snapshot(), fields=self._saved)
+
+    def load_snapshot(self, snapshot):
+        super().load_snapshot(snapshot)
+        self._saved = snapshot["fields"]
 
     def broadcast(self, root):
         box = [{name: getattr(self, name) for name in self._fields}]
@@ -262,6 +380,14 @@ class TorchState(ObjectState):
             self.optimizer.load_state_dict(copy.deepcopy(self._optimizer_saved))
         super().restore()
 
+    def snapshot(self):
+        return dict(super().snapshot(), model=self._model_saved, optimizer=self._optimizer_saved)
+
+    def load_snapshot(self, snapshot):
+        self._model_saved = snapshot["model"]
+        self._optimizer_saved = snapshot["optimizer"]
+        super().load_snapshot(snapshot)
+
     def broadcast(self, root):
         if self.model is not None:
             with torch.no_grad():
@@ -275,24 +401,31 @@ class TorchState(ObjectState):
         super().broadcast(root)
 
 
-def run(func=None, *, backend=None, timeout=datetime.timedelta(seconds=300)):
+def run(func=None, *, backend=None, timeout=datetime.timedelta(seconds=300), grace=1.0):
     """Decorator (bare or with arguments) for a function f(state, ...) that trains from `state`.
     backend: default nccl when CUDA is available, else gloo. timeout: the process group's and
-    the store's."""
+    the store's. grace: seconds a new place may wait for the main thread (it takes one at a
+    commit, or when a collective fails) before the worker gives up its process; longer than a
+    step."""
 
     def decorate(train):
         @functools.wraps(train)
         def wrapper(state, *args, **kwargs):
             global _context
             if _context is None:
-                _context = _Context(backend, timeout)
+                _context = _Context(backend, timeout, grace)
             context = _context
+            context.state = state
+            resumed = context.channel is not None and context.resume(state)
             context.first_group()
             if context.channel is None:
                 return train(state, *args, **kwargs)
             while True:
                 try:
                     state.sync()  # a peer may die here too: restore() undoes a partial sync
+                    if resumed:  # the group holds that commit, or a newer one, now
+                        os.remove(context.commit_file)
+                        resumed = False
                     context.channel.reformed(context.round)
                     return train(state, *args, **kwargs)
                 except RoundChanged:

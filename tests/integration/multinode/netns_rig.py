@@ -78,6 +78,9 @@ class Cluster:
     def cut(self, node):
         rig("cut", str(node))
 
+    def heal(self, node):
+        rig("heal", str(node))
+
 
 def check_no_processes(tag, what):
     """Fails the test unless every process started with DDP_TEST_TAG=tag is gone within 30 s."""

@@ -1,0 +1,66 @@
+"""What the tests of --recovery=inprocess on the netns rig share: the agents' arguments for a job
+of inprocess_worker.py, and readers and checks of its records and the agents' event logs."""
+
+import glob
+import json
+import os
+
+import ddptest
+import netns_rig
+from ddptest import check
+
+WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "inprocess_worker.py")
+
+
+def agent_args(rdzv_id, out_dir, node, max_restarts, worker_args=(), nnodes="2:3", conf="",
+               reform_timeout=90):
+    """ddprun's arguments for node `node` of a job of inprocess_worker.py writing to out_dir."""
+    args = netns_rig.c10d_args(nnodes, rdzv_id, f"reform_timeout={reform_timeout}" + conf)
+    args[args.index("--python") + 1] = ddptest.TORCH_PYTHON
+    log = os.path.join(out_dir, f"events_n{node}.jsonl")
+    return args + ["--recovery=inprocess", f"--max_restarts={max_restarts}", f"--event_log={log}",
+                   WORKER, out_dir, "--node", str(node), *worker_args]
+
+
+def records(out_dir, node=None):
+    result = []
+    for path in glob.glob(os.path.join(out_dir, f"records_n{node or '*'}_p*.jsonl")):
+        with open(path) as f:
+            result += [json.loads(line) for line in f if line.endswith("\n")]
+    return sorted(result, key=lambda r: r["time"])
+
+
+def events(out_dir, node):
+    with open(os.path.join(out_dir, f"events_n{node}.jsonl")) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def wait_steps(out_dir, world, count, after, what):
+    """Waits until every rank of `world` has committed `count` steps at that world after
+    `after`; returns those step records."""
+    def done():
+        steps = [r for r in records(out_dir) if r["kind"] == "step" and r["world"] == world and
+                 r["time"] > after]
+        ranks = {r["rank"] for r in steps}
+        per_rank = [sum(1 for r in steps if r["rank"] == k) for k in ranks]
+        return steps if len(ranks) == world and min(per_rank) >= count else None
+    found = ddptest.wait_until(done, 120, 0.05)
+    check(found, f"{what}: not every rank committed {count} steps at world {world}")
+    return found
+
+
+def check_trained_once(out_dir, what):
+    """Per process: committed steps strictly increase (none done twice); after every entry into
+    train(), every rank held the same parameter bits."""
+    by_pid = {}
+    for r in records(out_dir):
+        by_pid.setdefault(r["pid"], []).append(r)
+    for pid, rs in by_pid.items():
+        steps = [r["step"] for r in rs if r["kind"] == "step"]
+        check(all(b > a for a, b in zip(steps, steps[1:])),
+              f"{what}: pid {pid} committed a step twice: {steps}")
+        for r in rs:
+            if r["kind"] in ("entry", "end"):
+                check(r["sum_min"] == r["sum_max"],
+                      f"{what}: parameters differ across ranks at {r}")
+    return by_pid
