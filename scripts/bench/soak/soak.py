@@ -9,6 +9,7 @@ Usage (root; scripts/bench/soak.sh wraps it):
           [--recovery restart|inprocess] [--nodes 4] [--min_nodes 2] [--work DIR] [--keep]
 """
 import argparse
+import fcntl
 import json
 import os
 import random
@@ -21,6 +22,9 @@ import time
 import cluster
 import faults
 import verdict
+
+
+LOCK = "/tmp/ddprun-soak.lock"
 
 
 class JobEnded(Exception):
@@ -320,6 +324,9 @@ def main(argv):
     print(f"soak: seed {args.seed} backend {args.backend} recovery {args.recovery} "
           f"{args.minutes} min on {args.nodes} nodes; records in {args.work}", flush=True)
     soak = Soak(args)
+    # One soak at a time on this machine: the rig is shared (the suite's short soak, soak.sh).
+    lock = open(LOCK, "w")
+    fcntl.flock(lock, fcntl.LOCK_EX)
     started = time.time()
     cluster.rig("down", check=False)
     cluster.rig("up", str(args.nodes))
