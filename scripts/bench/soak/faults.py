@@ -25,13 +25,13 @@ class Fault:
 def _pick_worker(soak, node):
     agent = soak.agents.get(node)
     workers = agent.workers() if agent and agent.is_running() else []
-    return (agent, soak.rng.choice(workers)) if workers else (agent, 0)
+    return soak.rng.choice(workers) if workers else 0
 
 
 def _worker_fault(soak, kind, damage, expect):
     """One worker of a node: `damage(pid)`, then training again at the full world."""
     node = soak.pick_node(allow_store_host=True)
-    agent, pid = _pick_worker(soak, node)
+    pid = _pick_worker(soak, node)
     if not pid:
         return None
     t = time.time()
@@ -94,7 +94,7 @@ def during_recovery(soak):
     """A worker failure, and while the job recovers from it, a node lost."""
     victim = soak.pick_node()
     other = soak.pick_node(allow_store_host=True, exclude={victim}) if victim else 0
-    agent, pid = _pick_worker(soak, other) if other else (None, 0)
+    pid = _pick_worker(soak, other) if other else 0
     if not pid:
         return None
     t = time.time()

@@ -114,9 +114,8 @@ class Soak:
         """A live node to damage; 0 when none can be (a node-losing fault keeps min_nodes)."""
         live = [n for n in self.live_nodes() if n not in exclude]
         if not allow_store_host:
-            live = [n for n in live if n != self.store_host() or self.backend == "etcd"]
             if self.backend == "c10d":
-                live = [n for n in live if n != 1]
+                live = [n for n in live if n != self.store_host()]  # only store_host_kill ends a job
             if self.world() - losing < self.args.min_nodes:
                 return 0
         return self.rng.choice(live) if live else 0
