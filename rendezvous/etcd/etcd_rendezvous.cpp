@@ -129,28 +129,19 @@ asio::awaitable<RendezvousInfo> EtcdRendezvous::next_round(int local_world_size)
   co_return info;
 }
 
-asio::awaitable<std::int64_t> EtcdRendezvous::live_joins(int round) {
+asio::awaitable<std::pair<std::int64_t, std::int64_t>> EtcdRendezvous::live_joins(
+    int round, bool with_previous) {
   TxnRequest read;
   read.success_reads.push_back(prefix_count(keys::joins(job_, round)));
   read.success_reads.push_back(one_key(keys::closed(job_)));
+  if (with_previous) read.success_reads.push_back(prefix_count(keys::joins(job_, round - 1)));
   const TxnResponse state =
       co_await client_->txn(std::move(read), "count " + keys::joins(job_, round));
-  if (state.ranges.size() != 2) throw IoError("etcd txn(count joins): short response");
+  if (state.ranges.size() != (with_previous ? 3u : 2u)) {
+    throw IoError("etcd txn(count joins): short response");
+  }
   throw_closed(state.ranges[1]);
-  co_return state.ranges[0].count;
-}
-
-asio::awaitable<std::pair<std::int64_t, std::int64_t>> EtcdRendezvous::live_joins_with_previous(
-    int round) {
-  TxnRequest read;
-  read.success_reads.push_back(prefix_count(keys::joins(job_, round)));
-  read.success_reads.push_back(one_key(keys::closed(job_)));
-  read.success_reads.push_back(prefix_count(keys::joins(job_, round - 1)));
-  const TxnResponse state =
-      co_await client_->txn(std::move(read), "count " + keys::joins(job_, round));
-  if (state.ranges.size() != 3) throw IoError("etcd txn(count joins): short response");
-  throw_closed(state.ranges[1]);
-  co_return std::pair{state.ranges[0].count, state.ranges[2].count};
+  co_return std::pair{state.ranges[0].count, with_previous ? state.ranges[2].count : 0};
 }
 
 asio::awaitable<int> EtcdRendezvous::expected_members(int round) {
@@ -158,7 +149,7 @@ asio::awaitable<int> EtcdRendezvous::expected_members(int round) {
   // with its lease) plus the nodes that arrived late. A node that spent the last restart closes
   // the job (with its failure) before it leaves, so its key is gone only after the reason is
   // there: the same read reports that reason rather than the count.
-  const std::int64_t live = co_await live_joins(round);
+  const std::int64_t live = (co_await live_joins(round)).first;
   const int expected = static_cast<int>(std::min<std::int64_t>(live, settings_.max_nodes));
   if (expected < settings_.min_nodes) {
     const std::string why =
@@ -245,7 +236,7 @@ asio::awaitable<RoundHeader> EtcdRendezvous::wait_closed(const Joined& joined, i
     }
     std::int64_t arrived = 0;  // (the reads throw when the job closed)
     if (expected > 0) {
-      const auto [now_arrived, still_alive] = co_await live_joins_with_previous(round);
+      const auto [now_arrived, still_alive] = co_await live_joins(round, true);
       arrived = now_arrived;
       const int alive = static_cast<int>(std::min<std::int64_t>(still_alive, settings_.max_nodes));
       if (alive < expected) {
@@ -259,7 +250,7 @@ asio::awaitable<RoundHeader> EtcdRendezvous::wait_closed(const Joined& joined, i
         continue;
       }
     } else {
-      arrived = co_await live_joins(round);
+      arrived = (co_await live_joins(round)).first;
     }
     if (last_call && Clock::now() >= *last_call) {
       co_await close_round(round,

@@ -70,12 +70,12 @@ class EtcdRendezvous final : public Rendezvous {
 
   asio::awaitable<void> ensure_lease();
   asio::awaitable<int> expected_members(int round);
-  // The round's join keys alive now, read with the job's closed key in one request. Throws
-  // RendezvousClosedError when the job is closed.
-  asio::awaitable<std::int64_t> live_joins(int round);
-  // The same for `round` and, in the same request, for round - 1 (whose live members the round
-  // expects): {arrived, still alive in the round before}.
-  asio::awaitable<std::pair<std::int64_t, std::int64_t>> live_joins_with_previous(int round);
+  // The round's join keys alive now, read with the job's closed key in one request, and with
+  // `with_previous` those of round - 1 too (whose live members the round expects; else 0):
+  // {arrived, still alive in the round before}. Throws RendezvousClosedError when the job is
+  // closed.
+  asio::awaitable<std::pair<std::int64_t, std::int64_t>> live_joins(int round,
+                                                                    bool with_previous = false);
   asio::awaitable<Joined> join(int round, int local_world_size);
   asio::awaitable<RoundHeader> wait_closed(const Joined& joined, int expected,
                                            Clock::time_point deadline);
