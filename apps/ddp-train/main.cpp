@@ -28,7 +28,8 @@ int main(int argc, char** argv) {
       group = context.group;
       local_rank = context.local_rank;
     }
-    ddp::train::Trainer trainer(*options, group, local_rank, session.get());
+    // Moved: the trainer drops the group at a re-form, which closes its sockets for the peers.
+    ddp::train::Trainer trainer(*options, std::move(group), local_rank, session.get());
     return trainer.run();
   } catch (const ddp::ConfigError& e) {
     std::fprintf(stderr, "ddp-train: error: %s\n", e.what());

@@ -95,7 +95,10 @@ void GlooProcessGroup::fail_collective(const char* name, std::uint64_t seq,
                                        const std::exception& e) {
   const std::string what = e.what();
   const bool timed_out = is_gloo_timeout(e);
-  const auto missing = arrivals_->missing_ranks(seq, std::min(timeout(), options_.arrival_grace));
+  // A zero grace skips the store entirely: its host may be the node that was lost.
+  const auto grace = std::min(timeout(), options_.arrival_grace);
+  const auto missing =
+      grace.count() > 0 ? arrivals_->missing_ranks(seq, grace) : std::vector<int>{};
   std::string message;
   if (!missing.empty()) {
     message = fmt::format(

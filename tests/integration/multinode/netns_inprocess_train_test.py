@@ -21,6 +21,7 @@ import time
 import ddptest
 import netns_rig
 from ddptest import check
+from inprocess_rig import check_kept_workers
 from netns_rig import Cluster, check_no_processes
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
@@ -79,12 +80,6 @@ def all_lines(readers):
     return sorted((t, line) for r in readers.values() for t, line in r.lines)
 
 
-def events(out_dir, node):
-    import json
-    with open(os.path.join(out_dir, f"events_n{node}.jsonl")) as f:
-        return [json.loads(line) for line in f if line.strip()]
-
-
 def main():
     netns_rig.require_rig()
     tc.require_data()
@@ -132,14 +127,7 @@ def main():
             check(summary["world_size"] == "2" and summary["steps"] == str(STEPS),
                   f"summary: {summary}")
             check(float(summary["test_accuracy"]) > 0.7, f"test accuracy: {summary}")
-            for n in (1, 2):
-                log = events(out_dir, n)
-                names = [e["event"] for e in log]
-                check(names.count("workers_started") == 1 and "restart" not in names,
-                      f"node {n} restarted its workers: {names}")
-                reform_events = [e for e in log if e["event"] == "reform"]
-                check(len(reform_events) == 1 and reform_events[0]["cause"] == "node_lost",
-                      f"node {n} reform events: {reform_events}")
+            check_kept_workers(out_dir, (1, 2), "ddp-train in-process")
         check_no_processes(tag, "ddp-train in-process")
         print("ok SIGKILL of node 3: the ddp-train survivors kept their processes, re-formed at "
               f"world 2 from the committed step, equal parameters, test_accuracy="
