@@ -24,7 +24,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from netns_bench import clean_up, kill_node, rig, wait  # noqa: E402
+from netns_bench import clean_up, compare_modes, kill_node, wait  # noqa: E402
 
 CONF = "keep_alive_interval=1,keep_alive_max_attempt=2"
 PROGRESS = re.compile(r"epoch=\d+/\d+ step=(\d+)/")
@@ -101,29 +101,9 @@ def main():
         steps = int(args[i + 1])
         del args[i:i + 2]
     bin_dir, offsets = args[0], [float(o) for o in args[1:]]
-    rig("down")
-    rig("up", "3")
-    results = {"restart": [], "inprocess": []}
-    try:
-        for i, offset in enumerate(offsets):
-            row = []
-            for mode in ("restart", "inprocess"):
-                seconds, started, redone = one_kill(mode, bin_dir, offset, steps, f"{i}{mode}")
-                results[mode].append(seconds)
-                row.append(f"{mode} {seconds:5.2f} s, {started} processes started, "
-                           f"{redone} steps redone")
-            print(f"kill {offset:.3f} s after step {steps}: " + " | ".join(row), flush=True)
-    finally:
-        rig("down")
-    for mode, times in results.items():
-        times = sorted(times)
-        print(f"{mode:9s} {len(times)} kills: SIGKILL -> first step at world 2: min "
-              f"{times[0]:.2f} s, median {times[len(times) // 2]:.2f} s, max {times[-1]:.2f} s",
-              flush=True)
-    middle = len(offsets) // 2
-    print(f"median restart / inprocess: "
-          f"{sorted(results['restart'])[middle] / sorted(results['inprocess'])[middle]:.1f}x",
-          flush=True)
+    compare_modes(offsets,
+                  lambda mode, offset, index: one_kill(mode, bin_dir, offset, steps, index),
+                  f"step {steps}")
 
 
 main()
