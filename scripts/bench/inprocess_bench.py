@@ -15,8 +15,6 @@ a restart costs a job between checkpoints; torchrun's figures are node_loss_benc
 Usage (root, under flock /tmp/ddp-netns.lock):
   inprocess_bench.py BUILD_BIN [--steps 20] [--sleep 0.05] OFFSET [OFFSET...]
 """
-import glob
-import json
 import os
 import subprocess
 import sys
@@ -27,15 +25,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "../.."))
 WORKER = os.path.join(ROOT, "tests/integration/multinode/inprocess_worker.py")
 CONF = "keep_alive_interval=1,keep_alive_max_attempt=2"
-from netns_bench import clean_up, compare_modes, kill_node, print_agent_logs, wait  # noqa: E402
-
-
-def records(out):
-    result = []
-    for path in glob.glob(os.path.join(out, "records_n*_p*.jsonl")):
-        with open(path) as f:
-            result += [json.loads(line) for line in f if line.endswith("\n")]
-    return result
+from netns_bench import (clean_up, compare_modes, kill_node, print_agent_logs, records,  # noqa: E402
+                         wait)
 
 
 def steps_at(out, world, after=0.0):

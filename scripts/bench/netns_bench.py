@@ -1,5 +1,8 @@
-"""What the network-namespace benchmarks share (node_loss_bench.py, inprocess_bench.py): the rig
-of scripts/netns-cluster.sh, a polling wait, and a node's death."""
+"""What the network-namespace benchmarks share (node_loss_bench.py, inprocess_bench.py,
+inprocess_train_bench.py; scripts/gpu/inprocess_cuda.py uses wait and records): the rig of
+scripts/netns-cluster.sh, a polling wait, the workers' records, and a node's death."""
+import glob
+import json
 import os
 import shutil
 import signal
@@ -24,6 +27,16 @@ def wait(predicate, timeout, what):
             return value
         time.sleep(0.01)
     raise RuntimeError(f"timed out waiting for {what}")
+
+
+def records(out):
+    """Every JSON line of the workers' record files, <out>/records_n<node>_p<pid>.jsonl (a line
+    still being written is left out)."""
+    result = []
+    for path in glob.glob(os.path.join(out, "records_n*_p*.jsonl")):
+        with open(path) as f:
+            result += [json.loads(line) for line in f if line.endswith("\n")]
+    return result
 
 
 def kill_node(node):

@@ -10,7 +10,6 @@ committed steps done again. Exit 0 when every check holds. Runs in well under 90
 Usage: DDP_BIN_DIR=... inprocess_cuda.py [--cpu]   (check.sh's environment gives DDP_BIN_DIR;
 --cpu rehearses it without a GPU)"""
 
-import glob
 import json
 import os
 import signal
@@ -23,25 +22,10 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.path.join(HERE, "inprocess_worker_cuda.py")
 BIN = os.environ.get("DDP_BIN_DIR", os.path.join(HERE, "../../build/bin"))
+sys.path.insert(0, os.path.join(HERE, "../bench"))
+from netns_bench import records, wait  # noqa: E402
+
 CONF = "join_timeout=60,keep_alive_interval=1,keep_alive_max_attempt=2,last_call_timeout=1"
-
-
-def records(out):
-    result = []
-    for path in glob.glob(os.path.join(out, "records_n*_p*.jsonl")):
-        with open(path) as f:
-            result += [json.loads(line) for line in f if line.endswith("\n")]
-    return result
-
-
-def wait(predicate, timeout, what):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.02)
-    raise RuntimeError(f"timed out after {timeout} s waiting for {what}")
 
 
 def every_rank_at(out, world, count, after):
