@@ -6,7 +6,8 @@ target_sources(ddp PRIVATE
   src/store_dialect.cpp   # DDP_STORE_DIALECT
   src/progress_group.cpp  # publishes collective progress for ddprun's hang detector
   src/hosted_store.cpp    # rank 0 hosts the store when the launcher does not (torchrun c10d)
-  src/init.cpp)           # ddp::init
+  src/reform_client_linux.cpp  # the worker's end of ddprun's hand-over channel
+  src/init.cpp)           # ddp::init, ddp::init_at
 if(DDP_WITH_CUDA)
   target_sources(ddp PRIVATE src/cuda_devices.cpp)
   target_link_libraries(ddp PRIVATE CUDA::cudart)

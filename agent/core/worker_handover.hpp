@@ -10,16 +10,15 @@
 #include <string>
 #include <vector>
 
+#include "common/reform_protocol.hpp"
+
 namespace ddp::agent {
 
-// The variable through which a worker finds the channel (ddprun.elastic reads it).
-inline constexpr const char* kReformSocketEnv = "DDPRUN_REFORM_SOCKET";
-// The local rank a worker speaks for on the channel (LOCAL_RANK is 0 for every worker under
-// --virtual_local_rank).
-inline constexpr const char* kReformLocalRankEnv = "DDPRUN_REFORM_LOCAL_RANK";
-// The directory where a worker that gives up its place leaves its last commit for the process
-// started after it (ddprun.elastic; the run dir).
-inline constexpr const char* kReformStateDirEnv = "DDPRUN_REFORM_STATE_DIR";
+// The channel's variables (common/reform_protocol.hpp): the socket, the local rank a worker
+// speaks for, and where a worker that gives up its place leaves its last commit.
+inline constexpr const char* kReformSocketEnv = reform::kSocketEnv;
+inline constexpr const char* kReformLocalRankEnv = reform::kLocalRankEnv;
+inline constexpr const char* kReformStateDirEnv = reform::kStateDirEnv;
 
 // One worker's place in a round: the round and the torchrun variables that change with it
 // (RANK, WORLD_SIZE, MASTER_PORT, ...), as the worker's environment would carry them.

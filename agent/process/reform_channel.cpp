@@ -18,11 +18,10 @@
 #include <boost/asio/write.hpp>
 #include <deque>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <set>
-#include <sstream>
 
 #include "common/log.hpp"
+#include "common/reform_protocol.hpp"
 #include "ddp/error.hpp"
 
 namespace ddp::agent {
@@ -31,9 +30,6 @@ namespace asio = boost::asio;
 using asio::local::stream_protocol;
 
 namespace {
-
-// A worker sends two short lines in its life; anything longer is not ddprun.elastic speaking.
-constexpr std::size_t kMaxLineBytes = 4096;
 
 struct Connection {
   explicit Connection(stream_protocol::socket s) : socket(std::move(s)) {}
@@ -58,10 +54,7 @@ void log_failure(std::exception_ptr error) {
 }  // namespace
 
 std::string encode_place_line(const WorkerPlace& place) {
-  nlohmann::json doc;
-  doc["round"] = place.round;
-  doc["env"] = place.env;
-  return "place " + doc.dump() + "\n";
+  return reform::encode_place(reform::Place{place.round, place.env});
 }
 
 struct ReformChannel::Impl : std::enable_shared_from_this<Impl> {
@@ -100,30 +93,29 @@ struct ReformChannel::Impl : std::enable_shared_from_this<Impl> {
   }
 
   void on_line(const std::shared_ptr<Connection>& c, const std::string& line) {
-    std::istringstream in(line);
-    std::string verb;
-    in >> verb;
-    if (verb == "hello") {
-      int local_rank = -1;
-      long pid = 0;
-      if (!(in >> local_rank >> pid) || local_rank < 0) {
-        log::get("agent")->warn("reform channel: bad hello '{}'; closing it", line);
+    const reform::WorkerLine parsed = reform::parse_worker_line(line);
+    switch (parsed.kind) {
+      case reform::WorkerLine::Kind::kHello:
+        c->local_rank = parsed.local_rank;
+        by_rank[parsed.local_rank] = c;
+        log::get("agent")->debug("reform channel: hello local_rank={} pid={}", parsed.local_rank,
+                                 parsed.pid);
+        if (const auto it = places.find(parsed.local_rank); it != places.end()) {
+          send(c, encode_place_line(it->second));
+        }
+        break;
+      case reform::WorkerLine::Kind::kReformed:
+        c->reformed = parsed.round;
+        log::get("agent")->debug("reform channel: local_rank={} re-formed round={}",
+                                 c->local_rank, parsed.round);
+        break;
+      case reform::WorkerLine::Kind::kBad:
+        log::get("agent")->warn("reform channel: bad line '{}'; closing it", line);
         c->socket.close();
         return;
-      }
-      c->local_rank = local_rank;
-      by_rank[local_rank] = c;
-      log::get("agent")->debug("reform channel: hello local_rank={} pid={}", local_rank, pid);
-      if (const auto it = places.find(local_rank); it != places.end()) {
-        send(c, encode_place_line(it->second));
-      }
-    } else if (verb == "reformed") {
-      int round = -1;
-      if (in >> round) c->reformed = round;
-      log::get("agent")->debug("reform channel: local_rank={} re-formed round={}", c->local_rank,
-                               round);
-    } else {
-      log::get("agent")->debug("reform channel: ignoring '{}'", line);
+      case reform::WorkerLine::Kind::kUnknown:
+        log::get("agent")->debug("reform channel: ignoring '{}'", line);
+        break;
     }
     changed();
   }
@@ -133,7 +125,7 @@ struct ReformChannel::Impl : std::enable_shared_from_this<Impl> {
     std::string buffer;
     for (;;) {
       auto [ec, n] =
-          co_await asio::async_read_until(c->socket, asio::dynamic_buffer(buffer, kMaxLineBytes),
+          co_await asio::async_read_until(c->socket, asio::dynamic_buffer(buffer, reform::kMaxWorkerLineBytes),
                                           '\n', asio::as_tuple(asio::use_awaitable));
       if (ec) break;
       std::string line = buffer.substr(0, n - 1);

@@ -57,6 +57,13 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv) {
   app.add_option("--device", o.device,
                  "auto (CUDA with the nccl backend or, alone, with a visible GPU), cpu or cuda")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+  app.add_option("--commit_every", o.commit_every,
+                 "ddprun --recovery=inprocess: steps between in-memory commits")
+      ->check(CLI::Range(1, 1 << 30));
+  app.add_option("--reform_grace", o.reform_grace,
+                 "ddprun --recovery=inprocess: seconds a new round may wait for the training "
+                 "thread before a blocked worker leaves its commit in a file and exits 75")
+      ->check(CLI::Range(0.01, 1e6));
   bool weight_decay_given = false;
   try {
     app.parse(argc, argv);

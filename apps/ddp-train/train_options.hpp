@@ -32,6 +32,11 @@ struct TrainOptions {
   std::int64_t log_every = 100;  // steps between progress lines
   std::string backend;           // "" = libddp's default
   std::string device = "auto";   // auto, cpu or cuda (see EngineChoice)
+  // --recovery=inprocess (under ddprun's hand-over channel only): steps between in-memory
+  // commits, and seconds a new place may wait for the training thread before the worker gives
+  // up its blocked process.
+  std::int64_t commit_every = 1;
+  double reform_grace = 3.0;
 };
 
 // Parses argv. Returns nullopt after printing --help. Throws ConfigError naming the flag.

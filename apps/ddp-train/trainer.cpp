@@ -36,28 +36,37 @@ std::vector<int> model_widths(int features, const std::vector<int>& hidden) {
   return widths;
 }
 
+
+}  // namespace
+
 void print_line(const std::string& line) {
   std::fputs(line.c_str(), stdout);
   std::fputc('\n', stdout);
   std::fflush(stdout);
 }
 
-}  // namespace
-
-Trainer::Trainer(const TrainOptions& options, std::shared_ptr<ProcessGroup> group, int local_rank)
+Trainer::Trainer(const TrainOptions& options, std::shared_ptr<ProcessGroup> group, int local_rank,
+                 RecoverySession* session)
     : options_(options),
-      group_(std::move(group)),
-      rank_(group_ ? group_->rank() : 0),
-      world_(group_ ? group_->size() : 1),
       train_(load_fashion_mnist(options.data_dir, true)),
       test_(load_fashion_mnist(options.data_dir, false)),
-      model_(model_widths(train_.features, options.hidden)) {
+      model_(model_widths(train_.features, options.hidden)),
+      session_(session) {
   model_.init(options_.seed);
-  if (options_.scale_lr) options_.optimizer.lr *= static_cast<float>(world_);
+  if (options_.scale_lr && group) options_.optimizer.lr *= static_cast<float>(group->size());
   optimizer_ = make_optimizer(options_.optimizer, model_.parameters());
-  engine_ = make_engine({options_.device, group_ ? group_->backend() : "", local_rank}, model_,
+  engine_ = make_engine({options_.device, group ? group->backend() : "", local_rank}, model_,
                         *optimizer_, options_.optimizer);
   engine_->attach(train_, test_);
+  attach(std::move(group));
+  pos_world_ = world_;
+}
+
+void Trainer::attach(std::shared_ptr<ProcessGroup> group) {
+  reducer_.reset();  // before the group it holds
+  group_ = std::move(group);
+  rank_ = group_ ? group_->rank() : 0;
+  world_ = group_ ? group_->size() : 1;
   if (group_) {
     ReducerOptions ro;
     ro.bucket_cap_bytes = static_cast<std::size_t>(options_.bucket_cap_mb * 1024 * 1024);
@@ -85,6 +94,7 @@ int Trainer::run() {
     log->info("resumed from {} epoch={} step={}", options_.checkpoint, pos_.epoch, pos_.step);
     engine_->load_from_host();
   }
+  if (session_) return run_inprocess();
   if (group_) {
     std::vector<std::shared_ptr<Work>> works;
     for (const Tensor& t : engine_->state_tensors()) works.push_back(group_->broadcast(t, 0));
@@ -94,8 +104,13 @@ int Trainer::run() {
                       [this](Tensor t) { return group_->broadcast(t, 0); });
     pos_ = TrainPosition{position[0], position[1], position[2]};
   }
+  train_to_end();
+  return 0;
+}
+
+void Trainer::train_to_end() {
   if (rank_ == 0) {
-    log->info(
+    ddp::log::get("train")->info(
         "training device={} world_size={} batch_size={} grad_accum={} steps_per_epoch={} "
         "buckets={}",
         engine_->device(), world_, options_.batch_size, options_.grad_accum, steps_per_epoch_,
@@ -125,7 +140,6 @@ int Trainer::run() {
         pos_.epoch, pos_.step, engine_->device(), world_, options_.batch_size,
         test.loss_sum / test.count, test.correct / test.count, sps, train_seconds_));
   }
-  return 0;
 }
 
 void Trainer::train_epoch(std::int64_t epoch) {
@@ -172,6 +186,7 @@ void Trainer::train_epoch(std::int64_t epoch) {
       first_step_seconds_ = seconds;
       first_step_samples_ = samples * world_;
     }
+    commit_step();
     if (!options_.checkpoint.empty() && options_.checkpoint_every > 0 &&
         pos_.step % options_.checkpoint_every == 0) {
       save(pos_);

@@ -25,9 +25,6 @@
 namespace ddp::coll {
 namespace {
 
-// How long a failed rank waits for its peers' arrival marks before naming the missing ones.
-constexpr std::chrono::milliseconds kArrivalGrace{2000};
-
 gloo::AllreduceOptions::Algorithm gloo_algorithm(AllreduceAlgorithm a) {
   return a == AllreduceAlgorithm::kBcube ? gloo::AllreduceOptions::Algorithm::BCUBE
                                          : gloo::AllreduceOptions::Algorithm::RING;
@@ -98,7 +95,10 @@ void GlooProcessGroup::fail_collective(const char* name, std::uint64_t seq,
                                        const std::exception& e) {
   const std::string what = e.what();
   const bool timed_out = is_gloo_timeout(e);
-  const auto missing = arrivals_->missing_ranks(seq, std::min(timeout(), kArrivalGrace));
+  // A zero grace skips the store entirely: its host may be the node that was lost.
+  const auto grace = std::min(timeout(), options_.arrival_grace);
+  const auto missing =
+      grace.count() > 0 ? arrivals_->missing_ranks(seq, grace) : std::vector<int>{};
   std::string message;
   if (!missing.empty()) {
     message = fmt::format(

@@ -42,6 +42,10 @@ struct GlooOptions {
   std::chrono::milliseconds timeout{std::chrono::minutes(30)};
   AllreduceAlgorithm algorithm = AllreduceAlgorithm::kAuto;
   std::string shm_domain;  // "" = shm::shared_memory_domain(); tests play several hosts with it
+  // How long a failed collective waits for its peers' arrival marks before naming the ranks that
+  // never came (at most `timeout`). In-process recovery wants the failure at once: 0 names none
+  // and never touches the store (whose host may be the lost node).
+  std::chrono::milliseconds arrival_grace{2000};
 };
 
 class GlooProcessGroup final : public ProcessGroup {

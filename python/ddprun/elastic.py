@@ -59,7 +59,7 @@ GIVE_UP_EXIT = 75
 _PEER_GONE = re.compile(
     r"Connection closed by peer|Connection reset by peer|Broken pipe|Socket Timeout|"
     r"[Tt]imed out|Connection refused|NCCL communicator was aborted|ncclRemoteError|"
-    r"ncclSystemError|ECONNRESET|EPIPE")
+    r"ncclSystemError|ECONNRESET|EPIPE|[Aa]bort")
 
 
 class RoundChanged(Exception):
@@ -70,9 +70,11 @@ class _Channel:
     """The worker's end of the agent's hand-over socket (agent/process/reform_channel.hpp). A
     daemon thread reads it, so places arrive while the main thread is blocked in C++ (torch
     releases the GIL in collectives' and the store's waits). When the newest place has not been
-    taken by the main thread within `grace` seconds, the thread calls `give_up()`."""
+    taken by the main thread within `grace` seconds, the thread frees the main thread with
+    `abort(round)` where `may_abort(round)` (an NCCL group), which then gets another `grace`
+    seconds; else it calls `give_up(round)`, which ends the process."""
 
-    def __init__(self, address, local_rank, grace, give_up):
+    def __init__(self, address, local_rank, grace, may_abort, abort, give_up):
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._sock.connect("\0" + address[1:] if address.startswith("@") else address)
         self._sock.sendall(f"hello {local_rank} {os.getpid()}\n".encode())
@@ -80,6 +82,8 @@ class _Channel:
         self._poll.register(self._sock, select.POLLIN)
         self._buffer = b""
         self._grace = grace
+        self._may_abort = may_abort
+        self._abort = abort
         self._give_up = give_up
         self._changed = threading.Condition()
         self.latest = None  # the newest place the agent sent: {"round": N, "env": {...}}
@@ -96,10 +100,17 @@ class _Channel:
                     overdue = self._overdue()
                 if overdue == 0.0:
                     with self._changed:
-                        self._giving_up = self._overdue() == 0.0
+                        if self._overdue() != 0.0:  # the main thread took it meanwhile
+                            continue
+                        round_ = self.latest["round"]
+                        self._giving_up = not self._may_abort(round_)
                     if self._giving_up:
-                        self._give_up(self.latest["round"])
+                        self._give_up(round_)
                         return
+                    self._abort(round_)
+                    with self._changed:
+                        self._arrived = time.monotonic()
+                    continue
                 self._read(overdue)
         except (OSError, RuntimeError, ValueError) as error:
             with self._changed:
@@ -171,8 +182,9 @@ class _Context:
         self.commit_file = (os.path.join(state_dir, f"elastic_commit_{local_rank}.pt")
                             if state_dir else None)
         self.state = None  # the State that run() trains; what give_up() saves
-        self.channel = (_Channel(address, local_rank, grace, self.give_up) if address
-                        else None)
+        self.channel = (_Channel(address, local_rank, grace, self.may_abort, self.abort_group,
+                                 self.give_up) if address else None)
+        self.aborted_round = -1  # the newest round whose place made this worker abort its group
         self.backend = backend or ("nccl" if torch.cuda.is_available() else "gloo")
         self.timeout = timeout
         self.round = -1  # the round of the current process group
@@ -209,6 +221,24 @@ class _Context:
                 if not _PEER_GONE.search(str(error)):
                     raise
                 self.round = place["round"]
+
+    def may_abort(self, round_):
+        """Whether a main thread that missed round `round_`'s place is freed by aborting the
+        group (NCCL, once per round, where torch can) rather than by giving the process up."""
+        return _overdue_action(self.backend, self.aborted_round >= round_,
+                               _nccl_abort()) == "abort"
+
+    def abort_group(self, round_):
+        """On the channel's thread: aborts the NCCL group, so that a collective blocked on a
+        dead peer returns with an error; the main thread then re-forms."""
+        self.aborted_round = round_
+        sys.stderr.write(f"ddprun.elastic: blocked past the hand-over of round {round_}; "
+                         f"aborting the NCCL group\n")
+        sys.stderr.flush()
+        try:
+            _nccl_abort()()
+        except RuntimeError as error:  # a group torn down meanwhile: nothing is blocked on it
+            sys.stderr.write(f"ddprun.elastic: the abort failed: {error}\n")
 
     def give_up(self, round_):
         """On the channel's thread: the main thread did not take round `round_`'s place in
@@ -255,6 +285,31 @@ _commit_lock = threading.Lock()
 def current_round():
     """The ddprun round the current process group belongs to; -1 without the agent's channel."""
     return _context.round if _context is not None else -1
+
+
+def _nccl_abort():
+    """A function that aborts the default group's NCCL communicators, so that a collective
+    blocked on a dead peer returns with an error; None where this torch has none (1.13)."""
+    c10d = dist.distributed_c10d
+    abort_group = getattr(c10d, "_abort_process_group", None)  # torch 2.x
+    if abort_group is not None:
+        return abort_group
+    if not dist.is_initialized():
+        return None
+    try:  # torch 2.x without the function: the NCCL backend object of the default group
+        backend = c10d._get_default_group()._get_backend(torch.device("cuda"))
+    except (AttributeError, RuntimeError, ValueError):
+        return None
+    return backend.abort if hasattr(backend, "abort") else None
+
+
+def _overdue_action(backend, aborted_already, abort):
+    """What a worker whose main thread missed its new place does: "abort" its NCCL group once,
+    where this torch can (`abort` not None); else "give_up" its process (gloo, whose blocked
+    collectives have no abort in torch; torch 1.13; an abort that did not free the thread)."""
+    if backend == "nccl" and abort is not None and not aborted_already:
+        return "abort"
+    return "give_up"
 
 
 def _destroy_group():

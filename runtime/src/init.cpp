@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <cstdlib>
+#include <optional>
 
 #include "collectives/blocking_group_store.hpp"
 #include "collectives/gloo/gloo_process_group.hpp"
@@ -30,14 +31,15 @@ std::string env_or(const char* name, const std::string& fallback) {
   return value != nullptr && *value != '\0' ? value : fallback;
 }
 
-std::shared_ptr<coll::GroupStore> connect_store(const Context& c, const InitOptions& options) {
+std::shared_ptr<coll::GroupStore> connect_store(const Context& c, const InitOptions& options,
+                                                const std::string& prefix) {
   rdzv::ConnectOptions connect;
   connect.connect_timeout = options.store_timeout;
   connect.call_timeout = options.store_timeout;
   connect.dialect = runtime::store_dialect_from_env();
   auto store =
       rdzv::BlockingStore::connect(c.master_addr, static_cast<std::uint16_t>(c.master_port),
-                                   connect, fmt::format("ddp/attempt_{}", c.restart_count));
+                                   connect, prefix);
   store->set_timeout(options.store_timeout);
   return std::make_shared<coll::BlockingGroupStore>(std::move(store));
 }
@@ -50,20 +52,22 @@ std::shared_ptr<ProcessGroup> make_gloo_group(const Context& c, const InitOption
     gloo.hostname = runtime::local_address_toward(c.master_addr, c.master_port);
   }
   gloo.timeout = options.timeout;
+  gloo.arrival_grace = options.failure_report_grace;
   gloo.algorithm = coll::parse_allreduce_algorithm(env_or("DDP_ALLREDUCE_ALGORITHM", "auto"),
                                                    "environment variable DDP_ALLREDUCE_ALGORITHM");
   return coll::GlooProcessGroup::create(std::move(store), c.rank, c.world_size, gloo);
 }
 
-}  // namespace
-
-Context init(const InitOptions& options) {
+// The launcher's environment -> the store under `round_prefix`, or without one under the
+// attempt's -> the default group.
+Context init_under(const InitOptions& options, const std::optional<std::string>& round_prefix) {
   log::load_env_levels();  // SPDLOG_LEVEL ("coll=debug") for libddp's own loggers
   Context c;
   static_cast<LaunchEnv&>(c) = read_launch_env();
   const std::string backend = runtime::choose_backend(options.backend);
   if (runtime::must_host_store(c.rank)) runtime::host_store(c.master_port);
-  auto store = connect_store(c, options);
+  auto store = connect_store(
+      c, options, round_prefix.value_or(fmt::format("ddp/attempt_{}", c.restart_count)));
   auto world = store->with_prefix("world");
   if (backend == "nccl") {
 #ifdef DDP_WITH_CUDA
@@ -83,6 +87,15 @@ Context init(const InitOptions& options) {
                             c.rank, c.world_size, backend, c.master_addr, c.master_port,
                             c.restart_count);
   return c;
+}
+
+}  // namespace
+
+Context init(const InitOptions& options) { return init_under(options, std::nullopt); }
+
+Context init_at(const ReformPlace& place, const InitOptions& options) {
+  for (const auto& [name, value] : place.env) ::setenv(name.c_str(), value.c_str(), 1);
+  return init_under(options, fmt::format("ddp/reform/round_{}", place.round));
 }
 
 }  // namespace ddp

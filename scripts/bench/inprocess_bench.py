@@ -15,8 +15,6 @@ a restart costs a job between checkpoints; torchrun's figures are node_loss_benc
 Usage (root, under flock /tmp/ddp-netns.lock):
   inprocess_bench.py BUILD_BIN [--steps 20] [--sleep 0.05] OFFSET [OFFSET...]
 """
-import glob
-import json
 import os
 import subprocess
 import sys
@@ -27,15 +25,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "../.."))
 WORKER = os.path.join(ROOT, "tests/integration/multinode/inprocess_worker.py")
 CONF = "keep_alive_interval=1,keep_alive_max_attempt=2"
-from netns_bench import clean_up, kill_node, print_agent_logs, rig, wait  # noqa: E402
-
-
-def records(out):
-    result = []
-    for path in glob.glob(os.path.join(out, "records_n*_p*.jsonl")):
-        with open(path) as f:
-            result += [json.loads(line) for line in f if line.endswith("\n")]
-    return result
+from netns_bench import (clean_up, compare_modes, kill_node, print_agent_logs, records,  # noqa: E402
+                         wait)
 
 
 def steps_at(out, world, after=0.0):
@@ -102,29 +93,9 @@ def main():
     args = sys.argv[1:]
     steps, pause = int(arg(args, "--steps", "20")), float(arg(args, "--sleep", "0.05"))
     bin_dir, offsets = args[0], [float(o) for o in args[1:]]
-    rig("down")
-    rig("up", "3")
-    results = {"restart": [], "inprocess": []}
-    try:
-        for i, offset in enumerate(offsets):
-            row = []
-            for mode in ("restart", "inprocess"):
-                seconds, started, redone = one_kill(mode, bin_dir, offset, steps, pause,
-                                                    f"{i}{mode}")
-                results[mode].append(seconds)
-                row.append(f"{mode} {seconds:5.2f} s, {started} processes started, "
-                           f"{redone} steps redone")
-            print(f"kill {offset:.3f} s after step {steps}: " + " | ".join(row), flush=True)
-    finally:
-        rig("down")
-    for mode, times in results.items():
-        times = sorted(times)
-        print(f"{mode:9s} {len(times)} kills: SIGKILL -> first step at world 2: min "
-              f"{times[0]:.2f} s, median {times[len(times) // 2]:.2f} s, max {times[-1]:.2f} s",
-              flush=True)
-    ratio = sorted(results["restart"])[len(offsets) // 2] / sorted(
-        results["inprocess"])[len(offsets) // 2]
-    print(f"median restart / inprocess: {ratio:.1f}x", flush=True)
+    compare_modes(offsets,
+                  lambda mode, offset, index: one_kill(mode, bin_dir, offset, steps, pause, index),
+                  f"step {steps}")
 
 
 main()

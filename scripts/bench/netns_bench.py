@@ -1,5 +1,8 @@
-"""What the network-namespace benchmarks share (node_loss_bench.py, inprocess_bench.py): the rig
-of scripts/netns-cluster.sh, a polling wait, and a node's death."""
+"""What the network-namespace benchmarks share (node_loss_bench.py, inprocess_bench.py,
+inprocess_train_bench.py; scripts/gpu/inprocess_cuda.py uses wait and records): the rig of
+scripts/netns-cluster.sh, a polling wait, the workers' records, and a node's death."""
+import glob
+import json
 import os
 import shutil
 import signal
@@ -24,6 +27,16 @@ def wait(predicate, timeout, what):
             return value
         time.sleep(0.01)
     raise RuntimeError(f"timed out waiting for {what}")
+
+
+def records(out):
+    """Every JSON line of the workers' record files, <out>/records_n<node>_p<pid>.jsonl (a line
+    still being written is left out)."""
+    result = []
+    for path in glob.glob(os.path.join(out, "records_n*_p*.jsonl")):
+        with open(path) as f:
+            result += [json.loads(line) for line in f if line.endswith("\n")]
+    return result
 
 
 def kill_node(node):
@@ -59,3 +72,32 @@ def clean_up(agents, out):
     for node in (1, 2, 3):
         kill_node(node)
     shutil.rmtree(out, ignore_errors=True)
+
+
+def compare_modes(offsets, one_kill, label):
+    """Runs one_kill(mode, offset, index) -> (seconds, processes started, steps redone) for
+    --recovery=restart and then inprocess at every offset on a fresh 3-node rig; prints a row
+    per offset, each mode's min, median and max, and the ratio of the medians."""
+    rig("down")
+    rig("up", "3")
+    results = {"restart": [], "inprocess": []}
+    try:
+        for i, offset in enumerate(offsets):
+            row = []
+            for mode in ("restart", "inprocess"):
+                seconds, started, redone = one_kill(mode, offset, f"{i}{mode}")
+                results[mode].append(seconds)
+                row.append(f"{mode} {seconds:5.2f} s, {started} processes started, "
+                           f"{redone} steps redone")
+            print(f"kill {offset:.3f} s after {label}: " + " | ".join(row), flush=True)
+    finally:
+        rig("down")
+    for mode, times in results.items():
+        times = sorted(times)
+        print(f"{mode:9s} {len(times)} kills: SIGKILL -> first step at world 2: min "
+              f"{times[0]:.2f} s, median {times[len(times) // 2]:.2f} s, max {times[-1]:.2f} s",
+              flush=True)
+    middle = len(offsets) // 2
+    print(f"median restart / inprocess: "
+          f"{sorted(results['restart'])[middle] / sorted(results['inprocess'])[middle]:.1f}x",
+          flush=True)

@@ -64,3 +64,16 @@ def check_trained_once(out_dir, what):
                 check(r["sum_min"] == r["sum_max"],
                       f"{what}: parameters differ across ranks at {r}")
     return by_pid
+
+
+def check_kept_workers(out_dir, nodes, what):
+    """The agents of `nodes` started their workers once, spent no restart, and logged one reform
+    caused by the lost node."""
+    for n in nodes:
+        log = events(out_dir, n)
+        names = [e["event"] for e in log]
+        check(names.count("workers_started") == 1 and "restart" not in names,
+              f"{what}: node {n} restarted its workers: {names}")
+        reforms = [e for e in log if e["event"] == "reform"]
+        check(len(reforms) == 1 and reforms[0]["cause"] == "node_lost",
+              f"{what}: node {n} reform events: {reforms}")

@@ -24,7 +24,8 @@ import time
 import ddptest
 import netns_rig
 from ddptest import check
-from inprocess_rig import agent_args, check_trained_once, events, records, wait_steps
+from inprocess_rig import (agent_args, check_kept_workers, check_trained_once, events, records,
+                           wait_steps)
 from netns_rig import Cluster, check_no_processes
 
 def finish_job(c, out_dir, nodes, what):
@@ -54,14 +55,7 @@ def node_loss(c, out_dir, env, tag):
     check(len(entries) == 2, f"node_loss: entries at world 2: {entries}")
     finish_job(c, out_dir, (1, 2), "node_loss")
     check_trained_once(out_dir, "node_loss")
-    for n in (1, 2):
-        log = events(out_dir, n)
-        names = [e["event"] for e in log]
-        check(names.count("workers_started") == 1 and "restart" not in names,
-              f"node_loss: node {n} restarted its workers: {names}")
-        reforms = [e for e in log if e["event"] == "reform"]
-        check(len(reforms) == 1 and reforms[0]["cause"] == "node_lost",
-              f"node_loss: node {n} reform events: {reforms}")
+    check_kept_workers(out_dir, (1, 2), "node_loss")
     check_no_processes(tag, "node_loss")
 
 

@@ -1,0 +1,70 @@
+#pragma once
+// ReformClient: a worker's end of ddprun's hand-over channel (--recovery=inprocess), the native
+// counterpart of ddprun.elastic's. The agent hands every live worker its place in a new round
+// (rank, world size, store address, round); the worker tears its group down, joins the new one
+// (ddp::init_at) and reports back with reformed(). A thread of the client's reads the channel,
+// so a place arrives while the training thread is blocked in a collective; when the training
+// thread has not taken it within `grace`, the client calls the overdue handler on that thread
+// (ddp-train leaves its last commit in a file there and exits with kGiveUpExit). docs/agent.md
+// has the protocol, docs/elastic.md the recovery.
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace ddp {
+
+// One place: the round and the launcher variables that change with it (RANK, WORLD_SIZE,
+// LOCAL_RANK, GROUP_RANK, MASTER_ADDR, MASTER_PORT, TORCHELASTIC_RESTART_COUNT, ...).
+struct ReformPlace {
+  int round = -1;
+  std::map<std::string, std::string> env;
+};
+
+// The exit code of a worker that gave up a blocked process after leaving its commit in a file.
+inline constexpr int kReformGiveUpExit = 75;
+
+class ReformClient {
+ public:
+  // Called on the client's thread with the round whose place waited `grace` for the training
+  // thread; at most once per client. Expected to end the process.
+  using OverdueHandler = std::function<void(int round)>;
+
+  // The client of the channel the launcher named in DDPRUN_REFORM_SOCKET, speaking for
+  // DDPRUN_REFORM_LOCAL_RANK (else LOCAL_RANK); nullptr when that variable is unset or empty (no
+  // --recovery=inprocess, or another launcher). Throws as the constructor.
+  static std::unique_ptr<ReformClient> from_env(std::chrono::milliseconds grace,
+                                                OverdueHandler on_overdue);
+
+  // Connects to `address` (a socket path, or "@name" in the abstract namespace) and says hello.
+  // Throws IoError naming the address when it cannot connect.
+  ReformClient(const std::string& address, int local_rank, std::chrono::milliseconds grace,
+               OverdueHandler on_overdue);
+  ~ReformClient();  // stops the thread and closes the connection
+  ReformClient(const ReformClient&) = delete;
+  ReformClient& operator=(const ReformClient&) = delete;
+
+  // The newest place if it is for a round after `round`, without waiting; else nullopt. Throws
+  // IoError once the channel has failed (the agent is gone).
+  std::optional<ReformPlace> newer_than(int round);
+
+  // Waits until the agent hands over a place for a round after `round` and takes it (it is no
+  // longer overdue). Throws IoError when the channel fails first.
+  ReformPlace wait_newer_than(int round);
+
+  // Tells the agent that this worker's group of `round` is up and its state synced. Throws
+  // IoError when the channel is gone.
+  void reformed(int round);
+
+  // DDPRUN_REFORM_STATE_DIR: where a worker that gives up leaves its commit; "" when unset.
+  static std::string state_dir_from_env();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ddp
