@@ -263,6 +263,20 @@ def step_store(c):
                             "against ddp-store and PyTorch's server")
 
 
+def step_script(c, script, timeout, gpus):
+    """A script of scripts/gpu that prints one JSON line and exits 0 when its checks hold
+    (inprocess_cuda.py, forkserver_cuda.py); without a GPU, their CPU rehearsal."""
+    argv = [PY, os.path.join(ROOT, "scripts/gpu", script)]
+    if not gpus and script == "inprocess_cuda.py":
+        argv.append("--cpu")
+    rc, out = c.run(argv, timeout)
+    lines = [l for l in out.splitlines() if l.startswith("{")]
+    report = json.loads(lines[-1]) if lines else {}
+    if rc != 0 or not report:
+        return "fail", report, f"rc={rc}: {tail(out, 5)}"
+    return "pass", report, json.dumps(report)[:300]
+
+
 def have_torch(c):
     rc, _ = c.run([PY, "-c", "import torch.distributed"], 60)
     return rc == 0
@@ -278,8 +292,10 @@ def main():
     if torch_ok:
         c.step("torch_workers", lambda: step_torch_workers(c, gpus))
         c.step("store_torch_client", lambda: step_store(c))
+        c.step("forkserver_cuda", lambda: step_script(c, "forkserver_cuda.py", 70, gpus))
+        c.step("inprocess_cuda", lambda: step_script(c, "inprocess_cuda.py", 100, gpus))
     else:
-        for name in ("torch_workers", "store_torch_client"):
+        for name in ("torch_workers", "store_torch_client", "forkserver_cuda", "inprocess_cuda"):
             c.steps[name] = {"status": "skip", "detail": f"{PY} cannot import torch", "seconds": 0}
     if gpus:
         c.step("gpu_tests", lambda: step_gpu_tests(c))
