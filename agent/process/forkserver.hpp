@@ -87,6 +87,10 @@ class ForkServer {
   // reports an error for it, exits, or says nothing for 60 s.
   pid_t await_pid(int id);
 
+  // Whether the last worker reported came through a middle process (the template had threads)
+  // rather than forked straight as this process's child.
+  bool through_middle() const { return through_middle_; }
+
   // Lets a worker that await_pid() returned run its entry point.
   static void release(UniqueFd& go);
 
@@ -107,6 +111,7 @@ class ForkServer {
   pid_t pid_ = -1;
   UniqueFd socket_;                // the agent's end of the pair
   std::map<int, pid_t> reported_;  // pids that arrived before their await_pid
+  bool through_middle_ = false;
 };
 
 }  // namespace ddp::agent

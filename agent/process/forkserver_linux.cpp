@@ -238,6 +238,10 @@ pid_t ForkServer::await_pid(int id) {
     if (const auto it = reported_.find(id); it != reported_.end()) {
       const pid_t pid = it->second;
       reported_.erase(it);  // ids repeat in every attempt
+      // The worker leads its own group before the agent registers that group anywhere. It sets
+      // it itself too, but may not have run yet (forked as this process's child, nobody else
+      // could); a worker reparented from a middle process has it already.
+      ::setpgid(pid, pid);
       return pid;
     }
     const json reply = json::parse(receive(kPidTimeout, "forking a worker"), nullptr, false);
@@ -250,6 +254,7 @@ pid_t ForkServer::await_pid(int id) {
                                 reply.value("error", std::string())));
     }
     reported_[from] = reply.value("pid", -1);
+    through_middle_ = reply.value("middle", true);
   }
 }
 

@@ -240,7 +240,8 @@ struct WorkerGroup::Impl {
       kill_and_reap_now();
       throw;
     }
-    log::get("agent")->debug("forked {} workers from the forkserver", workers.size());
+    log::get("agent")->debug("forked {} workers from the forkserver through_middle={}",
+                             workers.size(), forkserver.through_middle());
   }
 
   // Kills and reaps what is still running: the destructor and a failed start().

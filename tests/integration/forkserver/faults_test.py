@@ -40,11 +40,16 @@ def check_restart_and_signal(tmp):
     out = os.path.join(tmp, "restart")
     os.mkdir(out)
     result, _ = fstest.launch(fstest.FORKSERVER + [
-        "--nproc_per_node=2", "--max_restarts=1", "--log_level=info",
+        "--nproc_per_node=2", "--max_restarts=1", "--log_level=debug",
         fstest.worker("fail_once.py"), out, "--rank", "1", "--code", "3", "--lines", "2"])
     fstest.expect_exit(result, 0, "a restart under the forkserver")
     ddptest.check(len(fstest.ready_lines(result.stderr)) == 1,
                   f"the template must serve both attempts:\n{result.stderr}")
+    # OMP_NUM_THREADS=1 with two workers: the template has one thread, and forks each worker
+    # straight as ddprun's child (no middle process).
+    forked = [line for line in result.stderr.splitlines() if "workers from the forkserver" in line]
+    ddptest.check(len(forked) == 2 and all("through_middle=false" in line for line in forked),
+                  f"how the workers were forked:\n{forked}")
     first, second = fstest.env_dumps(out, 0), fstest.env_dumps(out, 1)
     ddptest.check(sorted(first) == [0, 1] and sorted(second) == [0, 1], "missing attempts")
     ddptest.check(not {r["pid"] for r in first.values()} & {r["pid"] for r in second.values()},
@@ -199,7 +204,7 @@ def check_import_overlaps_rendezvous(tmp):
     err_path = os.path.join(gate, "ddprun.err")
     proc = ddptest.spawn(fstest.ddprun_cmd(fstest.FORKSERVER + [
         "--preload=torch,ddp_gated_import", "--rdzv_backend=c10d",
-        f"--rdzv_endpoint=127.0.0.1:{port}", "--nnodes=1", "--log_level=info", "--event_log",
+        f"--rdzv_endpoint=127.0.0.1:{port}", "--nnodes=1", "--log_level=debug", "--event_log",
         events, "--nproc_per_node=1", fstest.PROBE, out]), env=env,
         stdout=open(os.devnull, "w"), stderr=open(err_path, "w"))
     try:
@@ -228,7 +233,14 @@ def check_import_overlaps_rendezvous(tmp):
     probes = fstest.probes(out)
     ddptest.check(sorted(probes) == [0] and probes[0]["torch_at_first_line"],
                   f"the worker was not forked from the template: {probes}")
-    print("import held: the round closed and the hosted store answered; then forked, exit 0")
+    # One worker: no OMP_NUM_THREADS, so a BLAS pool may run in the template; with one the
+    # worker comes through a middle process (a fork that runs the pthread_atfork handlers).
+    threads = int(fstest.ready_lines(err)[0].split("threads=")[1].split()[0])
+    forked = [line for line in err.splitlines() if "workers from the forkserver" in line]
+    ddptest.check(len(forked) == 1 and f"through_middle={str(threads > 1).lower()}" in forked[0],
+                  f"threads={threads}, how the worker was forked: {forked}")
+    print(f"import held: the round closed and the hosted store answered; then forked "
+          f"(template threads={threads}), exit 0")
 
 
 def check_signals_during_import(tmp):
