@@ -1,9 +1,10 @@
 #pragma once
 // ForkServer: --start_method=forkserver. One template Python process per node
 // (python/ddprun/_forkserver.py) imports the --preload modules once; every worker of every attempt
-// is then forked from it instead of exec'd. The template forks a middle process that forks the
-// workers of a launch and exits, so the workers' parent becomes the agent (a child subreaper): the
-// agent watches, signals and reaps them like exec'd workers. The agent talks to the template over a
+// is then forked from it instead of exec'd, as the agent's child: straight (clone with
+// CLONE_PARENT) while the template has one thread, else through a middle process that forks the
+// workers of a launch and exits, so that they are reparented to the agent (a child subreaper).
+// The agent watches, signals and reaps them like exec'd workers. The agent talks to the template over a
 // SOCK_SEQPACKET pair, one JSON message per packet
 // (requests carry the worker's stdout, stderr and "go" pipe ends with SCM_RIGHTS). Owned by the
 // ProcessLauncher for the agent's whole run; runs on the agent's thread. The template starts

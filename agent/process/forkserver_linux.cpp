@@ -1,10 +1,10 @@
 // ForkServer on Linux: the template is started like a worker (vfork-style clone + exec, its own
 // process group, parent-death signal, guarded), with its end of a SOCK_SEQPACKET pair passed
 // across exec. Packets keep message boundaries, so neither side frames anything. The template
-// reports a worker's pid only once the middle process that forked it has been reaped, so the
-// worker is already the agent's child when its pidfd opens (waitid on it never sees ECHILD). The
-// go pipe makes the rest race-free: the worker runs nothing of its own until the agent has
-// registered its group with the orphan guard and is watching it.
+// reports a worker's pid only once the worker is the agent's child (forked as such, or its
+// middle process reaped), so waitid on its pidfd never sees ECHILD. The go pipe makes the rest
+// race-free: the worker runs nothing of its own until the agent has set its process group,
+// registered that group with the orphan guard and is watching it.
 
 #include "agent/process/forkserver.hpp"
 
