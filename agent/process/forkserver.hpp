@@ -4,13 +4,12 @@
 // is then forked from it instead of exec'd, as the agent's child: straight (clone with
 // CLONE_PARENT) while the template has one thread, else through a middle process that forks the
 // workers of a launch and exits, so that they are reparented to the agent (a child subreaper).
-// The agent watches, signals and reaps them like exec'd workers. The agent talks to the template over a
-// SOCK_SEQPACKET pair, one JSON message per packet
-// (requests carry the worker's stdout, stderr and "go" pipe ends with SCM_RIGHTS). Owned by the
-// ProcessLauncher for the agent's whole run; runs on the agent's thread. The template starts
-// without waiting for its imports (the agent waits for ready_fd() on its loop, see
-// ProcessLauncher::until_prepared); the agent blocks only in await_ready() when nobody waited
-// before, and for the milliseconds a fork takes.
+// The agent watches, signals and reaps them like exec'd workers. The agent talks to the template
+// over a SOCK_SEQPACKET pair, one JSON message per packet (requests carry the worker's stdout,
+// stderr and "go" pipe ends with SCM_RIGHTS). Owned by the ProcessLauncher for the agent's whole
+// run; runs on the agent's thread. The template starts without waiting for its imports (the agent
+// waits with until_ready() on its loop, see ProcessLauncher::until_prepared); the agent blocks only
+// in await_ready() when nobody waited before, and for the milliseconds a fork takes.
 
 #include <sys/types.h>
 
@@ -55,9 +54,7 @@ class ForkServer {
   ForkServer(const ForkServer&) = delete;
   ForkServer& operator=(const ForkServer&) = delete;
 
-  bool runs(const std::vector<std::string>& argv) const {
-    return runs_in_template(options_, argv);
-  }
+  bool runs(const std::vector<std::string>& argv) const { return runs_in_template(options_, argv); }
 
   // Blocks until the template has imported every preload module; returns at once once it has.
   // Throws IoError, one line naming the cause: "forkserver: cannot import module 'x':
@@ -78,14 +75,15 @@ class ForkServer {
   pid_t pid() const { return pid_; }
 
   // Asks the template for worker `id` of `spec` with `stdout_fd`/`stderr_fd` as its fds 1 and 2
-  // (after await_ready(), whose IoError it throws). Returns the write end of the worker's go pipe: the worker runs nothing of its own until
-  // release() (closing it unreleased makes the worker exit 1). Throws IoError.
+  // (after await_ready(), whose IoError it throws). Returns the write end of the worker's go
+  // pipe: the worker runs nothing of its own until release() (closing it unreleased makes the
+  // worker exit 1). Throws IoError.
   UniqueFd request(int id, const WorkerSpec& spec, int stdout_fd, int stderr_fd);
 
   // Blocks until the template reports worker `id`'s pid: it is then a child of this process,
-  // leading its own process group, waiting for release() (after which it sets its parent-death
-  // signal and checks that its parent is still this process). Throws IoError when the template
-  // reports an error for it, exits, or says nothing for 60 s.
+  // leading its own process group (set here too), waiting for release() (after which it sets its
+  // parent-death signal and checks that its parent is still this process). Throws IoError when the
+  // template reports an error for it, exits, or says nothing for 60 s.
   pid_t await_pid(int id);
 
   // Whether the last worker reported came through a middle process (the template had threads)
@@ -104,6 +102,7 @@ class ForkServer {
   void kill_template();
   std::string receive(std::chrono::milliseconds timeout, const char* waiting_for);
   [[noreturn]] void fail_exited(const char* waiting_for);
+  [[noreturn]] void fail_silent(std::chrono::milliseconds waited, const char* waiting_for);
 
   ForkServerOptions options_;
   std::chrono::steady_clock::time_point started_;

@@ -165,9 +165,13 @@ boost::asio::awaitable<void> ForkServer::until_ready() {
 void ForkServer::read_ready_message() {
   const auto left = std::chrono::duration_cast<milliseconds>(ready_deadline() -
                                                              std::chrono::steady_clock::now());
+  const char* waiting_for = "importing the preload modules";
+  pollfd readable{socket_.get(), POLLIN, 0};
+  if (left.count() <= 0 && ::poll(&readable, 1, 0) == 0) {
+    fail_silent(options_.ready_timeout, waiting_for);  // until_ready() waited the whole time
+  }
   const json ready =
-      json::parse(receive(std::max(left, milliseconds(0)), "importing the preload modules"),
-                  nullptr, false);
+      json::parse(receive(std::max(left, milliseconds(0)), waiting_for), nullptr, false);
   if (ready.is_discarded() || !ready.contains("ready")) {
     throw IoError("forkserver: the template's ready message is not valid");
   }
@@ -273,10 +277,7 @@ std::string ForkServer::receive(milliseconds timeout, const char* waiting_for) {
   do {
     ready = ::poll(&readable, 1, static_cast<int>(std::min<long long>(timeout.count(), INT_MAX)));
   } while (ready < 0 && errno == EINTR);
-  if (ready == 0) {
-    throw IoError(fmt::format("forkserver: the template (pid {}) said nothing for {}s while {}",
-                              pid_, timeout.count() / 1000, waiting_for));
-  }
+  if (ready == 0) fail_silent(timeout, waiting_for);
   std::string buffer(kMaxMessageBytes, '\0');
   ssize_t n;
   do {
@@ -285,6 +286,11 @@ std::string ForkServer::receive(milliseconds timeout, const char* waiting_for) {
   if (n <= 0) fail_exited(waiting_for);
   buffer.resize(static_cast<std::size_t>(n));
   return buffer;
+}
+
+void ForkServer::fail_silent(milliseconds waited, const char* waiting_for) {
+  throw IoError(fmt::format("forkserver: the template (pid {}) said nothing for {}s while {}", pid_,
+                            waited.count() / 1000, waiting_for));
 }
 
 void ForkServer::fail_exited(const char* waiting_for) {
