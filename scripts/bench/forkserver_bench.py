@@ -6,7 +6,8 @@ ddprun with exec (--start_method=spawn), by ddprun's forkserver, and by torchrun
   template being ready (a preload module imported right after torch records that moment);
 - restart: rank 1 exits 1 in the first attempt; from its last line (before the interpreter's
   exit, which takes hundreds of ms with torch loaded) and from ddprun reaping it (event log) to
-  the new rank 1's first line, and to every new worker's first line;
+  the new rank 1's first line, and to every new worker's first line; the reaped -> first line
+  time split into the other workers' stop (event log), the new rank 0's first line and rank 1's;
 - files: openat/open calls of the whole launch (strace -f), exec vs forkserver; `import torch`'s
   files are opened once per worker with exec and once per node with the forkserver.
 """

@@ -263,6 +263,17 @@ def step_store(c):
                             "against ddp-store and PyTorch's server")
 
 
+def step_forkserver(c):
+    rc, out = c.run([PY, os.path.join(ROOT, "scripts/gpu/forkserver_cuda.py")], 70)
+    lines = [l for l in out.splitlines() if l.startswith("{")]
+    report = json.loads(lines[-1]) if lines else {}
+    if rc != 0 or not report.get("ok"):
+        return "fail", report, f"rc={rc}: {tail(out, 5)}"
+    what = ("CUDA untouched in the template, used by both forked workers" if report["gpu"]
+            else "no GPU: the CPU checks of both forked workers")
+    return "pass", report, f"{what}; {report['figures']}"
+
+
 def have_torch(c):
     rc, _ = c.run([PY, "-c", "import torch.distributed"], 60)
     return rc == 0
@@ -278,8 +289,9 @@ def main():
     if torch_ok:
         c.step("torch_workers", lambda: step_torch_workers(c, gpus))
         c.step("store_torch_client", lambda: step_store(c))
+        c.step("forkserver_cuda", lambda: step_forkserver(c))
     else:
-        for name in ("torch_workers", "store_torch_client"):
+        for name in ("torch_workers", "store_torch_client", "forkserver_cuda"):
             c.steps[name] = {"status": "skip", "detail": f"{PY} cannot import torch", "seconds": 0}
     if gpus:
         c.step("gpu_tests", lambda: step_gpu_tests(c))
