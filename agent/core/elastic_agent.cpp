@@ -249,6 +249,12 @@ asio::awaitable<int> ElasticAgent::run() {
     recovery.emplace(config_, handover_ != nullptr ? *handover_ : *channel, events_, run_dir);
   }
 
+  // The forkserver's template starts now: its imports overlap the first rendezvous. Its
+  // environment leaves out what a round decides (ranks, sizes), so a spec of no round serves.
+  launcher_.prepare(
+      make_worker_specs(config_, rdzv::RendezvousInfo{}, parent_env_, attempt_log_dir(run_dir, 0))
+          .front());
+
   std::unique_ptr<AttemptWorkers> group;
   std::vector<WorkerSpec> started;  // what the group's workers were started with
   std::size_t emitted = 0;          // the group's exits already emitted as events
@@ -306,6 +312,17 @@ asio::awaitable<int> ElasticAgent::run() {
       }
     }
     if (!kept) {
+      // The template's imports (or its start again, if it died) end here, on the loop: a store
+      // this agent hosts answers and signals are served meanwhile.
+      launcher_.prepare(specs.front());
+      auto prepared = co_await (launcher_.until_prepared() || wait_signal());
+      if (prepared.index() == 1) {
+        const int signal = std::get<1>(prepared);
+        log->warn("received {} while the workers' start was prepared; no workers running",
+                  signal_name(signal));
+        emit_finish(events_, 128 + signal, "signal");
+        co_return 128 + signal;
+      }
       prepare_attempt_log_dir(attempt_dir, config_.nproc_per_node);
       if (recovery) recovery->publish(info.round, specs);
       group.reset();  // the previous attempt's processes are all gone by now

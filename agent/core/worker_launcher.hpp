@@ -79,6 +79,15 @@ class WorkerLauncher {
   // worker cannot be started.
   virtual std::unique_ptr<AttemptWorkers> launch(const std::vector<WorkerSpec>& specs,
                                                  const OutputOptions& output) = 0;
+
+  // Starts, without waiting for it, what launching workers like `first` needs ahead of time
+  // (ProcessLauncher: the forkserver's template, whose imports then overlap the rendezvous).
+  // Never throws: a failure is reported by the launch() that needs it.
+  virtual void prepare(const WorkerSpec& first) { (void)first; }
+
+  // Completes when launch() will not block on what prepare() started (the template's imports),
+  // while the caller's loop runs. Never throws; cancellable.
+  virtual boost::asio::awaitable<void> until_prepared() { co_return; }
 };
 
 }  // namespace ddp::agent

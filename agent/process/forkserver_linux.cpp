@@ -1,10 +1,10 @@
 // ForkServer on Linux: the template is started like a worker (vfork-style clone + exec, its own
 // process group, parent-death signal, guarded), with its end of a SOCK_SEQPACKET pair passed
 // across exec. Packets keep message boundaries, so neither side frames anything. The template
-// reports a worker's pid only once the middle process that forked it has been reaped, so the
-// worker is already the agent's child when its pidfd opens (waitid on it never sees ECHILD). The
-// go pipe makes the rest race-free: the worker runs nothing of its own until the agent has
-// registered its group with the orphan guard and is watching it.
+// reports a worker's pid only once the worker is the agent's child (forked as such, or its
+// middle process reaped), so waitid on its pidfd never sees ECHILD. The go pipe makes the rest
+// race-free: the worker runs nothing of its own until the agent has set its process group,
+// registered that group with the orphan guard and is watching it.
 
 #include "agent/process/forkserver.hpp"
 
@@ -22,6 +22,12 @@
 #include <cstring>
 #include <filesystem>
 
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -33,6 +39,7 @@
 namespace ddp::agent {
 namespace {
 
+using namespace boost::asio::experimental::awaitable_operators;
 using nlohmann::json;
 using std::chrono::milliseconds;
 
@@ -73,6 +80,12 @@ void send_with_fds(int socket, const std::string& payload, const std::array<int,
   }
 }
 
+std::string joined_preload(const ForkServerOptions& options) {
+  std::string preload;
+  for (const auto& name : options.preload) preload += (preload.empty() ? "" : ",") + name;
+  return preload;
+}
+
 }  // namespace
 
 std::optional<ForkServerOptions> forkserver_options(const LaunchConfig& config) {
@@ -94,42 +107,71 @@ std::vector<std::string> template_env(const WorkerSpec& first) {
 }
 
 ForkServer::ForkServer(const ForkServerOptions& options, const std::vector<std::string>& env)
-    : options_(options) {
+    : options_(options), started_(std::chrono::steady_clock::now()) {
+  try {
+    start(env);
+  } catch (const IoError& e) {
+    failure_ = e.what();  // await_ready() reports it, when the first launch needs the template
+  }
+}
+
+void ForkServer::start(const std::vector<std::string>& env) {
   int pair[2];
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) {
     throw IoError(fmt::format("forkserver: socketpair: {}", std::strerror(errno)));
   }
   socket_.reset(pair[0]);
   UniqueFd theirs(pair[1]);
-  std::string preload;
-  for (const auto& name : options_.preload) preload += (preload.empty() ? "" : ",") + name;
   const std::vector<std::string> argv{options_.python, "-u", "-c", kTemplateProgram,
-                                      std::to_string(theirs.get()), preload};
-  const auto started = std::chrono::steady_clock::now();
-  {
-    const ExecImage image(argv, env);
-    ForkedChild child(image, ChildSetup{.guard_socket = OrphanGuard::instance().socket(),
-                                        .pass_fd = theirs.get()});
-    pid_ = child.pid();
-    if (const int error = child.await_exec(); error != 0) {
-      reap_process(pid_, true);
-      pid_ = -1;
-      throw IoError(fmt::format("forkserver: exec {}: {}", image.program(), std::strerror(error)));
-    }
-  }
-  theirs.reset();
-  try {
-    await_ready(preload, started);
-  } catch (...) {
-    kill_template();
-    throw;
+                                      std::to_string(theirs.get()), joined_preload(options_)};
+  const ExecImage image(argv, env);
+  ForkedChild child(image, ChildSetup{.guard_socket = OrphanGuard::instance().socket(),
+                                      .pass_fd = theirs.get()});
+  pid_ = child.pid();
+  if (const int error = child.await_exec(); error != 0) {
+    reap_process(pid_, true);
+    pid_ = -1;
+    throw IoError(fmt::format("forkserver: exec {}: {}", image.program(), std::strerror(error)));
   }
 }
 
-void ForkServer::await_ready(const std::string& preload,
-                             std::chrono::steady_clock::time_point started) {
-  const json ready = json::parse(receive(options_.ready_timeout, "importing the preload modules"),
-                                 nullptr, false);
+void ForkServer::await_ready() {
+  if (ready_) return;
+  if (has_failed()) throw IoError(failure_);
+  try {
+    read_ready_message();
+  } catch (const IoError& e) {
+    failure_ = e.what();
+    kill_template();
+    throw;
+  }
+  ready_ = true;
+}
+
+boost::asio::awaitable<void> ForkServer::until_ready() {
+  if (ready_ || has_failed()) co_return;
+  // A duplicate to wait on: the descriptor object closes what it holds, and the socket stays
+  // this object's (its blocking reads go on after the wait).
+  const int watched = ::fcntl(socket_.get(), F_DUPFD_CLOEXEC, 0);
+  if (watched < 0) co_return;  // await_ready() then blocks instead
+  const auto executor = co_await boost::asio::this_coro::executor;
+  boost::asio::posix::stream_descriptor readable(executor, watched);
+  boost::asio::steady_timer deadline(executor, ready_deadline());
+  const auto wait = boost::asio::as_tuple(boost::asio::use_awaitable);
+  co_await (readable.async_wait(boost::asio::posix::stream_descriptor::wait_read, wait) ||
+            deadline.async_wait(wait));
+}
+
+void ForkServer::read_ready_message() {
+  const auto left = std::chrono::duration_cast<milliseconds>(ready_deadline() -
+                                                             std::chrono::steady_clock::now());
+  const char* waiting_for = "importing the preload modules";
+  pollfd readable{socket_.get(), POLLIN, 0};
+  if (left.count() <= 0 && ::poll(&readable, 1, 0) == 0) {
+    fail_silent(options_.ready_timeout, waiting_for);  // until_ready() waited the whole time
+  }
+  const json ready =
+      json::parse(receive(std::max(left, milliseconds(0)), waiting_for), nullptr, false);
   if (ready.is_discarded() || !ready.contains("ready")) {
     throw IoError("forkserver: the template's ready message is not valid");
   }
@@ -142,7 +184,8 @@ void ForkServer::await_ready(const std::string& preload,
         "(torch.cuda.is_initialized() is true there); forked workers could not use it");
   }
   const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+  const std::string preload = joined_preload(options_);
   log::get("agent")->info("forkserver ready pid={} preload={} threads={} seconds={:.3f}", pid_,
                           preload.empty() ? "-" : preload, ready.value("threads", 0), seconds);
 }
@@ -159,8 +202,8 @@ void ForkServer::kill_template() {
   }
 }
 
-bool ForkServer::runs(const std::vector<std::string>& argv) const {
-  if (argv.size() < 3 || argv[0] != options_.python || argv[1] != "-u") return false;
+bool runs_in_template(const ForkServerOptions& options, const std::vector<std::string>& argv) {
+  if (argv.size() < 3 || argv[0] != options.python || argv[1] != "-u") return false;
   if (argv[2] == "-m" || argv[2] == "-c") return argv.size() >= 4;
   return !argv[2].starts_with("-");
 }
@@ -174,6 +217,7 @@ bool ForkServer::is_alive() {
 }
 
 UniqueFd ForkServer::request(int id, const WorkerSpec& spec, int stdout_fd, int stderr_fd) {
+  await_ready();
   int go[2];
   if (::pipe2(go, O_CLOEXEC) != 0) {
     throw IoError(fmt::format("forkserver: pipe: {}", std::strerror(errno)));
@@ -198,6 +242,10 @@ pid_t ForkServer::await_pid(int id) {
     if (const auto it = reported_.find(id); it != reported_.end()) {
       const pid_t pid = it->second;
       reported_.erase(it);  // ids repeat in every attempt
+      // The worker leads its own group before the agent registers that group anywhere. It sets
+      // it itself too, but may not have run yet (forked as this process's child, nobody else
+      // could); a worker reparented from a middle process has it already.
+      ::setpgid(pid, pid);
       return pid;
     }
     const json reply = json::parse(receive(kPidTimeout, "forking a worker"), nullptr, false);
@@ -210,6 +258,7 @@ pid_t ForkServer::await_pid(int id) {
                                 reply.value("error", std::string())));
     }
     reported_[from] = reply.value("pid", -1);
+    through_middle_ = reply.value("middle", true);
   }
 }
 
@@ -228,10 +277,7 @@ std::string ForkServer::receive(milliseconds timeout, const char* waiting_for) {
   do {
     ready = ::poll(&readable, 1, static_cast<int>(std::min<long long>(timeout.count(), INT_MAX)));
   } while (ready < 0 && errno == EINTR);
-  if (ready == 0) {
-    throw IoError(fmt::format("forkserver: the template (pid {}) said nothing for {}s while {}",
-                              pid_, timeout.count() / 1000, waiting_for));
-  }
+  if (ready == 0) fail_silent(timeout, waiting_for);
   std::string buffer(kMaxMessageBytes, '\0');
   ssize_t n;
   do {
@@ -242,12 +288,16 @@ std::string ForkServer::receive(milliseconds timeout, const char* waiting_for) {
   return buffer;
 }
 
+void ForkServer::fail_silent(milliseconds waited, const char* waiting_for) {
+  throw IoError(fmt::format("forkserver: the template (pid {}) said nothing for {}s while {}", pid_,
+                            waited.count() / 1000, waiting_for));
+}
+
 void ForkServer::fail_exited(const char* waiting_for) {
   int status = 0;
-  pid_t reaped;
-  do {
-    reaped = ::waitpid(pid_, &status, 0);
-  } while (reaped < 0 && errno == EINTR);
+  pid_t reaped = -1;
+  while (pid_ > 0 && (reaped = ::waitpid(pid_, &status, 0)) < 0 && errno == EINTR) {
+  }
   const pid_t pid = pid_;
   OrphanGuard::instance().remove(pid_);
   pid_ = -1;

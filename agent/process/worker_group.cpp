@@ -240,7 +240,8 @@ struct WorkerGroup::Impl {
       kill_and_reap_now();
       throw;
     }
-    log::get("agent")->debug("forked {} workers from the forkserver", workers.size());
+    log::get("agent")->debug("forked {} workers from the forkserver through_middle={}",
+                             workers.size(), forkserver.through_middle());
   }
 
   // Kills and reaps what is still running: the destructor and a failed start().
@@ -379,25 +380,41 @@ bool WorkerGroup::running() const { return impl_->any_running(); }
 
 ProcessLauncher::~ProcessLauncher() = default;
 
-ForkServer* ProcessLauncher::forkserver_for(const std::vector<WorkerSpec>& specs) {
-  if (!forkserver_options_ || specs.empty()) return nullptr;
-  if (forkserver_ && !forkserver_->is_alive()) {
+void ProcessLauncher::start_template(const WorkerSpec& first) {
+  if (forkserver_ && forkserver_->is_ready() && !forkserver_->is_alive()) {
     log::get("agent")->warn("forkserver: the template exited; starting it again");
     forkserver_.reset();
   }
   if (!forkserver_) {
-    try {
-      forkserver_ = std::make_unique<ForkServer>(*forkserver_options_, template_env(specs[0]));
-    } catch (const IoError& e) {
-      if (!forkserver_options_->fallback) throw;
-      log::get("agent")->warn("{}; starting workers with exec instead (--preload_fallback)",
-                              e.what());
-      forkserver_options_.reset();
-      return nullptr;
-    }
+    forkserver_ = std::make_unique<ForkServer>(*forkserver_options_, template_env(first));
   }
+}
+
+void ProcessLauncher::prepare(const WorkerSpec& first) {
+  if (forkserver_options_ && runs_in_template(*forkserver_options_, first.argv)) {
+    start_template(first);
+  }
+}
+
+asio::awaitable<void> ProcessLauncher::until_prepared() {
+  if (forkserver_) co_await forkserver_->until_ready();
+}
+
+ForkServer* ProcessLauncher::forkserver_for(const std::vector<WorkerSpec>& specs) {
+  if (!forkserver_options_ || specs.empty()) return nullptr;
   for (const WorkerSpec& spec : specs) {
-    if (!forkserver_->runs(spec.argv)) return nullptr;
+    if (!runs_in_template(*forkserver_options_, spec.argv)) return nullptr;
+  }
+  start_template(specs[0]);
+  try {
+    forkserver_->await_ready();  // at once when until_prepared() waited for it
+  } catch (const IoError& e) {
+    forkserver_.reset();
+    if (!forkserver_options_->fallback) throw;
+    log::get("agent")->warn("{}; starting workers with exec instead (--preload_fallback)",
+                            e.what());
+    forkserver_options_.reset();
+    return nullptr;
   }
   return forkserver_.get();
 }

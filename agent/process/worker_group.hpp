@@ -59,9 +59,11 @@ class WorkerGroup final : public AttemptWorkers {
 };
 
 // The real launcher: a WorkerGroup per attempt, started at once. With forkserver options
-// (forkserver.hpp) Python workers fork from one template, started at the first launch and kept
-// for every later one (started again if it died); when it cannot start, launch() throws its
-// IoError, or with `fallback` logs a warning and execs from then on.
+// (forkserver.hpp) Python workers fork from one template, started by prepare() (the agent calls
+// it before its first rendezvous, so the imports overlap it) or else by the first launch, and
+// kept for every later one (started again if it died); until_prepared() waits for its imports
+// on the loop. When it cannot start, launch() throws its IoError, or with `fallback` logs a
+// warning and execs from then on.
 class ProcessLauncher final : public WorkerLauncher {
  public:
   explicit ProcessLauncher(boost::asio::io_context& io,
@@ -70,9 +72,12 @@ class ProcessLauncher final : public WorkerLauncher {
   ~ProcessLauncher() override;
   std::unique_ptr<AttemptWorkers> launch(const std::vector<WorkerSpec>& specs,
                                          const OutputOptions& output) override;
+  void prepare(const WorkerSpec& first) override;
+  boost::asio::awaitable<void> until_prepared() override;
 
  private:
   ForkServer* forkserver_for(const std::vector<WorkerSpec>& specs);
+  void start_template(const WorkerSpec& first);
 
   boost::asio::io_context& io_;
   std::optional<ForkServerOptions> forkserver_options_;  // nullopt: exec

@@ -4,13 +4,15 @@ ddprun starts one template per node as `<python> -u -c "...main()" FD PRELOAD`. 
 `--preload` modules once, says so on the Unix socket FD (SOCK_SEQPACKET, one JSON message per
 packet), then waits. For each worker the agent sends a request (argv, environment, working
 directory, CPU placement) with three descriptors: the worker's stdout and stderr pipes and the
-read end of a "go" pipe. The template forks a middle process, which forks one worker per request
-waiting and exits: the workers are reparented to the agent (a child subreaper), so the agent
-reaps them like workers it exec'd. The template then reports their pids; each worker waits for
-the agent's go (orphan guard and exit watch in place), and runs the entry point the way the
-interpreter would have: a script, `-m` module or `-c` program
-in `__main__`, with sys.argv, sys.path[0], os.environ and the working directory of an exec'd
-worker. The template never initialises CUDA and starts no thread.
+read end of a "go" pipe. Each worker must be the agent's child, so that the agent reaps it like a
+worker it exec'd. With one thread in the template, each is forked straight as the agent's child
+(clone with CLONE_PARENT) and its pid reported at once; otherwise (a BLAS pool running, which
+only a fork that runs the pthread_atfork handlers may copy) the template forks a middle process,
+which forks one worker per request waiting and exits, and the workers are reparented to the agent
+(a child subreaper). Each worker waits for the agent's go (orphan guard and exit watch in place),
+and runs the entry point the way the interpreter would have: a script, `-m` module or `-c`
+program in `__main__`, with sys.argv, sys.path[0], os.environ and the working directory of an
+exec'd worker. The template never initialises CUDA and starts no thread.
 """
 
 import array
@@ -24,6 +26,7 @@ import platform
 import signal
 import socket
 import sys
+import threading
 import traceback
 
 _MAX_MESSAGE = 1 << 20
@@ -32,6 +35,73 @@ _PR_SET_PDEATHSIG = 1
 _MPOL_PREFERRED = 1
 _SET_MEMPOLICY = {"x86_64": 238, "aarch64": 237}  # syscall numbers
 _libc = ctypes.CDLL(None, use_errno=True)
+_libc.syscall.restype = ctypes.c_long
+_libc.pthread_self.restype = ctypes.c_void_p
+
+
+class _ForkAsAgentsChild:
+    """fork() whose child is the template's parent's (the agent's) child: the raw clone system
+    call with CLONE_PARENT, wrapped as os.fork wraps fork(): the interpreter's before/after-fork
+    hooks (import lock, GIL, threading, os.register_at_fork) run around it. What glibc's fork()
+    does besides, for a process of one thread, is done here: the kernel writes the child's id into
+    the thread descriptor (CLONE_CHILD_SETTID, at the address found by value: where this thread's
+    id is, exactly once in the descriptor's first KiB), and the child registers the robust futex
+    list again (the kernel drops it at clone). The pthread_atfork handlers do not run: callers
+    use it only while the template has one thread, so no handler has a pool to stop.
+    usable() is False where any of this is missing; the template then forks a middle process."""
+
+    _CLONE_PARENT = 0x00008000
+    _CLONE_CHILD_SETTID = 0x01000000
+    # (clone, get_robust_list, set_robust_list); clone's argument order differs by architecture
+    _SYSCALLS = {"x86_64": (56, 274, 273), "aarch64": (220, 100, 99)}
+
+    def __init__(self):
+        self.numbers = self._SYSCALLS.get(platform.machine())
+        self.tid_address = self._find_tid_address() if self.numbers else None
+        self.robust_head, self.robust_length = self._robust_list() if self.numbers else (0, 0)
+
+    def usable(self):
+        return self.tid_address is not None and self.robust_head != 0
+
+    @staticmethod
+    def _find_tid_address():
+        try:
+            base = _libc.pthread_self()
+            words = (ctypes.c_int * 256).from_address(base)
+        except (AttributeError, ValueError, TypeError):
+            return None
+        tid = threading.get_native_id()
+        found = [index for index, word in enumerate(words) if word == tid]
+        return base + 4 * found[0] if len(found) == 1 else None
+
+    def _robust_list(self):
+        head, length = ctypes.c_void_p(), ctypes.c_size_t()
+        if _libc.syscall(ctypes.c_long(self.numbers[1]), ctypes.c_long(0), ctypes.byref(head),
+                         ctypes.byref(length)) != 0:
+            return 0, 0
+        return head.value or 0, length.value
+
+    def fork(self):
+        """os.fork(), the child being the agent's. Raises OSError."""
+        clone, _, set_robust_list = self.numbers
+        flags = ctypes.c_ulong(self._CLONE_PARENT | self._CLONE_CHILD_SETTID | signal.SIGCHLD)
+        tid = ctypes.c_ulong(self.tid_address)
+        zero = ctypes.c_ulong(0)
+        ctypes.pythonapi.PyOS_BeforeFork()
+        if platform.machine() == "x86_64":  # clone(flags, stack, parent_tid, child_tid, tls)
+            pid = _libc.syscall(ctypes.c_long(clone), flags, zero, zero, tid, zero)
+        else:  # clone(flags, stack, parent_tid, tls, child_tid)
+            pid = _libc.syscall(ctypes.c_long(clone), flags, zero, zero, zero, tid)
+        error = ctypes.get_errno()
+        if pid == 0:
+            _libc.syscall(ctypes.c_long(set_robust_list), ctypes.c_void_p(self.robust_head),
+                          ctypes.c_size_t(self.robust_length))
+            ctypes.pythonapi.PyOS_AfterFork_Child()
+            return 0
+        ctypes.pythonapi.PyOS_AfterFork_Parent()
+        if pid < 0:
+            raise OSError(error, os.strerror(error))
+        return pid
 
 
 def _send(sock, message):
@@ -116,14 +186,42 @@ def _fork_workers(batch, report):
             os.setpgid(pid, pid)  # the worker does it too: whichever runs first
         except OSError:
             pass
-        replies.append({"id": request["id"], "pid": pid})
+        replies.append({"id": request["id"], "pid": pid, "middle": True})
     os.write(report, json.dumps(replies).encode())
     os._exit(0)
+
+
+def _fork_direct(sock, batch, forker):
+    """Forks each worker of `batch` as the agent's child and reports its pid at once, so the
+    agent releases the first while the template forks the next. Returns ((request, fds), []) in
+    a worker; in the template (None, the requests left): none when all were served, else from
+    a clone the kernel refused (a seccomp filter, say), after which the template forks through
+    a middle process."""
+    for index, (request, fds) in enumerate(batch):
+        try:
+            pid = forker.fork()
+        except OSError:
+            forker.tid_address = None
+            return None, batch[index:]
+        if pid == 0:
+            for _, later_fds in batch[index + 1:]:  # the earlier ones are closed already
+                for fd in later_fds:
+                    os.close(fd)
+            return (request, fds), []
+        for fd in fds:
+            os.close(fd)
+        _send(sock, {"id": request["id"], "pid": pid, "middle": False})
+    return None, []
+
+
+def _one_thread():
+    return len(os.listdir("/proc/self/task")) == 1
 
 
 def _serve(sock):
     """Forks the workers of each batch of requests. Returns (request, fds) in a worker; in the
     template only when the agent closed its end."""
+    forker = _ForkAsAgentsChild()
     while True:
         batch = _receive_batch(sock)
         if batch is None:
@@ -132,6 +230,12 @@ def _serve(sock):
             continue
         sys.stdout.flush()
         sys.stderr.flush()
+        if forker.usable() and _one_thread():
+            served, batch = _fork_direct(sock, batch, forker)
+            if served is not None:
+                return served
+            if not batch:
+                continue
         read_end, write_end = os.pipe()
         try:
             middle = os.fork()

@@ -6,7 +6,8 @@ ddprun with exec (--start_method=spawn), by ddprun's forkserver, and by torchrun
   template being ready (a preload module imported right after torch records that moment);
 - restart: rank 1 exits 1 in the first attempt; from its last line (before the interpreter's
   exit, which takes hundreds of ms with torch loaded) and from ddprun reaping it (event log) to
-  the new rank 1's first line, and to every new worker's first line;
+  the new rank 1's first line, and to every new worker's first line; the reaped -> first line
+  time split into the other workers' stop (event log), the new rank 0's first line and rank 1's;
 - files: openat/open calls of the whole launch (strace -f), exec vs forkserver; `import torch`'s
   files are opened once per worker with exec and once per node with the forkserver.
 """
@@ -81,7 +82,9 @@ def launch_once(kind, ddprun, tmp, script, env):
 
 
 def restart_once(kind, ddprun, tmp, script, env):
-    """(last line -> new rank 1, last line -> all new, reaped exit -> new rank 1) in ms."""
+    """(last line -> new rank 1, last line -> all new, reaped exit -> new rank 1, and its parts:
+    reaped -> the other workers stopped, stopped -> new rank 0's first line, rank 0's -> rank 1's
+    first line) in ms."""
     out = tempfile.mkdtemp(dir=tmp)
     events = os.path.join(out, "events.jsonl")
     result = run(command(kind, ddprun, script, out, ["--max_restarts=1", "--event_log", events])
@@ -89,10 +92,14 @@ def restart_once(kind, ddprun, tmp, script, env):
     if result.returncode != 0:
         sys.exit(f"{kind} restart run failed: {result.stderr[-2000:]}")
     exited = float(open(os.path.join(out, "exit")).read())
-    reaped = next(e["mono_time"] for e in map(json.loads, open(events))
+    parsed = [json.loads(line) for line in open(events)]
+    reaped = next(e["mono_time"] for e in parsed
                   if e["event"] == "worker_exited" and e.get("exit_code") == 1)
+    stopped = next(e["mono_time"] for e in parsed
+                   if e["event"] == "workers_stopped" and e["mono_time"] >= reaped)
     new = firsts(out, 1)
-    return (new[1] - exited) * 1000, (max(new) - exited) * 1000, (new[1] - reaped) * 1000
+    return ((new[1] - exited) * 1000, (max(new) - exited) * 1000, (new[1] - reaped) * 1000,
+            (stopped - reaped) * 1000, (new[0] - stopped) * 1000, (new[1] - new[0]) * 1000)
 
 
 def opened_files(kind, ddprun, tmp, script, env):
@@ -153,6 +160,12 @@ def main():
                   f"{summary([r[1] for r in restarts])}")
             print(f"{kind:10s} restart, rank 1 reaped by ddprun -> new rank 1's first line: "
                   f"{summary([r[2] for r in restarts])}")
+            print(f"{kind:10s}   of which: reaped -> other workers stopped "
+                  f"{summary([r[3] for r in restarts])}")
+            print(f"{kind:10s}   of which: stopped -> new rank 0's first line "
+                  f"{summary([r[4] for r in restarts])}")
+            print(f"{kind:10s}   of which: new rank 0's -> new rank 1's first line "
+                  f"{summary([r[5] for r in restarts])}")
         if shutil.which("strace"):
             for kind in ("spawn", "forkserver"):
                 calls, torch_files = opened_files(kind, args.ddprun, tmp, script, env)

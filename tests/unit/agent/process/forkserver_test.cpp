@@ -7,8 +7,15 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+
 #include <algorithm>
 #include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
 
 #include "agent/process/forkserver.hpp"
 #include "agent/process/python_package.hpp"
@@ -71,9 +78,45 @@ TEST_CASE("a preload module that fails to import is one line naming it", "[forks
   write_python_package(dir.path());
   const auto env = python_worker(dir.path(), "", 0).env;
   ForkServerOptions options{.python = kPython, .preload = {"json", "ddp_no_such_module"}};
-  CHECK_THROWS_WITH(ForkServer(options, env),
-                    "forkserver: cannot import module 'ddp_no_such_module': ModuleNotFoundError: "
-                    "No module named 'ddp_no_such_module'");
+  ForkServer server(options, env);  // starts, and reports nothing until asked
+  const char* expected =
+      "forkserver: cannot import module 'ddp_no_such_module': ModuleNotFoundError: "
+      "No module named 'ddp_no_such_module'";
+  CHECK_THROWS_WITH(server.await_ready(), expected);
+  CHECK_FALSE(server.is_alive());
+  CHECK_THROWS_WITH(server.await_ready(), expected);  // the same line for every later launch
+}
+
+TEST_CASE("the template imports while the caller's loop runs", "[forkserver]") {
+  test::TempDir dir;
+  write_python_package(dir.path());
+  // The import waits for a file the loop creates: it can only finish if the loop ran meanwhile.
+  const std::string gate = dir.path() + "/gate";
+  const std::string module_dir = dir.path() + "/modules";
+  std::filesystem::create_directories(module_dir);
+  std::ofstream(module_dir + "/ddp_gated_import.py")
+      << "import os, time\nwhile not os.path.exists(" << std::quoted(gate) << "):\n"
+      << "    time.sleep(0.01)\n";
+  auto env = python_worker(dir.path(), "", 0).env;
+  std::erase_if(env, [](const std::string& e) { return e.starts_with("PYTHONPATH="); });
+  env.push_back("PYTHONPATH=" + dir.path() + ":" + module_dir);
+  ForkServer server(ForkServerOptions{.python = kPython, .preload = {"ddp_gated_import"}}, env);
+  boost::asio::io_context io;
+  bool ready = false;
+  bool gate_was_open = false;
+  boost::asio::co_spawn(io, server.until_ready(), [&](std::exception_ptr) {
+    ready = true;
+    gate_was_open = std::filesystem::exists(gate);
+  });
+  boost::asio::steady_timer open_gate(io, 50ms);
+  open_gate.async_wait([&](boost::system::error_code) { std::ofstream(gate) << "open"; });
+  io.run_for(30s);
+  CHECK(ready);
+  CHECK(gate_was_open);
+  CHECK_FALSE(server.is_ready());
+  CHECK_NOTHROW(server.await_ready());
+  CHECK(server.is_ready());
+  CHECK(server.is_alive());
 }
 
 TEST_CASE("forked workers are the agent's children: exit codes, output, env", "[forkserver]") {
