@@ -8,3 +8,6 @@ find_package(nlohmann_json 3.11 REQUIRED CONFIG)
 find_package(ZLIB REQUIRED)
 find_package(Gloo CONFIG REQUIRED)         # un-namespaced imported target `gloo`
 find_package(BLAS REQUIRED)                # OpenBLAS through Debian's alternatives
+# libmunge-dev: munge credentials for the agents of a SLURM job (rendezvous/auth); munge.pc
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(MUNGE REQUIRED IMPORTED_TARGET munge)

@@ -16,6 +16,8 @@ packages=(
   # multi-node tests in network namespaces, and SLURM
   iproute2 iptables nftables procps psmisc util-linux jq curl
   slurmctld slurmd slurm-client munge
+  # agents of one SLURM job authenticate to its stores with munge credentials (libmunge)
+  libmunge-dev
   # --hostfile tests: a real sshd per namespace node (started by the test with its own config)
   openssh-server openssh-client
   # the etcd rendezvous tests (a 3-member etcd 3.4 cluster on loopback); OpenSSL for its https

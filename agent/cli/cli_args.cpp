@@ -266,7 +266,10 @@ std::unique_ptr<CLI::App> make_app(bool legacy_launch) {
   app->footer(fmt::format(
       "Options end at training_script; everything after it goes to the workers untouched.\n"
       "Each option also reads PET_<OPTION> from the environment (e.g. PET_NPROC_PER_NODE),\n"
-      "except --numa_binding, --logs_specs{}{}. Unique prefixes work: --nproc=2.",
+      "except --numa_binding, --logs_specs{}{}. Unique prefixes work: --nproc=2.\n"
+      "Agents authenticate to their job's stores with --rdzv_conf token_file=PATH (else\n"
+      "$DDPRUN_TOKEN_FILE), else under SLURM with munge credentials while munged runs\n"
+      "($DDPRUN_MUNGE_SOCKET, else /run/munge/munge.socket.2); docs/security.md.",
       legacy_launch ? ", --use_env, --local_rank_arg" : ", --version",
       " and --print_completion"));
   app->add_option("training_script", "The script (or module with -m, command with --no_python).");

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "ddp/error.hpp"
+#include "rendezvous/auth/job_credentials.hpp"
 #include "rendezvous/auth/token_file.hpp"
 #include "rendezvous/c10d/c10d_backend.hpp"
 #include "rendezvous/etcd/etcd_backend.hpp"
@@ -20,16 +21,15 @@ std::string host_name() {
   return name;
 }
 
-// The job secret (--rdzv_conf token_file, else $DDPRUN_TOKEN_FILE) bound to the run id, and
-// who the workers' stores admit. Every store client of this process presents the credentials
-// (the stack service's and the hang detector's too), so they become the process default.
+// The job's credentials (the token file's secret, or munge under SLURM: job_credentials.hpp)
+// bound to the run id, and who the workers' stores admit. Every store client of this process
+// presents the credentials (the stack service's and the hang detector's too), so they become
+// the process default.
 rdzv::JobSecurity job_security(const LaunchConfig& config) {
   rdzv::JobSecurity security;
   security.worker_store_members_only = config.rdzv_conf.worker_store_members_only();
-  if (auto secret = rdzv::auth::job_secret(config.rdzv_conf.get("token_file"))) {
-    security.credentials = std::make_shared<const rdzv::auth::Credentials>(
-        rdzv::auth::Credentials{std::move(*secret), config.rdzv_id});
-  }
+  security.credentials =
+      rdzv::auth::job_credentials(config.rdzv_conf.get("token_file"), config.rdzv_id);
   rdzv::auth::set_default_credentials(security.credentials);
   return security;
 }
@@ -153,6 +153,7 @@ std::unique_ptr<rdzv::Rendezvous> make_etcd(const LaunchConfig& config,
         {member.host, static_cast<std::uint16_t>(member.port.value_or(2379))});
   }
   options.local_addr = config.local_addr ? config.local_addr : conf.get("local_addr");
+  options.worker_store_members_only = conf.worker_store_members_only();
   return rdzv::etcd::make_etcd_rendezvous(options, io);
 }
 

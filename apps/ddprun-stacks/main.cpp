@@ -15,7 +15,7 @@
 #include "agent/stacks/stack_exchange.hpp"
 #include "agent/stacks/stack_report.hpp"
 #include "ddp/error.hpp"
-#include "rendezvous/auth/token_file.hpp"
+#include "rendezvous/auth/job_credentials.hpp"
 #include "rendezvous/store_client/tcp_store_client.hpp"
 
 namespace {
@@ -28,11 +28,8 @@ asio::awaitable<std::string> ask(std::string host, int port, std::string run_id,
   ddp::rdzv::ConnectOptions options;
   options.connect_timeout = timeout;
   options.call_timeout = timeout + std::chrono::seconds(5);
-  // A job with a secret admits only those who hold it (docs/security.md).
-  if (auto secret = ddp::rdzv::auth::job_secret(std::nullopt)) {
-    options.credentials = std::make_shared<const ddp::rdzv::auth::Credentials>(
-        ddp::rdzv::auth::Credentials{std::move(*secret), run_id});
-  }
+  // A job with a secret, or under SLURM with munge, admits only its own (docs/security.md).
+  options.credentials = ddp::rdzv::auth::job_credentials(std::nullopt, run_id);
   auto store = co_await ddp::rdzv::TcpStoreClient::connect(host, static_cast<std::uint16_t>(port),
                                                            options);
   store->set_timeout(timeout);

@@ -1,17 +1,24 @@
 #pragma once
-// Credentials: what an agent proves it holds when it connects to a store of its job (the job
-// secret and the run id it is bound to), and the process-wide default that every store client of
-// the agent uses unless its ConnectOptions name others. The agent sets the default once, before
-// its first connection, on its one thread.
+// Credentials: what an agent proves when it connects to a store of its job (the job secret, or
+// a munge credential from the local munged under SLURM, bound to the run id), and the
+// process-wide default that every store client of the agent uses unless its ConnectOptions name
+// others. The agent sets the default once, before its first connection, on its one thread.
 
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace ddp::rdzv::auth {
 
 struct Credentials {
-  std::string secret;  // the token file's contents (never sent)
+  std::string secret;  // the token file's contents (never sent); empty with munge
   std::string run_id;  // --rdzv_id: a tag for one job is refused by another job's stores
+  // Set: authenticate with munge credentials instead of a secret, through the munged listening
+  // on this socket ("" for libmunge's default, /run/munge/munge.socket.2). A server with these
+  // accepts a credential only from its own user (the job's), fresh and never seen before.
+  std::optional<std::string> munge_socket = std::nullopt;
+
+  bool uses_munge() const { return munge_socket.has_value(); }
 };
 
 // The credentials store clients of this process present by default; null when none were set

@@ -4,6 +4,8 @@
 
 #include "rendezvous/auth/member_list.hpp"
 
+#include <utility>
+
 namespace ddp::rdzv::auth {
 
 namespace ip = boost::asio::ip;
@@ -38,6 +40,19 @@ bool MemberList::admits(const ip::address& address) const {
   if (canonical.is_loopback()) return true;
   const std::string key = canonical.to_string();
   return fixed_.count(key) > 0 || held_.count(key) > 0;
+}
+
+void MemberList::settle() {
+  settled_ = true;
+  for (auto& fn : std::exchange(waiting_, {})) fn();
+}
+
+void MemberList::on_settled(std::function<void()> fn) const {
+  if (settled_) {
+    fn();
+    return;
+  }
+  waiting_.push_back(std::move(fn));
 }
 
 std::vector<std::string> MemberList::addresses() const {

@@ -6,6 +6,7 @@
 
 #include <boost/asio/ip/address.hpp>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -29,6 +30,16 @@ class MemberList : public std::enable_shared_from_this<MemberList> {
 
   // True for loopback addresses and for every fixed or held address.
   bool admits(const boost::asio::ip::address& address) const;
+
+  // A list is settled unless told otherwise. One still being filled (an etcd round's, until its
+  // host has read the round's members) makes its store hold a stranger's connection, unread,
+  // until settle() or the handshake deadline, and decide then.
+  void set_unsettled() { settled_ = false; }
+  void settle();
+  bool is_settled() const { return settled_; }
+  // Calls `fn` once, when the list is settled (at once when it is). For the store's waiting
+  // connections: the list stays const to them.
+  void on_settled(std::function<void()> fn) const;
   // The fixed and held addresses, sorted, as text.
   std::vector<std::string> addresses() const;
 
@@ -38,6 +49,8 @@ class MemberList : public std::enable_shared_from_this<MemberList> {
 
   std::set<std::string> fixed_;
   std::map<std::string, int> held_;  // address -> holds
+  bool settled_ = true;
+  mutable std::vector<std::function<void()>> waiting_;  // on_settled() callbacks
 };
 
 // The form members are kept in: an IPv4-mapped IPv6 address (an IPv4 peer of a "::" listener)

@@ -2,13 +2,19 @@
 // ServerHandshake: the server's side of the store handshake (auth_protocol.hpp) for one
 // connection, sans-IO: it takes the connection's first bytes, says what to send back, and ends
 // in one of three states: authenticated, plain (the peer speaks TCPStore without a HELLO), or
-// refused. Owned by the connection; single-threaded.
+// refused. A munge credential is checked through the function it is given, so that the state
+// machine itself does no I/O. Owned by the connection; single-threaded.
+
+#include <boost/asio/ip/address.hpp>
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "rendezvous/auth/auth_protocol.hpp"
@@ -27,13 +33,18 @@ class ServerHandshake {
     Status status;
     std::size_t consumed;  // bytes of the input that belonged to the handshake
   };
+  // Why `credential` is not a munge credential of the job's user over exactly `payload`, or
+  // nullopt when it is (munge_refusal() in production).
+  using MungeCheck = std::function<std::optional<std::string>(const std::string& credential,
+                                                              std::string_view payload)>;
 
-  // `credentials`: the server's secret and run id; null when it holds none (a HELLO is answered
-  // kNotRequired and the connection goes on as plain TCPStore). `challenge`: kChallengeBytes
-  // fresh random bytes (random_bytes(); tests pass fixed ones). REQUIRES: challenge has
-  // kChallengeBytes bytes when credentials are given.
+  // `credentials`: the server's secret (or munge) and run id; null when it holds none (a HELLO
+  // is answered kNotRequired and the connection goes on as plain TCPStore). `challenge`:
+  // kChallengeBytes fresh random bytes (random_bytes(); tests pass fixed ones). `munge_check`
+  // decides munge credentials. REQUIRES: challenge has kChallengeBytes bytes when credentials
+  // are given, and munge_check is set when they use munge.
   ServerHandshake(std::shared_ptr<const Credentials> credentials,
-                  std::vector<std::uint8_t> challenge);
+                  std::vector<std::uint8_t> challenge, MungeCheck munge_check = {});
 
   // Consumes handshake bytes from `data` and appends what the server must send to `out`. Once it
   // returned anything but kNeedMore it must not be called again.
@@ -43,18 +54,32 @@ class ServerHandshake {
   const std::string& error() const { return error_; }
   // True until the peer sent a byte.
   bool is_idle() const { return step_ == Step::kFirst; }
+  // The addresses the peer's HELLO reported (its node's; empty without a HELLO).
+  const std::vector<boost::asio::ip::address>& reported_addresses() const { return reported_; }
 
  private:
-  enum class Step { kFirst, kHello, kTag, kDone };
+  enum class Step { kFirst, kHello, kCount, kAddressLength, kAddress, kTag, kMungeLength,
+                    kMungeCredential, kDone };
 
   // Copies up to `want` bytes into got_; true once it holds `want`.
   bool gather(std::span<const std::uint8_t> data, std::size_t& pos, std::size_t want);
+  // Reads the address list after HELLO; true once it is complete.
+  bool read_addresses(std::span<const std::uint8_t> data, std::size_t& pos);
+  // Answers a complete HELLO: not required, or a challenge.
+  std::optional<Result> answer_hello(std::size_t pos, std::vector<std::uint8_t>& out);
+  Result check_tag(std::size_t pos, std::vector<std::uint8_t>& out);
+  Result check_munge(std::size_t pos, std::vector<std::uint8_t>& out);
+  Result accept(std::size_t consumed, std::vector<std::uint8_t>& out);
   Result refuse(std::string why, std::size_t consumed, std::vector<std::uint8_t>& out);
 
   std::shared_ptr<const Credentials> credentials_;
   std::vector<std::uint8_t> challenge_;
+  MungeCheck munge_check_;
   Step step_ = Step::kFirst;
-  std::vector<std::uint8_t> got_;  // the part of the HELLO or the tag received so far
+  std::vector<std::uint8_t> got_;  // the part of the current field received so far
+  std::size_t addresses_left_ = 0;
+  std::size_t field_bytes_ = 0;    // the length of the address or credential being read
+  std::vector<boost::asio::ip::address> reported_;
   std::string error_;
 };
 

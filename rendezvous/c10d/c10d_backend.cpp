@@ -162,6 +162,8 @@ class C10dBackend final : public Rendezvous {
       // retry often (the client adds jitter), so nobody sleeps through the round.
       connect_options.max_backoff = std::chrono::milliseconds(200);
       connect_options.credentials = guards_.security().credentials;
+      // The host's workers' stores admit every address this node holds (docs/security.md).
+      connect_options.report_addresses = true;
       client_ = co_await TcpStoreClient::connect(options_.endpoint_host, s.store_port,
                                                  connect_options);
       client_->set_timeout(options_.read_timeout);

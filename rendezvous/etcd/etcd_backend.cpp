@@ -16,6 +16,7 @@
 #include "ddp/error.hpp"
 #include "rendezvous/etcd/etcd_rendezvous.hpp"
 #include "rendezvous/etcd/etcd_tls.hpp"
+#include "rendezvous/etcd/etcd_worker_guard.hpp"
 #include "rendezvous/net_address.hpp"
 #include "rendezvous/store_server/tcp_store_server.hpp"
 
@@ -50,6 +51,7 @@ class EtcdBackend final : public Rendezvous {
     const Member& first = options_.members.front();
     self_.addr = options_.local_addr ? *options_.local_addr : route_address(first.host, first.port);
     self_.name = fmt::format("{}_{}", self_.addr, ::getpid());
+    self_.addresses = node_addresses();
     bind_host_ = is_v6(self_.addr) ? "::" : "0.0.0.0";
     std::vector<std::string> members;
     for (const Member& m : options_.members) members.push_back(m.to_string());
@@ -60,7 +62,8 @@ class EtcdBackend final : public Rendezvous {
     core_ = std::make_unique<EtcdRendezvous>(
         io_.get_executor(), client_, options_.settings, self_, [this](int round) {
           worker_store_.reset();  // the previous round's workers are gone
-          worker_store_ = std::make_unique<TcpStoreServer>(io_, bind_host_, 0);
+          worker_store_ = std::make_unique<TcpStoreServer>(io_, bind_host_, 0, StoreLimits{},
+                                                           worker_guard_.open_round());
           worker_store_->start();
           logger()->debug("worker store for round {} at {}:{}", round, self_.addr,
                           worker_store_->port());
@@ -75,7 +78,9 @@ class EtcdBackend final : public Rendezvous {
   }
 
   asio::awaitable<RendezvousInfo> next_round(int local_world_size) override {
-    co_return co_await core_->next_round(local_world_size);
+    RendezvousInfo info = co_await core_->next_round(local_world_size);
+    co_await worker_guard_.admit_round(*client_, options_.settings.run_id, info);
+    co_return info;
   }
   asio::awaitable<RoundEvent> watch_round() override { return core_->watch_round(); }
   asio::awaitable<int> report_failure(std::string what) override {
@@ -125,6 +130,7 @@ class EtcdBackend final : public Rendezvous {
   std::string bind_host_;
   std::shared_ptr<TlsContext> tls_;  // https: shared by every connection
   std::shared_ptr<EtcdClient> client_;
+  RoundWorkerGuard worker_guard_{options_.worker_store_members_only};
   std::unique_ptr<TcpStoreServer> worker_store_;
   std::unique_ptr<EtcdRendezvous> core_;  // declared last: destroyed before the stores
 };

@@ -28,6 +28,9 @@ struct EtcdOptions {
   // join_timeout)), and how long one member gets for one call.
   std::chrono::milliseconds failover_window{std::chrono::seconds(60)};
   std::chrono::milliseconds attempt_timeout{std::chrono::seconds(5)};
+  // The round's workers' store admits the round's nodes only (docs/security.md); false:
+  // --rdzv_conf worker_store_allow=any.
+  bool worker_store_members_only = true;
 };
 
 // Throws IoError when no address routes to the first member, ConfigError when a TLS file cannot

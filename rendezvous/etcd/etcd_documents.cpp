@@ -34,13 +34,14 @@ auto read_document(std::string_view text, const std::string& what, Read read) {
 }  // namespace
 
 std::string encode(const NodeDesc& desc) {
-  return json{{"version", kVersion},
-              {"name", desc.name},
-              {"addr", desc.addr},
-              {"lws", desc.local_world_size},
-              {"master_addr", desc.master_addr},
-              {"master_port", desc.master_port}}
-      .dump();
+  json doc{{"version", kVersion},
+           {"name", desc.name},
+           {"addr", desc.addr},
+           {"lws", desc.local_world_size},
+           {"master_addr", desc.master_addr},
+           {"master_port", desc.master_port}};
+  if (!desc.addresses.empty()) doc["addresses"] = desc.addresses;
+  return doc.dump();
 }
 
 NodeDesc decode_node_desc(std::string_view text, const std::string& what) {
@@ -51,6 +52,7 @@ NodeDesc decode_node_desc(std::string_view text, const std::string& what) {
     d.local_world_size = doc.at("lws").get<int>();
     d.master_addr = doc.at("master_addr").get<std::string>();
     d.master_port = doc.at("master_port").get<std::uint16_t>();
+    if (doc.contains("addresses")) d.addresses = doc.at("addresses").get<std::vector<std::string>>();
     return d;
   });
 }

@@ -24,6 +24,9 @@ struct NodeDesc {
   int local_world_size = 1;
   std::string master_addr;  // the worker store this node opened for the round
   std::uint16_t master_port = 0;
+  // Every address the node holds but loopback: the workers' store of the round admits them all
+  // (docs/security.md). Absent from the document when empty.
+  std::vector<std::string> addresses = {};
 };
 
 // Members whose join keys have the create revisions first, first+1, ..., first+count-1, each with

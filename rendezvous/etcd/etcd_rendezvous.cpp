@@ -162,7 +162,7 @@ asio::awaitable<int> EtcdRendezvous::expected_members(int round) {
 }
 
 asio::awaitable<EtcdRendezvous::Joined> EtcdRendezvous::join(int round, int local_world_size) {
-  NodeDesc desc{self_.name, self_.addr, local_world_size, {}, 0};
+  NodeDesc desc{self_.name, self_.addr, local_world_size, {}, 0, self_.addresses};
   if (open_worker_store_) std::tie(desc.master_addr, desc.master_port) = open_worker_store_(round);
   // One transaction: the put, then (seeing it, at its revision) the keys alive up to us, which
   // are our arrival index, the header if the round closed before us, and the job's closed key.

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <string>
+#include <vector>
 
 namespace ddp::rdzv::etcd {
 
@@ -31,6 +32,7 @@ struct TlsFiles {
 struct EtcdNode {
   std::string addr;  // advertised address (--local_addr, or the interface routing to etcd)
   std::string name;  // unique in the job: "<addr>_<pid>"
+  std::vector<std::string> addresses = {};  // every address the node holds but loopback
 };
 
 }  // namespace ddp::rdzv::etcd

@@ -26,6 +26,8 @@
 #include "common/log.hpp"
 #include "ddp/error.hpp"
 #include "rendezvous/auth/auth_protocol.hpp"
+#include "rendezvous/auth/munge_credential.hpp"
+#include "rendezvous/net_address.hpp"
 
 namespace ddp::rdzv::detail {
 namespace {
@@ -238,12 +240,14 @@ asio::awaitable<void> StoreConnection::connect_once(Clock::time_point deadline) 
 
 // 2.x: VALIDATE (no reply) then PING with a nonce that must come back. A server that closes the
 // connection here is not retried: it accepted us and then refused the dialect (PyTorch 1.13's
-// server resets 2.x connections). With credentials, ddprun's HELLO goes first, and VALIDATE and
-// PING ride in the tag's write, so authenticating costs one round trip more than not.
+// server resets 2.x connections). With credentials (or asked to report this node's addresses),
+// ddprun's HELLO goes first, and VALIDATE and PING ride in the answer's write, so authenticating
+// costs one round trip more than not.
 asio::awaitable<void> StoreConnection::handshake() {
   const auto credentials = options_.credentials ? options_.credentials : auth::default_credentials();
   const bool torch2 = options_.dialect == WireDialect::kTorch2;
-  if (!torch2 && !credentials) co_return;
+  const bool hello = credentials || options_.report_addresses;
+  if (!torch2 && !hello) co_return;
   const auto nonce = static_cast<std::uint32_t>(rng()());
   wire::ByteVec request;
   if (torch2) {
@@ -251,7 +255,7 @@ asio::awaitable<void> StoreConnection::handshake() {
     encoder_.ping(request, nonce);
   }
   bool tag_sent = false;
-  if (credentials) tag_sent = co_await authenticate(*credentials, request);
+  if (hello) tag_sent = co_await authenticate(credentials.get(), request);
   begin_call(tag_sent ? "authentication" : "handshake (VALIDATE, PING)", options_.call_timeout);
   try {
     if (!tag_sent) co_await send(request);
@@ -270,12 +274,49 @@ asio::awaitable<void> StoreConnection::handshake() {
   }
 }
 
-asio::awaitable<bool> StoreConnection::authenticate(const auth::Credentials& credentials,
+namespace {
+
+// The answer to the server's challenge: the tag for a secret, or a munge credential (u16
+// length, then the text) over the challenge and the run id. Throws ConfigError when the server
+// asks for the other kind than this agent holds: the agents of one job disagree on how the job
+// authenticates, which only the user can fix.
+wire::ByteVec answer_for(auth::Verdict asked, const auth::Credentials* credentials,
+                         std::span<const std::uint8_t> challenge, const std::string& address) {
+  const bool munge = asked == auth::Verdict::kMungeChallenge;
+  if (credentials == nullptr || credentials->uses_munge() != munge) {
+    throw ConfigError(fmt::format(
+        "store at {} asks for {}, but this agent has {}: give every agent of the job the same "
+        "--rdzv_conf token_file (or DDPRUN_TOKEN_FILE), or none under SLURM with munge "
+        "(docs/security.md)",
+        address, munge ? "munge credentials" : "the job secret",
+        credentials == nullptr ? "no credentials"
+        : credentials->uses_munge() ? "munge credentials (no token file)"
+                                    : "a token file"));
+  }
+  if (!munge) {
+    const auth::Tag tag = auth::auth_tag(*credentials, challenge);
+    return wire::ByteVec(tag.begin(), tag.end());
+  }
+  const std::string credential = auth::munge_encode(
+      *credentials->munge_socket, auth::munge_payload(credentials->run_id, challenge));
+  if (credential.size() > auth::kMaxMungeCredentialBytes) {
+    throw IoError(fmt::format("munge made a credential of {} bytes; at most {} are sent",
+                              credential.size(), auth::kMaxMungeCredentialBytes));
+  }
+  wire::ByteVec out{static_cast<std::uint8_t>(credential.size() >> 8),
+                    static_cast<std::uint8_t>(credential.size() & 0xFF)};
+  out.insert(out.end(), credential.begin(), credential.end());
+  return out;
+}
+
+}  // namespace
+
+asio::awaitable<bool> StoreConnection::authenticate(const auth::Credentials* credentials,
                                                     const wire::ByteVec& after) {
   begin_call("authentication", options_.call_timeout);
   std::uint8_t verdict = 0;
   try {
-    co_await send(wire::ByteVec(auth::kHello.begin(), auth::kHello.end()));
+    co_await send(auth::hello_bytes(local_addresses()));
     co_await receive_exact(std::span(&verdict, 1));
   } catch (const IoError& e) {
     if (shut_down_) throw;
@@ -290,13 +331,19 @@ asio::awaitable<bool> StoreConnection::authenticate(const auth::Credentials& cre
     end_call();
     co_return false;
   }
-  if (verdict != static_cast<std::uint8_t>(auth::Verdict::kChallenge)) {
+  if (verdict != static_cast<std::uint8_t>(auth::Verdict::kChallenge) &&
+      verdict != static_cast<std::uint8_t>(auth::Verdict::kMungeChallenge)) {
     throw_io(fmt::format("the server answered ddprun's HELLO with {:#x}", verdict));
   }
   std::array<std::uint8_t, auth::kChallengeBytes> challenge{};
   co_await receive_exact(challenge);
-  const auth::Tag tag = auth::auth_tag(credentials, challenge);
-  wire::ByteVec out(tag.begin(), tag.end());
+  wire::ByteVec out;
+  try {
+    out = answer_for(static_cast<auth::Verdict>(verdict), credentials, challenge, address_);
+  } catch (const ConfigError&) {
+    close();
+    throw;
+  }
   out.insert(out.end(), after.begin(), after.end());
   co_await send(out);
   end_call();
@@ -318,7 +365,8 @@ asio::awaitable<void> StoreConnection::read_verdict() {
     close();
     throw ConfigError(fmt::format(
         "store at {} refused this agent's job secret: its --rdzv_conf token_file (or "
-        "DDPRUN_TOKEN_FILE) or --rdzv_id differs from the job's",
+        "DDPRUN_TOKEN_FILE) or --rdzv_id differs from the job's (under munge: another user, or "
+        "another --rdzv_id; the store's log says which)",
         address_));
   }
   throw_io(fmt::format("the server answered the authentication tag with {:#x}", verdict));

@@ -70,10 +70,12 @@ class StoreConnection {
   struct Socket;  // socket, resolver and deadline timer, shared with the timer's handler
   asio::awaitable<void> connect_once(std::chrono::steady_clock::time_point deadline);
   asio::awaitable<void> handshake();
-  // ddprun's HELLO and the answer to the server's challenge (auth_protocol.hpp). Returns true
-  // when the server asked for the tag (sent, with `after` behind it in the same write; the
-  // verdict is read next) and false when it holds no secret (`after` not sent). Throws IoError.
-  asio::awaitable<bool> authenticate(const auth::Credentials& credentials,
+  // ddprun's HELLO (with this node's addresses) and the answer to the server's challenge
+  // (auth_protocol.hpp): the tag, or a munge credential. Returns true when the server asked for
+  // one (sent, with `after` behind it in the same write; the verdict is read next) and false
+  // when it holds no secret (`after` not sent). Throws IoError, or ConfigError when the server
+  // asks for what `credentials` (null: none) cannot give.
+  asio::awaitable<bool> authenticate(const auth::Credentials* credentials,
                                      const wire::ByteVec& after);
   asio::awaitable<void> read_verdict();
   // Reads exactly out.size() raw bytes of a handshake reply. Throws like receive().

@@ -26,6 +26,10 @@ struct ConnectOptions {
   // connection goes on unauthenticated; one that refuses the tag fails the connect with
   // ConfigError naming the store (a wrong secret or run id is the user's to fix).
   std::shared_ptr<const auth::Credentials> credentials;
+  // True: send ddprun's HELLO, with every address this node holds, even without credentials (an
+  // agent to its job's rendezvous store, whose workers' stores admit those addresses). Only for
+  // ddprun's own stores: a PyTorch server closes a connection that starts with a HELLO.
+  bool report_addresses = false;
 };
 
 class TcpStoreClient final : public Store {

@@ -10,6 +10,7 @@
 
 #include "common/log.hpp"
 #include "rendezvous/auth/hmac.hpp"
+#include "rendezvous/auth/munge_credential.hpp"
 #include "rendezvous/store_server/server_stats.hpp"
 
 namespace ddp::rdzv {
@@ -20,12 +21,17 @@ std::vector<std::uint8_t> challenge_for(const StoreGuard& guard) {
   return auth::random_bytes(auth::kChallengeBytes);
 }
 
+auth::ServerHandshake::MungeCheck munge_check_for(const StoreGuard& guard) {
+  if (!guard.credentials || !guard.credentials->uses_munge()) return {};
+  return auth::munge_check_for(*guard.credentials);
+}
+
 }  // namespace
 
 ServerAdmission::ServerAdmission(const StoreGuard& guard, const boost::asio::ip::address& peer)
     : guard_(guard),
       peer_(auth::canonical_address(peer)),
-      handshake_(guard.credentials, challenge_for(guard)) {
+      handshake_(guard.credentials, challenge_for(guard), munge_check_for(guard)) {
   // Without a secret every connection of the store that learns is one of the job's (the
   // rendezvous store is open: anyone who can join is a member, as before).
   if (guard_.learn_into && !guard_.credentials) held_ = guard_.learn_into->hold(peer_);
@@ -47,8 +53,10 @@ ServerAdmission::Result ServerAdmission::feed(std::span<const std::uint8_t> data
       open_ = true;
       ServerStats::add(server_stats().connections_authenticated);
       if (guard_.learn_into) held_ = guard_.learn_into->hold(peer_);
+      learn_reported();
       return {Outcome::kOpen, step.consumed};
     case Status::kPlain:
+      if (!guard_.credentials) learn_reported();  // an open store learns every agent's node
       // Decided now, not at accept: the member list may have grown since (an agent connected).
       if (may_skip_handshake()) {
         open_ = true;
@@ -66,6 +74,15 @@ ServerAdmission::Result ServerAdmission::feed(std::span<const std::uint8_t> data
   ServerStats::add(server_stats().handshakes_refused);
   refusal_ = handshake_.error();
   return {Outcome::kRefused, step.consumed};
+}
+
+// The addresses an agent's HELLO reported are its node's other interfaces: that node's workers
+// may reach a workers' store from any of them (a multi-homed node, another route).
+void ServerAdmission::learn_reported() {
+  if (!guard_.learn_into) return;
+  for (const auto& address : handshake_.reported_addresses()) {
+    reported_.push_back(guard_.learn_into->hold(address));
+  }
 }
 
 bool is_refused_at_accept(const StoreGuard& guard, const boost::asio::ip::address& peer) {

@@ -42,11 +42,13 @@ class ServerAdmission {
 
  private:
   bool may_skip_handshake() const;
+  void learn_reported();
 
   StoreGuard guard_;
   boost::asio::ip::address peer_;
   auth::ServerHandshake handshake_;
   auth::MemberList::Hold held_;  // this connection's place in guard_.learn_into
+  std::vector<auth::MemberList::Hold> reported_;  // the addresses its HELLO reported, held too
   bool open_ = false;
   std::string refusal_;
 };

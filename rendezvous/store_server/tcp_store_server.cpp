@@ -167,6 +167,32 @@ bool refuse_stranger(const tcp::socket& socket, const StoreGuard& guard) {
   return true;
 }
 
+// A stranger to a members-only store whose list is still being filled (an etcd round's, while
+// its host reads the round's members) waits, unread, until the list is settled or the handshake
+// deadline passes, and is then admitted or refused as at accept: a worker that starts before its
+// node is known is not turned away.
+asio::awaitable<void> admit_when_settled(std::shared_ptr<Shared> shared, tcp::socket socket,
+                                         KeyTable* table, StoreLimits limits, StoreGuard guard) {
+  auto timer = std::make_shared<asio::steady_timer>(socket.get_executor(),
+                                                    limits.handshake_timeout);
+  guard.members->on_settled([weak = std::weak_ptr(timer)] {
+    if (auto t = weak.lock()) t->cancel();
+  });
+  if (!guard.members->is_settled()) co_await timer->async_wait(asio::as_tuple(asio::use_awaitable));
+  if (shared->stopped) co_return;
+  if (refuse_stranger(socket, guard)) co_return;
+  ServerStats::add(server_stats().connections_accepted);
+  start_connection(shared, std::move(socket), *table, limits, guard);
+}
+
+// True when the connection must wait for the member list (admit_when_settled).
+bool waits_for_members(const tcp::socket& socket, const StoreGuard& guard) {
+  if (!guard.members || guard.credentials || guard.members->is_settled()) return false;
+  boost::system::error_code ec;
+  const auto endpoint = socket.remote_endpoint(ec);
+  return !ec && !guard.members->admits(endpoint.address());
+}
+
 asio::awaitable<void> accept_loop(std::shared_ptr<Shared> shared, KeyTable* table,
                                   StoreLimits limits, StoreGuard guard) {
   auto executor = co_await asio::this_coro::executor;
@@ -206,6 +232,11 @@ asio::awaitable<void> accept_loop(std::shared_ptr<Shared> shared, KeyTable* tabl
       burst.refused(fmt::format("{} connections is the limit", limits.max_connections), 1);
       ServerStats::add(server_stats().connections_refused);
       continue;  // `socket` closes here
+    }
+    if (waits_for_members(socket, guard)) {
+      asio::co_spawn(executor, admit_when_settled(shared, std::move(socket), table, limits, guard),
+                     asio::detached);
+      continue;
     }
     if (refuse_stranger(socket, guard)) continue;  // `socket` closes here
     burst.accepted();

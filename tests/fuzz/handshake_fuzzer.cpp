@@ -1,9 +1,11 @@
 // libFuzzer target for the server's side of the store handshake (rendezvous/auth). Properties:
 // the handshake never consumes more than it was given, kNeedMore consumes everything, feeding in
 // input-chosen chunks ends in the same state with the same replies as one piece, only a tag made
-// with the job's secret for this challenge authenticates, and a refusal always sends 03. The
-// first input byte chooses the chunk size and, when odd, puts a right HELLO and tag in front of
-// the rest, so the authenticated path is explored too.
+// with the job's secret for this challenge (or, on a munge server, a credential its check
+// accepts) authenticates, and a refusal always sends 03. The first input byte chooses the chunk
+// size and, when odd, puts a right HELLO and tag in front of the rest, so the authenticated path
+// is explored too; bit 1 makes the server a munge one (its check, a stand-in for munged, accepts
+// exactly the expected payload as the credential).
 
 #include "rendezvous/auth/auth_protocol.hpp"
 #include "rendezvous/auth/server_handshake.hpp"
@@ -11,6 +13,9 @@
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
 #include <span>
 #include <vector>
 
@@ -36,9 +41,22 @@ const std::shared_ptr<const ddp::rdzv::auth::Credentials>& job() {
   return credentials;
 }
 
-Outcome run(std::span<const std::uint8_t> data, std::size_t chunk, bool with_secret) {
-  ServerHandshake handshake(with_secret ? job() : nullptr,
-                            with_secret ? challenge() : std::vector<std::uint8_t>{});
+const std::shared_ptr<const ddp::rdzv::auth::Credentials>& munge_job() {
+  static const auto credentials = std::make_shared<const ddp::rdzv::auth::Credentials>(
+      ddp::rdzv::auth::Credentials{{}, "fuzz-run", std::string("/nonexistent")});
+  return credentials;
+}
+
+std::optional<std::string> stand_in_munged(const std::string& credential,
+                                           std::string_view payload) {
+  if (credential == payload) return std::nullopt;
+  return std::string("not the expected payload");
+}
+
+Outcome run(std::span<const std::uint8_t> data, std::size_t chunk, bool with_secret, bool munge) {
+  ServerHandshake handshake(with_secret ? (munge ? munge_job() : job()) : nullptr,
+                            with_secret ? challenge() : std::vector<std::uint8_t>{},
+                            stand_in_munged);
   Outcome outcome;
   for (std::size_t at = 0; at < data.size(); at += chunk) {
     const auto piece = data.subspan(at, std::min(chunk, data.size() - at));
@@ -64,15 +82,23 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::size_t chunk = 1 + data[0] % 41;
   std::vector<std::uint8_t> input;
   const bool authentic = (data[0] & 1) != 0;
+  const bool munge = (data[0] & 2) != 0;
   if (authentic) {
-    input.assign(ddp::rdzv::auth::kHello.begin(), ddp::rdzv::auth::kHello.end());
-    const auto tag = ddp::rdzv::auth::auth_tag(*job(), challenge());
-    input.insert(input.end(), tag.begin(), tag.end());
+    input = ddp::rdzv::auth::hello_bytes({});
+    if (munge) {
+      const std::string payload = ddp::rdzv::auth::munge_payload("fuzz-run", challenge());
+      input.push_back(static_cast<std::uint8_t>(payload.size() >> 8));
+      input.push_back(static_cast<std::uint8_t>(payload.size() & 0xFF));
+      input.insert(input.end(), payload.begin(), payload.end());
+    } else {
+      const auto tag = ddp::rdzv::auth::auth_tag(*job(), challenge());
+      input.insert(input.end(), tag.begin(), tag.end());
+    }
   }
   input.insert(input.end(), data + 1, data + size);
   for (const bool with_secret : {true, false}) {
-    const Outcome whole = run(input, input.size(), with_secret);
-    const Outcome pieces = run(input, chunk, with_secret);
+    const Outcome whole = run(input, input.size(), with_secret, munge);
+    const Outcome pieces = run(input, chunk, with_secret, munge);
     if (whole.status != pieces.status || whole.consumed != pieces.consumed ||
         whole.out != pieces.out) {
       std::abort();

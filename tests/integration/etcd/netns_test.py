@@ -7,6 +7,11 @@ world 4 with a store on one of them, spend no restart, and finish; the cut-off a
 one line naming etcd. The first job speaks plain http to etcd, the second https with mutual TLS
 (the members serve both, the https port with --client-cert-auth).
 
+First, the round's workers' store admits the round's nodes only: a 3-node job whose workers all
+meet in group rank 0's store (admitted by the addresses in their nodes' member records), while
+an outsider in a fourth namespace on the same bridge (no etcd member, no agent) tries a SET and
+a GET there and is refused; the job finishes.
+
 Needs root; run under `flock /tmp/ddprun-netns.lock` (ctest's RESOURCE_LOCK netns only orders
 the tests of one ctest run).
 """
@@ -116,16 +121,58 @@ def lose_store_host(rig, work, run_id, how, ttl, certs=None):
     return host
 
 
+PEER_WORKER = os.path.join(ddptest.SOURCE_DIR, "tests/integration/slurm/store_peer.py")
+OUTSIDER = os.path.join(ddptest.SOURCE_DIR, "tests/integration/security/outsider.py")
+OUTSIDER_NODE = 4
+
+
+def outsider_refused(rig, work, run_id):
+    """Three agents' workers meet in group rank 0's store; the outsider node is refused there."""
+    out = os.path.join(work, run_id)
+    os.makedirs(out)
+    hold = os.path.join(out, "release")
+    args = ["--nnodes=3", "--nproc_per_node=1", "--rdzv_backend=etcd",
+            f"--rdzv_endpoint={endpoints(CLIENT)}", f"--rdzv_id={run_id}", "--max_restarts=0",
+            "--rdzv_conf=lease_ttl=2,join_timeout=30,read_timeout=10", "--log_level=info",
+            "--python", sys.executable, PEER_WORKER, out]
+    agents = {i: rig.start(i, args, env={"DDP_TEST_HOLD_FILE": hold}) for i in NODES}
+    records = [os.path.join(out, f"peer_rank{r}.json") for r in range(3)]
+    check(ddptest.wait_until(lambda: all(os.path.exists(p) for p in records), 40),
+          f"{run_id}: the workers did not all meet in the workers' store")
+    env = json.load(open(records[0]))["env"]
+    attack = ddptest.run(["ip", "netns", "exec", f"ddpn{OUTSIDER_NODE}", sys.executable, OUTSIDER,
+                          env["MASTER_ADDR"], "0", env["MASTER_ADDR"], env["MASTER_PORT"], run_id,
+                          "-", "0"], timeout=60)
+    check(attack.returncode == 0, f"{run_id}: the outsider failed\n{attack.stderr}")
+    verdicts = json.loads(attack.stdout)
+    open(hold, "w").close()
+    errs = []
+    for i in NODES:
+        rc, err = netns_rig.finish(agents[i], 60, f"{run_id}: the agent on node {i}")
+        check(rc == 0, f"{run_id}: the agent on node {i} exited {rc}:\n{err}")
+        errs.append(err)
+    check(verdicts == {"worker_key_set": "refused", "worker_key_read": "refused"},
+          f"{run_id}: the outsider was served by the workers' store: {verdicts}")
+    joined = sorted(json.load(open(p))["joined"] for p in records)
+    check(joined == [1, 2, 3], f"{run_id}: the store's counter saw {joined}")
+    logged = [l for errs_of in errs for l in errs_of.splitlines()
+              if "store refused" in l and netns_rig.addr(OUTSIDER_NODE) in l]
+    check(len(logged) == 1, f"{run_id}: the outsider logged {len(logged)} times")
+    print(f"ok the workers' store of {env['MASTER_ADDR']} admitted the 3 nodes' workers and refused "
+          f"the outsider: {verdicts}")
+
+
 netns_rig.require_rig()
 etcdtest.require_etcd()
 work = ddptest.temp_dir("ddptest_etcd_netns_")
 etcds = []
 try:
-    with netns_rig.Cluster(len(NODES)) as rig:
+    with netns_rig.Cluster(len(NODES) + 1) as rig:  # the last namespace is the outsider
         try:
             certs = etcdtest.make_certs(os.path.join(work, "certs"),
                                         *(netns_rig.addr(i) for i in NODES))
             start_etcd(rig, work, certs, etcds)
+            outsider_refused(rig, work, "netns-outsider")
             lose_store_host(rig, work, "netns-kill", "kill", ttl=2)
             lose_store_host(rig, work, "netns-cut", "cut", ttl=5, certs=certs)
         finally:

@@ -12,7 +12,13 @@ static: a static 2-node job with a secret; node 1's store admits node 2's PyTorc
 the address node 2's authenticated agent connects from.
 
 open: no secret. The host warns that its rendezvous store is open; the workers' store still
-refuses the outsider at accept (member check), and the job finishes unaffected."""
+refuses the outsider at accept (member check), and the job finishes unaffected.
+
+multi-homed: every namespace also sits on a second bridge (10.231.0.N, eth1). A c10d job without
+a secret joins over the first bridge; each worker reaches the workers' store through the host's
+second address, so node 2's worker connects from node 2's second address, which only its
+agent's report of every address its node holds makes a member: both are served. The outsider,
+on the second bridge too, is still refused there."""
 
 import json
 import os
@@ -184,6 +190,66 @@ def without_secret():
         ddptest.remove_tree(out_dir)
 
 
+SECOND_BRIDGE = "ddps31b"
+
+
+def second_addr(node):
+    return f"10.231.0.{node}"
+
+
+def add_second_bridge(nodes):
+    """A second bridge in the root namespace and an eth1 on it in every node namespace."""
+    remove_second_bridge()  # a run killed before its cleanup left it behind
+    cmds = [["ip", "link", "add", SECOND_BRIDGE, "type", "bridge"],
+            ["ip", "link", "set", SECOND_BRIDGE, "up"]]
+    for n in range(1, nodes + 1):
+        veth = f"{SECOND_BRIDGE}v{n}"
+        cmds += [["ip", "link", "add", veth, "type", "veth", "peer", "name", "eth1", "netns",
+                  f"ddpn{n}"],
+                 ["ip", "link", "set", veth, "master", SECOND_BRIDGE],
+                 ["ip", "link", "set", veth, "up"],
+                 ["ip", "-n", f"ddpn{n}", "addr", "add", f"{second_addr(n)}/24", "dev", "eth1"],
+                 ["ip", "-n", f"ddpn{n}", "link", "set", "eth1", "up"]]
+    for cmd in cmds:
+        ddptest.run(cmd, timeout=10, check_rc=0)
+
+
+def remove_second_bridge():
+    subprocess.run(["ip", "link", "del", SECOND_BRIDGE], capture_output=True, timeout=10)
+
+
+def multi_homed():
+    out_dir = ddptest.temp_dir()
+    worker = os.path.join(HERE, "second_address_worker.py")
+    env = dict(ENV, DDP_SECOND_ADDR=second_addr(1))
+    try:
+        with Cluster(3) as c:
+            add_second_bridge(3)
+            args = netns_rig.c10d_args("2", "multihomed", "") + ["--log_level=info", worker, out_dir]
+            agents = [(n, c.start(n, args, env=env)) for n in (1, 2)]
+            paths = [os.path.join(out_dir, f"second_rank{r}.json") for r in (0, 1)]
+            check(ddptest.wait_until(lambda: all(os.path.exists(p) for p in paths), 90, 0.1),
+                  "the workers never reached the workers' store")
+            results = [json.load(open(p)) for p in paths]
+            check(all(r["ok"] for r in results), f"a worker was refused: {results}")
+            check(sorted(r.get("source") for r in results) == [second_addr(1), second_addr(2)],
+                  f"the workers did not connect from their second addresses: {results}")
+            attack = in_outsider([sys.executable, OUTSIDER, addr(1), "0", second_addr(1),
+                                  str(results[0]["port"]), "multihomed", "-", "0"])
+            check(attack.returncode == 0, f"outsider failed\n{attack.stderr}")
+            verdicts = json.loads(attack.stdout)
+            print(json.dumps({"workers": results, "outsider": verdicts}, indent=1))
+            check(verdicts == {"worker_key_set": "refused", "worker_key_read": "refused"},
+                  f"the outsider on the second bridge was not refused: {verdicts}")
+            open(os.path.join(out_dir, "go"), "w").close()
+            for n, p in agents:
+                rc, err = netns_rig.finish(p, 90, f"agent on node {n}")
+                check(rc == 0, f"agent on node {n} exited {rc}\n{err}")
+    finally:
+        remove_second_bridge()
+        ddptest.remove_tree(out_dir)
+
+
 netns_rig.require_rig()
 ddptest.require_torch()
 tmp = ddptest.temp_dir()
@@ -197,5 +263,9 @@ try:
     started = time.monotonic()
     without_secret()
     print(f"ok without a secret the workers' store admits members only ({time.monotonic() - started:.0f} s)")
+    started = time.monotonic()
+    multi_homed()
+    print(f"ok a multi-homed node's worker is admitted from its second address, the outsider is "
+          f"not ({time.monotonic() - started:.0f} s)")
 finally:
     ddptest.remove_tree(tmp)

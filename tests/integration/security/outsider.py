@@ -9,27 +9,17 @@ is never served) or answers the handshake with its refusal byte (03)."""
 
 import json
 import socket
-import struct
 import sys
 import time
+
+from tcpstore_wire import connect, text
 
 rdzv = (sys.argv[1], int(sys.argv[2]))
 worker = (sys.argv[3], int(sys.argv[4]))
 run_id = sys.argv[5]
 captured = bytes.fromhex(sys.argv[6]) if sys.argv[6] != "-" else b""
 flood = int(sys.argv[7])
-HELLO = bytes([0xDD]) + b"ddprun" + bytes([1])
-
-
-def text(s):
-    data = s.encode()
-    return struct.pack("<Q", len(data)) + data
-
-
-def connect(address):
-    s = socket.create_connection(address, timeout=5)
-    s.settimeout(5)
-    return s
+HELLO = bytes([0xDD]) + b"ddprun" + bytes([2]) + bytes([0])  # reporting no address
 
 
 def answer(s, n):

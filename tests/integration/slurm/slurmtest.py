@@ -11,6 +11,8 @@ SCRIPTS = os.path.join(ddptest.SOURCE_DIR, "scripts", "slurm")
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKERS = os.path.join(ddptest.SOURCE_DIR, "tests", "integration", "workers")
 ENV = {"SLURM_CONF": "/run/ddp-slurm/slurm.conf"}
+HOST_ADDR = "10.214.0.1"    # the root namespace on the cluster's bridge (cluster-env.sh)
+NODE0_ADDR = "10.214.0.10"  # ddpslurm0
 
 
 def require_slurm():

@@ -4,6 +4,9 @@ each other. Connects to MASTER_ADDR:MASTER_PORT in PyTorch 1.13's TCPStore wire 
 WAITs for every rank's key and GETs them. Writes DIR/peer_rank<RANK>.json = {"env", "host",
 "peers", "joined", "pid"}.
 
+With DDP_TEST_HOLD_FILE set, it then waits until that file exists before it exits (the job stays
+up while a test probes it).
+
 Usage: store_peer.py DIR
 """
 import json
@@ -11,6 +14,7 @@ import os
 import socket
 import struct
 import sys
+import time
 
 SET, GET, ADD, WAIT = 0, 2, 3, 5  # the 1.13 dialect's command bytes
 
@@ -53,3 +57,6 @@ with open(path + ".tmp", "w") as f:
     json.dump({"env": env, "host": host, "peers": peers, "joined": joined, "pid": os.getpid()}, f)
 os.replace(path + ".tmp", path)
 print(f"store_peer rank={rank} host={host} peers={','.join(peers)}", flush=True)
+hold = env.get("DDP_TEST_HOLD_FILE")
+while hold and not os.path.exists(hold):
+    time.sleep(0.05)

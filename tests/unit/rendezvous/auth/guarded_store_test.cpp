@@ -1,12 +1,15 @@
 // A guarded TcpStoreServer with real clients on loopback: an agent with the job secret is served
 // in both dialects; a wrong secret fails its connect with one clear error; a raw TCPStore client
 // and a replayed handshake are refused; a silent stranger is closed at the handshake deadline;
-// a client with a secret still reaches a store that holds none.
+// a client with a secret still reaches a store that holds none; a members-only store whose list
+// is still being filled holds a stranger until the list is settled.
 
 #include <catch2/catch.hpp>
 
 #include "ddp/error.hpp"
 #include "rendezvous/auth/auth_protocol.hpp"
+#include "rendezvous/auth/member_list.hpp"
+#include "rendezvous/net_address.hpp"
 #include "rendezvous/store/memory_store.hpp"
 #include "rendezvous/store_server/server_key_table.hpp"
 #include "rendezvous/store_client/blocking_store.hpp"
@@ -33,7 +36,7 @@ ConnectOptions with(std::shared_ptr<const auth::Credentials> credentials,
   return options;
 }
 
-ByteVec hello() { return ByteVec(auth::kHello.begin(), auth::kHello.end()); }
+ByteVec hello() { return auth::hello_bytes({}); }  // HELLO reporting no address
 
 }  // namespace
 
@@ -113,4 +116,38 @@ TEST_CASE("a client with a secret reaches a store that holds none", "[auth][stor
   auto store = BlockingStore::connect("127.0.0.1", server.port(), with(kJob));
   store->set("/k", to_bytes("v"));
   CHECK(to_string(store->get("/k")) == "v");
+}
+
+TEST_CASE("a stranger to a members-only store whose list is unsettled waits for the list",
+          "[auth][store]") {
+  // A non-loopback address of this machine, so that the client is not a member by loopback.
+  std::optional<asio::ip::address> own;
+  for (const auto& address : local_addresses()) {
+    if (address.is_v4() && !address.is_loopback()) own = address;
+  }
+  if (!own) {
+    WARN("skipped: this machine has no IPv4 address but loopback");
+    return;
+  }
+  auto members = auth::MemberList::create();
+  members->set_unsettled();
+  ServerThread server("0.0.0.0", {}, StoreGuard{nullptr, members, nullptr});
+  RawClient node(server.port(), own->to_string());
+  node.send(ByteVec{6});  // 1.13 GETNUMKEYS: 8 bytes back once served
+  CHECK(node.is_silent_for(200));  // held, unread, while the round's members are read
+  SECTION("the list comes to name it: served") {
+    server.on_server([&](TcpStoreServer&) {
+      members->add_fixed(*own);
+      members->settle();
+      return 0;
+    });
+    CHECK(node.recv(8).size() == 8);
+  }
+  SECTION("settled without it: refused") {
+    server.on_server([&](TcpStoreServer&) {
+      members->settle();
+      return 0;
+    });
+    CHECK(node.is_closed_by_server());
+  }
 }

@@ -75,17 +75,32 @@ TEST_CASE("with a secret, strangers must authenticate and members may speak TCPS
     CHECK(out.empty());  // a stranger's request is never answered
     CHECK_THAT(admission.refusal(), Catch::Contains("not one of the job's nodes"));
   }
-  SECTION("an agent on a new node authenticates and becomes a member") {
+  SECTION("an agent on a new node authenticates and becomes a member, with every address") {
     auto learned = MemberList::create();
-    ServerAdmission admission(StoreGuard{job, nullptr, learned}, make_address("10.0.0.7"));
+    auto admission = std::make_unique<ServerAdmission>(StoreGuard{job, nullptr, learned},
+                                                       make_address("10.0.0.7"));
     Bytes out;
-    const Bytes hello(auth::kHello.begin(), auth::kHello.end());
-    CHECK(admission.feed(hello, out).outcome == ServerAdmission::Outcome::kNeedMore);
+    const Bytes hello = auth::hello_bytes({make_address("10.0.0.7"), make_address("10.9.0.7")});
+    CHECK(admission->feed(hello, out).outcome == ServerAdmission::Outcome::kNeedMore);
     REQUIRE(out.size() == 1 + auth::kChallengeBytes);
     const auth::Tag tag = auth::auth_tag(*job, std::span(out).subspan(1));
     CHECK_FALSE(learned->admits(make_address("10.0.0.7")));
-    CHECK(admission.feed(tag, out).outcome == ServerAdmission::Outcome::kOpen);
+    CHECK_FALSE(learned->admits(make_address("10.9.0.7")));  // not before it authenticated
+    CHECK(admission->feed(tag, out).outcome == ServerAdmission::Outcome::kOpen);
     CHECK(learned->admits(make_address("10.0.0.7")));
+    CHECK(learned->admits(make_address("10.9.0.7")));  // its node's second interface
+    admission.reset();  // the connection closed: the node left
+    CHECK_FALSE(learned->admits(make_address("10.9.0.7")));
+  }
+  SECTION("a stranger's HELLO reports nothing that counts until it authenticates") {
+    auto learned = MemberList::create();
+    ServerAdmission admission(StoreGuard{job, nullptr, learned}, make_address("10.0.0.66"));
+    Bytes out;
+    const Bytes hello = auth::hello_bytes({make_address("10.0.0.7")});
+    CHECK(admission.feed(hello, out).outcome == ServerAdmission::Outcome::kNeedMore);
+    const Bytes wrong(auth::kTagBytes, 0x55);
+    CHECK(admission.feed(wrong, out).outcome == ServerAdmission::Outcome::kRefused);
+    CHECK_FALSE(learned->admits(make_address("10.0.0.7")));
   }
   SECTION("the rendezvous store refuses every unauthenticated request, even from loopback") {
     ServerAdmission admission(StoreGuard{job, nullptr, nullptr}, make_address("127.0.0.1"));

@@ -16,7 +16,7 @@ const auto kJob = std::make_shared<const Credentials>(Credentials{"a-secret-of-1
 
 Bytes challenge_of(std::uint8_t fill) { return Bytes(kChallengeBytes, fill); }
 
-Bytes hello() { return Bytes(kHello.begin(), kHello.end()); }
+Bytes hello() { return hello_bytes({}); }  // HELLO reporting no address
 
 Bytes tag_for(const Credentials& credentials, const Bytes& challenge) {
   const Tag tag = auth_tag(credentials, challenge);
@@ -49,7 +49,7 @@ TEST_CASE("the right tag authenticates, in one piece or byte by byte", "[auth]")
     Bytes out;
     const auto result = handshake.feed(input, out);
     CHECK(result.status == Status::kAuthenticated);
-    CHECK(result.consumed == kHello.size() + kTagBytes);  // the request is left for the parser
+    CHECK(result.consumed == hello().size() + kTagBytes);  // the request is left for the parser
     CHECK(out == cat(cat(Bytes{1}, challenge), Bytes{2}));
   }
   SECTION("byte by byte") {
@@ -64,7 +64,7 @@ TEST_CASE("the right tag authenticates, in one piece or byte by byte", "[auth]")
       }
       CHECK(result.consumed == 1);
     }
-    CHECK(i + 1 == kHello.size() + kTagBytes);
+    CHECK(i + 1 == hello().size() + kTagBytes);
     CHECK(out.back() == 2);
   }
 }
@@ -89,7 +89,7 @@ TEST_CASE("a malformed HELLO is refused", "[auth]") {
   ServerHandshake handshake(kJob, challenge_of(3));
   Bytes out;
   Bytes bad = hello();
-  bad.back() = 0x02;  // a version this server does not speak
+  bad[kHello.size() - 1] = 0x01;  // a version this server does not speak
   const auto result = handshake.feed(bad, out);
   CHECK(result.status == Status::kRefused);
   CHECK(out == Bytes{3});
@@ -101,6 +101,42 @@ TEST_CASE("a server without a secret answers HELLO with not-required", "[auth]")
   Bytes out;
   const auto result = handshake.feed(cat(hello(), Bytes{0x00, 0xCE}), out);
   CHECK(result.status == Status::kPlain);
-  CHECK(result.consumed == kHello.size());
+  CHECK(result.consumed == hello().size());
   CHECK(out == Bytes{0});
+}
+
+TEST_CASE("a HELLO's addresses are read in any chunking, and a bad list is refused", "[auth]") {
+  namespace ip = boost::asio::ip;
+  const std::vector<ip::address> node = {ip::make_address("10.1.0.2"), ip::make_address("::1"),
+                                         ip::make_address("10.2.0.2"),
+                                         ip::make_address("fd00::2"),
+                                         ip::make_address("127.0.0.1")};
+  const Bytes input = hello_bytes(node);
+  SECTION("byte by byte; loopback is not reported") {
+    ServerHandshake handshake(nullptr, {});
+    Bytes out;
+    for (std::size_t i = 0; i < input.size(); ++i) {
+      const auto result = handshake.feed(std::span(input).subspan(i, 1), out);
+      CHECK(result.status == (i + 1 < input.size() ? Status::kNeedMore : Status::kPlain));
+    }
+    CHECK(handshake.reported_addresses() ==
+          std::vector<ip::address>{node[0], node[2], node[3]});
+  }
+  SECTION("an address of 5 bytes") {
+    Bytes bad = hello_bytes({});
+    bad.back() = 1;
+    bad.insert(bad.end(), {5, 1, 2, 3, 4, 5});
+    ServerHandshake handshake(kJob, challenge_of(2));
+    Bytes out;
+    CHECK(handshake.feed(bad, out).status == Status::kRefused);
+    CHECK_THAT(handshake.error(), Catch::Contains("address list"));
+  }
+  SECTION("more than 32 addresses") {
+    Bytes bad = hello_bytes({});
+    bad.back() = 33;
+    ServerHandshake handshake(kJob, challenge_of(2));
+    Bytes out;
+    CHECK(handshake.feed(bad, out).status == Status::kRefused);
+    CHECK(out == Bytes{3});
+  }
 }

@@ -70,6 +70,14 @@ TEST_CASE("documents reject other text, naming the key", "[etcd]") {
   const NodeDesc d = decode_node_desc(encode(NodeDesc{"n", "a", 3, "m", 5}), "desc");
   CHECK(d.local_world_size == 3);
   CHECK(d.master_port == 5);
+  CHECK(d.addresses.empty());
+}
+
+TEST_CASE("a member record carries every address of its node", "[etcd][security]") {
+  const NodeDesc d = decode_node_desc(
+      encode(NodeDesc{"n", "10.0.0.2", 1, "10.0.0.2", 7, {"10.0.0.2", "10.9.0.2", "fd00::2"}}),
+      "desc");
+  CHECK(d.addresses == std::vector<std::string>{"10.0.0.2", "10.9.0.2", "fd00::2"});
 }
 
 TEST_CASE("the failure key carries the restart count it spent", "[etcd]") {

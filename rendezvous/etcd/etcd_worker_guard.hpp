@@ -1,0 +1,43 @@
+#pragma once
+// RoundWorkerGuard: who an etcd round's workers' store admits (docs/security.md): the addresses
+// of the round's nodes, from their member records, and loopback, as c10d's. Every node opens a
+// store when it joins; until the round closed its list is unsettled (a stranger's connection
+// waits, unread); then group rank 0, whose store the workers use, reads the round's member
+// records and admits every address they name, and every other node's store admits nobody new.
+// Owned by the etcd backend, on the agent's io_context.
+
+#include <boost/asio/awaitable.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "rendezvous/auth/member_list.hpp"
+#include "rendezvous/etcd/etcd_client.hpp"
+#include "rendezvous/rendezvous.hpp"
+#include "rendezvous/store_server/store_guard.hpp"
+
+namespace ddp::rdzv::etcd {
+
+class RoundWorkerGuard {
+ public:
+  // members_only false: --rdzv_conf worker_store_allow=any (every store admits everyone).
+  explicit RoundWorkerGuard(bool members_only) : members_only_(members_only) {}
+
+  // The guard of a new round's store: loopback and this node's addresses now, the round's
+  // nodes once admit_round() ran.
+  StoreGuard open_round();
+  // After the round closed with `info`: on group rank 0, reads the round's member records and
+  // admits their addresses; then settles the list. Throws IoError when etcd cannot be read.
+  boost::asio::awaitable<void> admit_round(EtcdClient& client, const std::string& run_id,
+                                           const RendezvousInfo& info);
+
+ private:
+  bool members_only_;
+  std::shared_ptr<auth::MemberList> members_;  // the current round's
+};
+
+// This node's addresses as member records carry them (auth::is_reportable ones, as text).
+std::vector<std::string> node_addresses();
+
+}  // namespace ddp::rdzv::etcd
