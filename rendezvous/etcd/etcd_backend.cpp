@@ -51,6 +51,11 @@ class EtcdBackend final : public Rendezvous {
     self_.addr = options_.local_addr ? *options_.local_addr : route_address(first.host, first.port);
     self_.name = fmt::format("{}_{}", self_.addr, ::getpid());
     bind_host_ = is_v6(self_.addr) ? "::" : "0.0.0.0";
+    // The link store: the members of a round this node hosts hold their leases here, so that
+    // it learns of a member's death from its closed connection (etcd_links.hpp).
+    links_ = std::make_unique<TcpStoreServer>(io_, bind_host_, 0);
+    links_->start();
+    self_.link_port = links_->port();
     std::vector<std::string> members;
     for (const Member& m : options_.members) members.push_back(m.to_string());
     logger()->info("etcd rendezvous run={}: this node advertises {} ({}); etcd members {} ({})",
@@ -65,7 +70,8 @@ class EtcdBackend final : public Rendezvous {
           logger()->debug("worker store for round {} at {}:{}", round, self_.addr,
                           worker_store_->port());
           return std::make_pair(self_.addr, worker_store_->port());
-        });
+        },
+        &links_->store());
   }
 
   ~EtcdBackend() override {
@@ -126,6 +132,7 @@ class EtcdBackend final : public Rendezvous {
   std::shared_ptr<TlsContext> tls_;  // https: shared by every connection
   std::shared_ptr<EtcdClient> client_;
   std::unique_ptr<TcpStoreServer> worker_store_;
+  std::unique_ptr<TcpStoreServer> links_;  // for this agent's whole life
   std::unique_ptr<EtcdRendezvous> core_;  // declared last: destroyed before the stores
 };
 
