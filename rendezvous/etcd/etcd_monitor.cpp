@@ -3,7 +3,7 @@
 //
 // Events: a DELETE of a member's join key is a lost node (its lease expired or was revoked);
 // ev/failed, ev/closed and ev/waiting/<node> are a peer's failure, the job's end and a late node.
-// They fill the same C10dChanges the c10d backend reads from its change log, so both backends
+// They fill the same RoundChanges the c10d backend reads from its change log, so both backends
 // answer the agent alike.
 
 #include <fmt/format.h>
@@ -17,30 +17,21 @@
 
 #include "common/log.hpp"
 #include "ddp/error.hpp"
-#include "rendezvous/c10d/c10d_change_log.hpp"
+#include "rendezvous/engine/round_monitor.hpp"
 #include "rendezvous/etcd/etcd_keys.hpp"
 #include "rendezvous/etcd/etcd_lease.hpp"
 #include "rendezvous/etcd/etcd_rendezvous.hpp"
 
 namespace ddp::rdzv::etcd {
 
-struct EtcdRendezvous::Monitor {
-  explicit Monitor(asio::any_io_executor ex) : signal(std::move(ex)) {
-    signal.expires_at(Clock::time_point::max());
-  }
-  void wake() { signal.cancel(); }
-  std::optional<RoundEvent> event() const { return changes.first_event(finishing); }
+// RoundMonitor's changes are filled from the round's watch.
+struct EtcdRendezvous::Monitor : RoundMonitor {
+  explicit Monitor(asio::any_io_executor ex) : RoundMonitor(std::move(ex)) {}
 
   std::shared_ptr<EtcdWatch> watch;
-  asio::steady_timer signal;  // never expires; cancelled to wake watch_round / the barrier
-  bool stopped = false;
-  bool finishing = false;     // this node is in the exit barrier
   bool all_finished = false;  // ev/all_finished exists
   bool roll_call = false;     // ev/roll_call exists (this node has answered it)
   bool all_present = false;   // ev/all_present exists: every member answered the roll call
-  C10dChanges changes;
-  std::exception_ptr error;
-  int round = 0;
 };
 
 namespace {
@@ -62,7 +53,7 @@ void add_distinct(std::vector<std::string>& names, const std::string& name) {
 // agent's last keep-alive. The loss carries how it was found and that bound, as c10d's lines
 // carry their heartbeat window, so the agent logs a node_lost event for it (the event log's
 // record of every loss, whatever backend). The first word on a node stands.
-void record_loss(C10dChanges& changes, NodeLoss loss) {
+void record_loss(RoundChanges& changes, NodeLoss loss) {
   if (std::find(changes.lost.begin(), changes.lost.end(), loss.node) != changes.lost.end()) return;
   changes.lost.push_back(loss.node);
   changes.losses.push_back(std::move(loss));
@@ -73,17 +64,6 @@ std::chrono::milliseconds milliseconds_in(const std::string& text) {
   std::from_chars(text.data(), text.data() + text.size(), ms);
   return std::chrono::milliseconds(ms);
 }
-
-// Waits on a timer that is cancelled to signal; false when this coroutine itself was cancelled.
-asio::awaitable<bool> wait_signal(asio::steady_timer& timer) {
-  co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
-  const auto state = co_await asio::this_coro::cancellation_state;
-  co_return state.cancelled() == asio::cancellation_type::none;
-}
-
-// What a cancelled watch_round returns: only a caller that lost a race cancels it, and it
-// discards the value.
-RoundEvent abandoned_watch() { return {RoundChange::kPeerFailed, "watch abandoned"}; }
 
 struct RollCall {
   std::string present;      // this node's answer key
@@ -205,17 +185,7 @@ void EtcdRendezvous::start_monitor(const Member& member) {
           m->wake();
         }
       },
-      [m](std::exception_ptr error) {
-        if (error && !m->stopped) {
-          try {
-            std::rethrow_exception(error);
-          } catch (const std::exception& e) {
-            logger()->error("etcd round {} watch failed: {}", m->round, e.what());
-          }
-          m->error = error;
-        }
-        m->wake();
-      });
+      [m](std::exception_ptr error) { m->part_ended(error, "etcd"); });
 }
 
 asio::awaitable<void> EtcdRendezvous::start_link(Member member) {
@@ -261,18 +231,11 @@ void EtcdRendezvous::stop_monitor() {
 }
 
 asio::awaitable<RoundEvent> EtcdRendezvous::watch_round() {
-  const std::shared_ptr<Monitor> m = monitor_;
-  const std::shared_ptr<Lease> lease = lease_;
-  while (m && !m->stopped) {
-    if (m->error) std::rethrow_exception(m->error);
-    if (lease && lease->error) std::rethrow_exception(lease->error);
-    if (const auto event = m->event()) co_return *event;
-    if (!co_await wait_signal(m->signal)) co_return abandoned_watch();
+  std::function<std::exception_ptr()> lease_error;
+  if (const std::shared_ptr<Lease> lease = lease_) {
+    lease_error = [lease] { return lease->error; };
   }
-  // Not in a running round: nothing can change it any more. Wait until cancelled.
-  asio::steady_timer forever(co_await asio::this_coro::executor, Clock::time_point::max());
-  if (co_await wait_signal(forever)) throw InternalError("etcd watch_round woke without a round");
-  co_return abandoned_watch();
+  return watch_running_round(monitor_, std::move(lease_error));
 }
 
 asio::awaitable<int> EtcdRendezvous::report_failure(std::string what) {

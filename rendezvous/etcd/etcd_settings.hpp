@@ -6,21 +6,15 @@
 #include <cstdint>
 #include <string>
 
+#include "rendezvous/engine/round_settings.hpp"
+
 namespace ddp::rdzv::etcd {
 
-struct EtcdSettings {
-  std::string run_id = "none";  // keys live under /ddprun/<run_id>/
-  int min_nodes = 1;
-  int max_nodes = 1;
-  std::chrono::milliseconds join_timeout{std::chrono::seconds(600)};      // whole round
-  std::chrono::milliseconds last_call_timeout{std::chrono::seconds(30)};  // after min joined
+// connection_grace is the link to the round's host (etcd_links.hpp); failure_verdict waits a
+// lease TTL plus verdict_margin (1.5 s here) for a lost node's lease to expire.
+struct EtcdSettings : RoundSettings {
+  EtcdSettings() { verdict_margin = std::chrono::milliseconds(1500); }
   std::chrono::seconds lease_ttl{10};  // a node is lost this long after its last keep-alive
-  // A node whose link to the round's host (etcd_links.hpp) closed and was not re-made within
-  // this is lost at once (rdzv_conf connection_grace_ms); a silent link waits for the lease.
-  std::chrono::milliseconds connection_grace{300};
-  // failure_verdict waits a lease TTL plus this for a lost node's lease to expire.
-  std::chrono::milliseconds verdict_margin{1500};
-  std::chrono::milliseconds progress_interval{std::chrono::seconds(5)};  // "3/4 joined" logs
 };
 
 // https (--rdzv_conf protocol=https): the user's files; every path may be empty.
