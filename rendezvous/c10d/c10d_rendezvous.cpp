@@ -415,8 +415,7 @@ asio::awaitable<void> C10dRendezvous::close_job(const std::string& why) {
 asio::awaitable<void> C10dRendezvous::finish(bool success) {
   if (!success) {
     stop_monitor();
-    const std::string why = fmt::format("workers failed on node {}{}", self_.name,
-                                        failure_ ? ": " + *failure_ : std::string{});
+    const std::string why = workers_failed_reason(self_.name, failure_);
     co_await close_job(why);
     if (self_.is_host && current_) co_await wait_until_read(current_->header.round);
     co_return;

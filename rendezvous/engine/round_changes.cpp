@@ -144,4 +144,8 @@ int RoundChanges::expected_next(int size, int max_nodes) const {
   return std::min(expected, max_nodes);
 }
 
+std::string workers_failed_reason(const std::string& node, const std::optional<std::string>& what) {
+  return fmt::format("workers failed on node {}{}", node, what ? ": " + *what : std::string{});
+}
+
 }  // namespace ddp::rdzv

@@ -16,6 +16,10 @@ namespace ddp::rdzv {
 
 inline constexpr const char* kJobFinished = "job finished";
 
+// Why a job closes when a node's workers failed with no restart left: "workers failed on node
+// <node>[: <what>]" (what report_failure was told).
+std::string workers_failed_reason(const std::string& node, const std::optional<std::string>& what);
+
 // Where a lost member sat in the round whose log names it: what the survivors need to derive
 // their places in the next round without re-joining (c10d_derived.hpp).
 struct LostMember {

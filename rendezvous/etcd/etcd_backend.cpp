@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/ip/address.hpp>
 
 #include "common/log.hpp"
 #include "ddp/error.hpp"
@@ -24,12 +23,6 @@ namespace ddp::rdzv::etcd {
 namespace {
 
 std::shared_ptr<spdlog::logger> logger() { return log::get("rdzv"); }
-
-bool is_v6(const std::string& addr) {
-  boost::system::error_code ec;
-  const auto a = asio::ip::make_address(addr, ec);
-  return !ec && a.is_v6();
-}
 
 class EtcdBackend final : public Rendezvous {
  public:
@@ -50,7 +43,7 @@ class EtcdBackend final : public Rendezvous {
     const Member& first = options_.members.front();
     self_.addr = options_.local_addr ? *options_.local_addr : route_address(first.host, first.port);
     self_.name = fmt::format("{}_{}", self_.addr, ::getpid());
-    bind_host_ = is_v6(self_.addr) ? "::" : "0.0.0.0";
+    bind_host_ = wildcard_like(self_.addr);
     // The link store: the members of a round this node hosts hold their leases here, so that
     // it learns of a member's death from its closed connection (etcd_links.hpp).
     links_ = std::make_unique<TcpStoreServer>(io_, bind_host_, 0);

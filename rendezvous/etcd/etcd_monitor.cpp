@@ -389,8 +389,7 @@ asio::awaitable<void> EtcdRendezvous::exit_barrier() {
 asio::awaitable<void> EtcdRendezvous::finish(bool success) {
   if (!success) {
     stop_monitor();
-    const std::string why = fmt::format("workers failed on node {}{}", self_.name,
-                                        failure_ ? ": " + *failure_ : std::string{});
+    const std::string why = workers_failed_reason(self_.name, failure_);
     co_await close_job(why);
     co_await leave();
     co_return;
