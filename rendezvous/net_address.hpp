@@ -19,6 +19,10 @@ std::string route_address(const std::string& host, std::uint16_t port);
 // this machine's (this network namespace's) interfaces. Unresolvable names are not local.
 bool is_local_host(const std::string& host);
 
+// The wildcard address a server binds to be reached the way `addr` is: "::" for an IPv6
+// literal, "0.0.0.0" for anything else.
+std::string wildcard_like(const std::string& addr);
+
 // Every address this machine's (this network namespace's) interfaces hold, loopback included.
 std::vector<boost::asio::ip::address> local_addresses();
 

@@ -128,4 +128,10 @@ bool is_local_host(const std::string& host) {
 
 std::vector<address> local_addresses() { return interface_addresses(); }
 
+std::string wildcard_like(const std::string& addr) {
+  boost::system::error_code ec;
+  const auto parsed = boost::asio::ip::make_address(addr, ec);
+  return !ec && parsed.is_v6() ? "::" : "0.0.0.0";
+}
+
 }  // namespace ddp::rdzv

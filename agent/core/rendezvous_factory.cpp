@@ -137,6 +137,7 @@ std::unique_ptr<rdzv::Rendezvous> make_etcd(const LaunchConfig& config,
                        : conf.timeout();
   s.last_call_timeout = conf.last_call_timeout();
   s.lease_ttl = conf.lease_ttl();
+  s.connection_grace = conf.connection_grace();
   options.failover_window = std::min<std::chrono::milliseconds>(conf.read_timeout(),
                                                                 s.join_timeout);
   options.attempt_timeout =

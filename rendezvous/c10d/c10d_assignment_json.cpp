@@ -94,7 +94,7 @@ C10dNodeDesc decode_node_desc(const Bytes& bytes, const std::string& what) {
 // the fields lands where it always did.
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(C10dRoundHeader, round, restart_count, master_addr,
                                    master_port, host_first, size, world_size, derived)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(C10dLostMember, group_rank, local_world_size)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(LostMember, group_rank, local_world_size)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(C10dDerivedRound, from_round, lost, log, master_addr,
                                    master_port)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(C10dPlace, group_rank, rank_base, neighbour_index, neighbour)

@@ -31,12 +31,6 @@ namespace {
 
 std::shared_ptr<spdlog::logger> logger() { return log::get("rdzv"); }
 
-bool is_v6_literal(const std::string& host) {
-  boost::system::error_code ec;
-  const auto addr = asio::ip::make_address(host, ec);
-  return !ec && addr.is_v6();
-}
-
 // True when binding host:port fails because the address is in use (port 0 is never taken). A
 // bare socket: every agent but one on a machine asks, and an io_context for one bind would cost
 // each of them an epoll instance, an eventfd and a timerfd.
@@ -56,7 +50,7 @@ class C10dBackend final : public Rendezvous {
   C10dBackend(boost::asio::io_context& io, const C10dOptions& options)
       : io_(io), options_(options), guards_(options.security) {
     C10dSettings& s = options_.settings;
-    bind_host_ = is_v6_literal(options_.endpoint_host) ? "::" : "0.0.0.0";
+    bind_host_ = wildcard_like(options_.endpoint_host);
     const bool want_host = options_.is_host.value_or(is_local_host(options_.endpoint_host));
     if (want_host && !options_.is_host && port_is_taken(bind_host_, options_.endpoint_port)) {
       // Another agent on this machine hosts it already (many agents on one host): be a client

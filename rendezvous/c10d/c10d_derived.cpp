@@ -17,7 +17,7 @@ namespace {
 constexpr std::string_view kJoin = "join ";
 }  // namespace
 
-std::optional<C10dDerivedRound> derivable(const C10dRoundHeader& prev, const C10dChanges& changes,
+std::optional<C10dDerivedRound> derivable(const C10dRoundHeader& prev, const RoundChanges& changes,
                                           int min_nodes) {
   if (changes.lost.empty() || !changes.waiting.empty() || !changes.failed.empty() ||
       changes.closed) {
@@ -49,7 +49,7 @@ std::optional<C10dDerivedRound> derivable(const C10dRoundHeader& prev, const C10
 
 std::optional<int> derived_rank(const C10dDerivedRound& derived, int group_rank) {
   int before = 0;
-  for (const C10dLostMember& lost : derived.lost) {
+  for (const LostMember& lost : derived.lost) {
     if (lost.group_rank == group_rank) return std::nullopt;
     if (lost.group_rank < group_rank) ++before;
   }
@@ -67,7 +67,7 @@ std::pair<C10dRoundHeader, C10dPlace> derive(const C10dRoundHeader& prev, const 
   }
   C10dPlace next;
   next.rank_base = place.rank_base;
-  for (const C10dLostMember& lost : derived.lost) {
+  for (const LostMember& lost : derived.lost) {
     --header.size;
     header.world_size -= lost.local_world_size;
     if (lost.group_rank < place.group_rank) next.rank_base -= lost.local_world_size;

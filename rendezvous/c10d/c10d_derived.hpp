@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "rendezvous/c10d/c10d_assignment.hpp"
-#include "rendezvous/c10d/c10d_change_log.hpp"
+#include "rendezvous/engine/round_changes.hpp"
 
 namespace ddp::rdzv {
 
@@ -22,7 +22,7 @@ inline constexpr int kC10dMaxDerivedLosses = 64;
 
 struct C10dDerivedRound {
   int from_round = 0;
-  std::vector<C10dLostMember> lost;  // distinct group ranks of from_round, ascending
+  std::vector<LostMember> lost;  // distinct group ranks of from_round, ascending
   std::string log;  // their lost lines: members that wait for the plan learn whom they lost
   std::string master_addr;           // the store host's fresh worker store ("": as before)
   std::uint16_t master_port = 0;
@@ -31,7 +31,7 @@ struct C10dDerivedRound {
 // The derived round the change log of `prev` allows, or nullopt when the survivors must re-join:
 // nothing but lost lines (a waiting node, a failure, the job's end all re-join), each with its
 // place, at most kC10dMaxDerivedLosses of them, not the store host, and min_nodes still met.
-std::optional<C10dDerivedRound> derivable(const C10dRoundHeader& prev, const C10dChanges& changes,
+std::optional<C10dDerivedRound> derivable(const C10dRoundHeader& prev, const RoundChanges& changes,
                                           int min_nodes);
 
 // The round a member of `prev` at `place` runs in next: header (derived = true) and its place.

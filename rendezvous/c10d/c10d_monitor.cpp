@@ -24,6 +24,7 @@
 #include "ddp/error.hpp"
 #include "rendezvous/c10d/c10d_keys.hpp"
 #include "rendezvous/c10d/c10d_rendezvous.hpp"
+#include "rendezvous/engine/round_monitor.hpp"
 
 namespace ddp::rdzv {
 
@@ -31,20 +32,11 @@ namespace keys = c10d_keys;
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-struct C10dRendezvous::Monitor {
-  explicit Monitor(asio::any_io_executor ex) : tick(ex), signal(ex) {
-    signal.expires_at(Clock::time_point::max());
-  }
-  void wake() { signal.cancel(); }
-  std::optional<RoundEvent> event() const { return changes.first_event(finishing); }
+// RoundMonitor's changes are the round's change log as last read.
+struct C10dRendezvous::Monitor : RoundMonitor {
+  explicit Monitor(asio::any_io_executor ex) : RoundMonitor(ex), tick(ex) {}
 
-  asio::steady_timer tick;    // the next beat or read
-  asio::steady_timer signal;  // never expires; cancelled to wake watch_round / finish
-  bool stopped = false;
-  bool finishing = false;  // this node is in the exit barrier
-  C10dChanges changes;     // the round's change log as last read
-  std::exception_ptr error;
-  int round = 0;
+  asio::steady_timer tick;  // the next beat or read
   int index = 0;  // this node's arrival index
   int size = 0;   // members of the round
   std::optional<C10dDerivedRound> derived;  // the plan, when the round was derived
@@ -56,24 +48,12 @@ namespace {
 
 std::shared_ptr<spdlog::logger> logger() { return log::get("rdzv"); }
 
-// Waits on a timer that is cancelled to signal; false when this coroutine itself was cancelled.
-asio::awaitable<bool> wait_signal(asio::steady_timer& timer) {
-  boost::system::error_code ec;
-  co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-  const auto state = co_await asio::this_coro::cancellation_state;
-  co_return state.cancelled() == asio::cancellation_type::none;
-}
-
 // How often failure_verdict reads the change log.
 constexpr milliseconds kVerdictPoll{50};
 // How long a wait on the change log stays parked on a connection of its own before it is parked
 // again (a round usually ends sooner: every way a round ends appends to its log).
 constexpr milliseconds kChangeWaitPark{std::chrono::minutes(10)};
 
-// What a cancelled watch_round returns. Only a caller that lost a race cancels it, and that
-// caller discards the value; returning it, rather than throwing operation_aborted, spares every
-// agent two exceptions at the end of each round.
-RoundEvent abandoned_watch() { return {RoundChange::kPeerFailed, "watch abandoned"}; }
 
 // The round's change log, empty while nothing has happened (the key does not exist yet).
 asio::awaitable<Bytes> read_change_log(Store& store, std::string change_key) {
@@ -141,13 +121,13 @@ asio::awaitable<Bytes> silent_line(Store& store, int round, int index, bool deri
   const C10dNodeDesc desc = decode_node_desc(values.at(0), node_key);
   const int rank = derived ? index - 1 : decode_place(values.at(1), place_key).group_rank;
   co_return lost_line(desc.name, "heartbeat", std::to_string(after.count()),
-                      C10dLostMember{rank, desc.local_world_size});
+                      LostMember{rank, desc.local_world_size});
 }
 
 // A member of a derived round that has not started there may have died between the rounds: its
 // lease then said so in the previous round's log, which nobody watches any more. The line for
 // such a member (group rank index - 1 here), translated to this round, or nullopt.
-std::optional<Bytes> carried_loss(const C10dChanges& before, const C10dDerivedRound& plan,
+std::optional<Bytes> carried_loss(const RoundChanges& before, const C10dDerivedRound& plan,
                                   int index) {
   for (std::size_t i = 0; i < before.lost.size(); ++i) {
     const auto& member = before.lost_members[i];
@@ -157,7 +137,7 @@ std::optional<Bytes> carried_loss(const C10dChanges& before, const C10dDerivedRo
     const NodeLoss& loss = before.losses[i];
     return lost_line(loss.node, loss.detected_by.empty() ? "connection" : loss.detected_by,
                      std::to_string(loss.after.count()),
-                     C10dLostMember{*rank, member->local_world_size});
+                     LostMember{*rank, member->local_world_size});
   }
   return std::nullopt;
 }
@@ -205,17 +185,8 @@ void C10dRendezvous::start_monitor(const Member& member, bool beaten) {
   // Each part is a detached coroutine that ends when the monitor stops; an error is the round's
   // error (watch_round throws it) unless the monitor stopped first.
   const auto spawn = [this, m](asio::awaitable<void> part) {
-    asio::co_spawn(executor_, std::move(part), [m](std::exception_ptr error) {
-      if (error && !m->stopped) {
-        try {
-          std::rethrow_exception(error);
-        } catch (const std::exception& e) {
-          logger()->error("c10d round {} monitor failed: {}", m->round, e.what());
-        }
-        m->error = error;
-      }
-      m->wake();
-    });
+    asio::co_spawn(executor_, std::move(part),
+                   [m](std::exception_ptr error) { m->part_ended(error, "c10d"); });
   };
 
   // The change log: one WAIT until its first line, then one read, then (in a round without the
@@ -252,7 +223,7 @@ void C10dRendezvous::start_monitor(const Member& member, bool beaten) {
     if (m->stopped) co_return;
     Bytes log = co_await watch.get_existing(change_key);  // the wait saw it
     if (m->stopped) co_return;
-    C10dChanges changes = parse_changes(log);
+    RoundChanges changes = parse_changes(log);
     if (reads_log && rules) {
       rules->may_derive = rules->may_derive && m->may_derive;
       Bytes plan = co_await propose_plan(watch, header, changes, std::move(*rules));
@@ -347,7 +318,7 @@ void C10dRendezvous::start_monitor(const Member& member, bool beaten) {
           if (unstarted && m->derived) {
             // Did one of them die between the rounds? (Once a member has started, its own lease
             // speaks for it in this round's log.)
-            const C10dChanges before = parse_changes(
+            const RoundChanges before = parse_changes(
                 co_await read_change_log(store, keys::change(m->derived->from_round)));
             if (m->stopped) break;
             for (std::size_t i = 0; i < values.size() && !carried; ++i) {
@@ -366,7 +337,7 @@ void C10dRendezvous::start_monitor(const Member& member, bool beaten) {
           if (silent) {
             // A member that saw a change moved on to the next round and stopped beating here:
             // read the log before blaming it (this node's own wait may not have woken yet).
-            const C10dChanges fresh = parse_changes(co_await read_change_log(store, change_key));
+            const RoundChanges fresh = parse_changes(co_await read_change_log(store, change_key));
             if (m->stopped) break;
             if (fresh.first_event(m->finishing)) {
               m->changes = fresh;
@@ -415,19 +386,9 @@ void C10dRendezvous::stop_monitor() {
 }
 
 asio::awaitable<RoundEvent> C10dRendezvous::watch_round() {
-  const std::shared_ptr<Monitor> m = monitor_;
-  while (m && !m->stopped) {
-    if (m->error) std::rethrow_exception(m->error);
-    if (const auto event = m->event()) co_return *event;
-    if (!co_await wait_signal(m->signal)) co_return abandoned_watch();
-  }
-  // Not in a running round, or this node itself left it (the exit barrier passed, or the agent
-  // moved on to the next round): nothing can change it any more. Wait until cancelled; the
-  // agent's race ends through its other branch. (`this` may be gone by now: a rendezvous
-  // destroyed mid-round stops its monitor too.)
-  asio::steady_timer forever(co_await asio::this_coro::executor, Clock::time_point::max());
-  if (co_await wait_signal(forever)) throw InternalError("c10d watch_round woke without a round");
-  co_return abandoned_watch();
+  // (`this` may be gone by the time it returns: a rendezvous destroyed mid-round stops its
+  // monitor, which the watch shares.)
+  return watch_running_round(monitor_);
 }
 
 asio::awaitable<void> C10dRendezvous::exit_barrier() {
@@ -487,7 +448,7 @@ asio::awaitable<std::optional<RoundEvent>> C10dRendezvous::failure_verdict(
   const std::string change_key = keys::change(current_->header.round);
   asio::steady_timer tick(executor_);
   for (;;) {
-    const C10dChanges changes = parse_changes(co_await read_change_log(store_, change_key));
+    const RoundChanges changes = parse_changes(co_await read_change_log(store_, change_key));
     if (auto cause = changes.failure_cause()) co_return cause;
     if (Clock::now() >= until) co_return std::nullopt;
     tick.expires_after(kVerdictPoll);

@@ -56,7 +56,7 @@ C10dRendezvous::PlanRules C10dRendezvous::plan_rules(int next) {
 }
 
 asio::awaitable<Bytes> C10dRendezvous::propose_plan(Store& store, C10dRoundHeader prev,
-                                                    C10dChanges changes, PlanRules rules) {
+                                                    RoundChanges changes, PlanRules rules) {
   const std::string key = keys::size(prev.round + 1);
   std::optional<C10dDerivedRound> derived;
   if (rules.may_derive) derived = derivable(prev, changes, rules.min_nodes);
@@ -78,7 +78,7 @@ asio::awaitable<Bytes> C10dRendezvous::propose_plan(Store& store, C10dRoundHeade
   co_return co_await store.compare_set(key, {}, encode_derived_size(size, rules.name, *derived));
 }
 
-asio::awaitable<Bytes> C10dRendezvous::plan_of(int next, const C10dChanges& seen) {
+asio::awaitable<Bytes> C10dRendezvous::plan_of(int next, const RoundChanges& seen) {
   const C10dRoundHeader& prev = current_->header;
   const std::string key = keys::size(next);
   // With the store host among the members it alone proposes, since a derived plan carries its
@@ -97,7 +97,7 @@ asio::awaitable<std::optional<RendezvousInfo>> C10dRendezvous::reform(int local_
                                                                      Seen seen) {
   const int next = current_->header.round + 1;
   if (!seen.plan) {
-    C10dChanges changes = std::move(seen.changes);
+    RoundChanges changes = std::move(seen.changes);
     if (changes.empty()) {
       // The monitor had not read the log yet (the agent came here from its own verdict, or
       // nothing happened): read it once.

@@ -152,8 +152,8 @@ std::optional<std::pair<std::string, Bytes>> C10dRendezvous::lease_entry(int rou
   Lease lease;
   lease.grace = settings_.connection_grace;
   lease.append_key = keys::prefix(settings_.run_id) + "/" + keys::change(round);
-  std::optional<C10dLostMember> member;
-  if (current_) member = C10dLostMember{current_->place.group_rank, local_world_size_};
+  std::optional<LostMember> member;
+  if (current_) member = LostMember{current_->place.group_rank, local_world_size_};
   lease.value =
       to_string(lost_line(self_.name, "connection", std::string(kLeaseAfterMs), member));
   return std::make_pair(lease_key(keys::lease_base(self_.name)), encode(lease));
@@ -177,7 +177,7 @@ asio::awaitable<int> C10dRendezvous::expected_members(int round) {
   std::vector<std::string> read{keys::size(round), keys::change(round)};
   const std::vector<Bytes> values = co_await store_.multi_get_existing(std::move(read));
   const int size = static_cast<int>(leading_int(values.at(0)).value_or(0));
-  const C10dChanges changes = parse_changes(values.at(1));
+  const RoundChanges changes = parse_changes(values.at(1));
   const auto standby = co_await store_.add(keys::standby(round), 0);
   const int expected =
       std::min(changes.expected_next(size, settings_.max_nodes) + static_cast<int>(standby),
@@ -415,8 +415,7 @@ asio::awaitable<void> C10dRendezvous::close_job(const std::string& why) {
 asio::awaitable<void> C10dRendezvous::finish(bool success) {
   if (!success) {
     stop_monitor();
-    const std::string why = fmt::format("workers failed on node {}{}", self_.name,
-                                        failure_ ? ": " + *failure_ : std::string{});
+    const std::string why = workers_failed_reason(self_.name, failure_);
     co_await close_job(why);
     if (self_.is_host && current_) co_await wait_until_read(current_->header.round);
     co_return;

@@ -19,9 +19,9 @@
 #include <utility>
 
 #include "rendezvous/c10d/c10d_assignment.hpp"
-#include "rendezvous/c10d/c10d_change_log.hpp"
 #include "rendezvous/c10d/c10d_derived.hpp"
 #include "rendezvous/c10d/c10d_settings.hpp"
+#include "rendezvous/engine/round_changes.hpp"
 #include "rendezvous/rendezvous.hpp"
 #include "rendezvous/store/prefix_store.hpp"
 
@@ -76,7 +76,7 @@ class C10dRendezvous final : public Rendezvous {
   // What the monitor learnt of the running round: its change log as last read, and the plan of
   // the next round when it read or wrote one.
   struct Seen {
-    C10dChanges changes;
+    RoundChanges changes;
     std::optional<Bytes> plan;
   };
   // What a proposal for round N+1 depends on besides round N's header and log.
@@ -90,11 +90,11 @@ class C10dRendezvous final : public Rendezvous {
   // Re-forming from the plan in r<N+1>/size (c10d_reform.cpp): this node's place in the derived
   // round, or nullopt when every node joins round N+1 in full.
   asio::awaitable<std::optional<RendezvousInfo>> reform(int local_world_size, Seen seen);
-  asio::awaitable<Bytes> plan_of(int round, const C10dChanges& seen);
+  asio::awaitable<Bytes> plan_of(int round, const RoundChanges& seen);
   // Proposes the plan of round prev.round + 1 (compare_set from absent) and returns the plan that
   // won. Touches nothing but `store`: the monitor calls it too.
   static asio::awaitable<Bytes> propose_plan(Store& store, C10dRoundHeader prev,
-                                             C10dChanges changes, PlanRules rules);
+                                             RoundChanges changes, PlanRules rules);
   PlanRules plan_rules(int next);
   // compare_set of r<round>/size from absent (or from a join plan, which a closer replaces);
   // returns the value stored.

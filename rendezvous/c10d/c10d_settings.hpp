@@ -6,23 +6,14 @@
 #include <cstdint>
 #include <string>
 
+#include "rendezvous/engine/round_settings.hpp"
+
 namespace ddp::rdzv {
 
-struct C10dSettings {
-  std::string run_id = "none";  // keys live under /ddprun/<run_id>/
-  int min_nodes = 1;
-  int max_nodes = 1;
-  std::chrono::milliseconds join_timeout{std::chrono::seconds(600)};  // whole round
-  std::chrono::milliseconds last_call_timeout{std::chrono::seconds(30)};  // after min joined
+struct C10dSettings : RoundSettings {
   std::chrono::milliseconds close_timeout{std::chrono::seconds(30)};  // exit barrier's tail
   std::chrono::milliseconds keep_alive_interval{std::chrono::seconds(5)};
   int keep_alive_max_attempt = 3;  // missed beats before a node is declared lost
-  // A node whose store connection closed and was not re-made within this is lost (rdzv_conf
-  // connection_grace_ms). Heartbeats still catch what a closed connection cannot show.
-  std::chrono::milliseconds connection_grace{300};
-  // After a worker failure, how long beyond connection_grace to wait for a loss verdict.
-  std::chrono::milliseconds verdict_margin{1000};
-  std::chrono::milliseconds progress_interval{std::chrono::seconds(5)};  // "3/4 joined" logs
   // Most keys in one MULTI_GET or MULTI_SET of the closer (stores refuse more than 65,536 keys in
   // one request): it reads the descriptors and writes the places of a larger round in chunks.
   int max_keys_per_request = 16384;

@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/ip/address.hpp>
 
 #include "common/log.hpp"
 #include "ddp/error.hpp"
@@ -25,12 +24,6 @@ namespace ddp::rdzv::etcd {
 namespace {
 
 std::shared_ptr<spdlog::logger> logger() { return log::get("rdzv"); }
-
-bool is_v6(const std::string& addr) {
-  boost::system::error_code ec;
-  const auto a = asio::ip::make_address(addr, ec);
-  return !ec && a.is_v6();
-}
 
 class EtcdBackend final : public Rendezvous {
  public:
@@ -52,7 +45,12 @@ class EtcdBackend final : public Rendezvous {
     self_.addr = options_.local_addr ? *options_.local_addr : route_address(first.host, first.port);
     self_.name = fmt::format("{}_{}", self_.addr, ::getpid());
     self_.addresses = node_addresses();
-    bind_host_ = is_v6(self_.addr) ? "::" : "0.0.0.0";
+    bind_host_ = wildcard_like(self_.addr);
+    // The link store: the members of a round this node hosts hold their leases here, so that
+    // it learns of a member's death from its closed connection (etcd_links.hpp).
+    links_ = std::make_unique<TcpStoreServer>(io_, bind_host_, 0);
+    links_->start();
+    self_.link_port = links_->port();
     std::vector<std::string> members;
     for (const Member& m : options_.members) members.push_back(m.to_string());
     logger()->info("etcd rendezvous run={}: this node advertises {} ({}); etcd members {} ({})",
@@ -68,7 +66,8 @@ class EtcdBackend final : public Rendezvous {
           logger()->debug("worker store for round {} at {}:{}", round, self_.addr,
                           worker_store_->port());
           return std::make_pair(self_.addr, worker_store_->port());
-        });
+        },
+        &links_->store());
   }
 
   ~EtcdBackend() override {
@@ -132,6 +131,7 @@ class EtcdBackend final : public Rendezvous {
   std::shared_ptr<EtcdClient> client_;
   RoundWorkerGuard worker_guard_{options_.worker_store_members_only};
   std::unique_ptr<TcpStoreServer> worker_store_;
+  std::unique_ptr<TcpStoreServer> links_;  // for this agent's whole life
   std::unique_ptr<EtcdRendezvous> core_;  // declared last: destroyed before the stores
 };
 

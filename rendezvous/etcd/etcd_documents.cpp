@@ -39,7 +39,8 @@ std::string encode(const NodeDesc& desc) {
            {"addr", desc.addr},
            {"lws", desc.local_world_size},
            {"master_addr", desc.master_addr},
-           {"master_port", desc.master_port}};
+           {"master_port", desc.master_port},
+           {"link_port", desc.link_port}};
   if (!desc.addresses.empty()) doc["addresses"] = desc.addresses;
   return doc.dump();
 }
@@ -53,6 +54,7 @@ NodeDesc decode_node_desc(std::string_view text, const std::string& what) {
     d.master_addr = doc.at("master_addr").get<std::string>();
     d.master_port = doc.at("master_port").get<std::uint16_t>();
     if (doc.contains("addresses")) d.addresses = doc.at("addresses").get<std::vector<std::string>>();
+    d.link_port = doc.value("link_port", std::uint16_t{0});
     return d;
   });
 }
@@ -68,7 +70,9 @@ std::string encode(const RoundHeader& h) {
               {"master_addr", h.master_addr},
               {"master_port", h.master_port},
               {"members", std::move(runs)},
-              {"closer", h.closer}}
+              {"closer", h.closer},
+              {"host", h.host},
+              {"link_port", h.link_port}}
       .dump();
 }
 
@@ -85,6 +89,8 @@ RoundHeader decode_round_header(std::string_view text, const std::string& what) 
       h.runs.push_back({run.at(0).get<std::int64_t>(), run.at(1).get<int>(), run.at(2).get<int>()});
     }
     h.closer = doc.value("closer", std::string{});
+    h.host = doc.value("host", std::string{});
+    h.link_port = doc.value("link_port", std::uint16_t{0});
     return h;
   });
 }
@@ -102,6 +108,8 @@ RoundHeader header_for(int round, int restart_count, std::int64_t revision,
     if (i == 0) {
       h.master_addr = desc.master_addr;
       h.master_port = desc.master_port;
+      h.host = desc.name;
+      h.link_port = desc.link_port;
     }
     const std::int64_t revision = members[i].create_revision;
     if (!h.runs.empty() && h.runs.back().lws == desc.local_world_size &&
@@ -124,6 +132,16 @@ std::optional<int> group_rank_of(const RoundHeader& header, std::int64_t create_
     if (create_revision >= run.first && create_revision < run.first + run.count) {
       return before + static_cast<int>(create_revision - run.first);
     }
+    before += run.count;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::int64_t> revision_of(const RoundHeader& header, int group_rank) {
+  if (group_rank < 0) return std::nullopt;
+  int before = 0;
+  for (const MemberRun& run : header.runs) {
+    if (group_rank < before + run.count) return run.first + (group_rank - before);
     before += run.count;
   }
   return std::nullopt;

@@ -27,6 +27,7 @@ struct NodeDesc {
   // Every address the node holds but loopback: the workers' store of the round admits them all
   // (docs/security.md). Absent from the document when empty.
   std::vector<std::string> addresses = {};
+  std::uint16_t link_port = 0;  // this agent's link store (etcd_links.hpp) on addr; 0: none
 };
 
 // Members whose join keys have the create revisions first, first+1, ..., first+count-1, each with
@@ -47,6 +48,8 @@ struct RoundHeader {
   std::uint16_t master_port = 0;
   std::vector<MemberRun> runs;  // in group-rank (create revision) order
   std::string closer;           // the node whose transaction closed the round (logs)
+  std::string host;             // group rank 0's name: the members' link goes to its agent
+  std::uint16_t link_port = 0;  // group rank 0's link store on master_addr; 0: no links
 
   std::int64_t cutoff() const;  // the last member's create revision
 };
@@ -64,6 +67,8 @@ RoundHeader header_for(int round, int restart_count, std::int64_t revision,
 
 // The group rank of the member whose join key has `create_revision`; nullopt when it is none.
 std::optional<int> group_rank_of(const RoundHeader& header, std::int64_t create_revision);
+// The create revision of the join key of the member at `group_rank`; nullopt when it is none.
+std::optional<std::int64_t> revision_of(const RoundHeader& header, int group_rank);
 int world_size(const RoundHeader& header);
 // The global rank of local rank 0 on the member at `group_rank`.
 int rank_base(const RoundHeader& header, int group_rank);

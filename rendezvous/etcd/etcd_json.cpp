@@ -202,6 +202,11 @@ std::string txn_body(const TxnRequest& request) {
   for (const RangeRequest& r : request.success_reads) {
     success.push_back({{"request_range", range_json(r)}});
   }
+  for (const std::string& key : request.success_deletes) {
+    json one = json::object();
+    one["key"] = base64_encode(key);
+    success.push_back({{"request_delete_range", std::move(one)}});
+  }
   json failure = json::array();
   for (const RangeRequest& r : request.failure) {
     failure.push_back({{"request_range", range_json(r)}});

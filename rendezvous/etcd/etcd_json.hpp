@@ -60,12 +60,14 @@ struct Compare {
   std::string value;          // kValue
 };
 
-// If every compare holds (no compares: always), the puts run and then the success reads, which
-// see the puts; otherwise the failure reads run. All in one revision.
+// If every compare holds (no compares: always), the puts run, then the success reads, which
+// see the puts, then the success deletes (of one key each); otherwise the failure reads run. All
+// in one revision.
 struct TxnRequest {
   std::vector<Compare> compare;
   std::vector<PutRequest> success;
   std::vector<RangeRequest> success_reads;
+  std::vector<std::string> success_deletes;
   std::vector<RangeRequest> failure;
 };
 

@@ -33,6 +33,11 @@ inline std::string all_finished(const std::string& job, int n) {
 inline std::string waiting(const std::string& job, int n, const std::string& name) {
   return events(job, n) + "waiting/" + name;
 }
+// A member lost by connection (etcd_links.hpp): "<after_ms>", put in the transaction that deletes
+// its join key, so that every watch reads how the loss was found before it sees the key go.
+inline std::string lost(const std::string& job, int n, const std::string& name) {
+  return events(job, n) + "lost/" + name;
+}
 // The failure verdict's roll call: the first member whose workers fail creates roll_call; every
 // member answers with present/r<N>/<node> (bound to its lease, outside the round's prefix so that
 // no member's watch carries the answers), and the answer that completes the count puts all_present.

@@ -3,12 +3,13 @@
 //
 // Events: a DELETE of a member's join key is a lost node (its lease expired or was revoked);
 // ev/failed, ev/closed and ev/waiting/<node> are a peer's failure, the job's end and a late node.
-// They fill the same C10dChanges the c10d backend reads from its change log, so both backends
+// They fill the same RoundChanges the c10d backend reads from its change log, so both backends
 // answer the agent alike.
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -16,30 +17,21 @@
 
 #include "common/log.hpp"
 #include "ddp/error.hpp"
-#include "rendezvous/c10d/c10d_change_log.hpp"
+#include "rendezvous/engine/round_monitor.hpp"
 #include "rendezvous/etcd/etcd_keys.hpp"
 #include "rendezvous/etcd/etcd_lease.hpp"
 #include "rendezvous/etcd/etcd_rendezvous.hpp"
 
 namespace ddp::rdzv::etcd {
 
-struct EtcdRendezvous::Monitor {
-  explicit Monitor(asio::any_io_executor ex) : signal(std::move(ex)) {
-    signal.expires_at(Clock::time_point::max());
-  }
-  void wake() { signal.cancel(); }
-  std::optional<RoundEvent> event() const { return changes.first_event(finishing); }
+// RoundMonitor's changes are filled from the round's watch.
+struct EtcdRendezvous::Monitor : RoundMonitor {
+  explicit Monitor(asio::any_io_executor ex) : RoundMonitor(std::move(ex)) {}
 
   std::shared_ptr<EtcdWatch> watch;
-  asio::steady_timer signal;  // never expires; cancelled to wake watch_round / the barrier
-  bool stopped = false;
-  bool finishing = false;     // this node is in the exit barrier
   bool all_finished = false;  // ev/all_finished exists
   bool roll_call = false;     // ev/roll_call exists (this node has answered it)
   bool all_present = false;   // ev/all_present exists: every member answered the roll call
-  C10dChanges changes;
-  std::exception_ptr error;
-  int round = 0;
 };
 
 namespace {
@@ -56,26 +48,22 @@ void add_distinct(std::vector<std::string>& names, const std::string& name) {
   if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
 }
 
-// A member's join key was deleted: its lease ended, at most a TTL after its agent's last
-// keep-alive. The loss carries that bound, as c10d's lines carry their heartbeat window, so the
-// agent logs a node_lost event for it (the event log's record of every loss, whatever backend).
-void record_lease_loss(C10dChanges& changes, const std::string& name,
-                       std::chrono::milliseconds lease_ttl) {
-  if (std::find(changes.lost.begin(), changes.lost.end(), name) != changes.lost.end()) return;
-  changes.lost.push_back(name);
-  changes.losses.push_back(NodeLoss{name, "lease", lease_ttl});
+// A member is lost: its link closed (ev/lost/<node>, with the closed link's milliseconds), or
+// its join key was deleted without that, because its lease ended, at most a TTL after its
+// agent's last keep-alive. The loss carries how it was found and that bound, as c10d's lines
+// carry their heartbeat window, so the agent logs a node_lost event for it (the event log's
+// record of every loss, whatever backend). The first word on a node stands.
+void record_loss(RoundChanges& changes, NodeLoss loss) {
+  if (std::find(changes.lost.begin(), changes.lost.end(), loss.node) != changes.lost.end()) return;
+  changes.lost.push_back(loss.node);
+  changes.losses.push_back(std::move(loss));
 }
 
-// Waits on a timer that is cancelled to signal; false when this coroutine itself was cancelled.
-asio::awaitable<bool> wait_signal(asio::steady_timer& timer) {
-  co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
-  const auto state = co_await asio::this_coro::cancellation_state;
-  co_return state.cancelled() == asio::cancellation_type::none;
+std::chrono::milliseconds milliseconds_in(const std::string& text) {
+  long long ms = 0;
+  std::from_chars(text.data(), text.data() + text.size(), ms);
+  return std::chrono::milliseconds(ms);
 }
-
-// What a cancelled watch_round returns: only a caller that lost a race cancels it, and it
-// discards the value.
-RoundEvent abandoned_watch() { return {RoundChange::kPeerFailed, "watch abandoned"}; }
 
 struct RollCall {
   std::string present;      // this node's answer key
@@ -125,6 +113,7 @@ void EtcdRendezvous::start_monitor(const Member& member) {
   }
   const std::string joins = keys::joins(job_, m->round);
   const std::string waiting = keys::waiting(job_, m->round, "");
+  const std::string lost = keys::lost(job_, m->round, "");
   const std::string failed = keys::failed(job_, m->round);
   const std::string closed = keys::closed_event(job_, m->round);
   const std::string all_finished = keys::all_finished(job_, m->round);
@@ -143,6 +132,16 @@ void EtcdRendezvous::start_monitor(const Member& member) {
         while (!m->stopped) {
           const auto response = co_await m->watch->next(Clock::time_point::max());
           if (!response) break;
+          // A loss by connection puts ev/lost/<node> and deletes the join key in one revision:
+          // the put says how it was found, whatever the order of the two events.
+          for (const WatchEvent& e : response->events) {
+            if (!e.is_delete && starts_with(e.kv.key, lost)) {
+              const std::string name = e.kv.key.substr(lost.size());
+              if (name != self) {
+                record_loss(m->changes, NodeLoss{name, "connection", milliseconds_in(e.kv.value)});
+              }
+            }
+          }
           for (const WatchEvent& e : response->events) {
             const std::string& key = e.kv.key;
             if (starts_with(key, joins)) {
@@ -150,9 +149,9 @@ void EtcdRendezvous::start_monitor(const Member& member) {
               // A member's key deleted: its lease ended.
               if (e.is_delete && e.prev_kv && name != self &&
                   group_rank_of(header, e.prev_kv->create_revision)) {
-                record_lease_loss(m->changes, name, lease_ttl);
+                record_loss(m->changes, NodeLoss{name, "lease", lease_ttl});
               }
-            } else if (e.is_delete) {
+            } else if (e.is_delete || starts_with(key, lost)) {
               continue;
             } else if (starts_with(key, waiting)) {
               add_distinct(m->changes.waiting, key.substr(waiting.size()));
@@ -186,20 +185,44 @@ void EtcdRendezvous::start_monitor(const Member& member) {
           m->wake();
         }
       },
-      [m](std::exception_ptr error) {
-        if (error && !m->stopped) {
-          try {
-            std::rethrow_exception(error);
-          } catch (const std::exception& e) {
-            logger()->error("etcd round {} watch failed: {}", m->round, e.what());
-          }
-          m->error = error;
-        }
-        m->wake();
-      });
+      [m](std::exception_ptr error) { m->part_ended(error, "etcd"); });
+}
+
+asio::awaitable<void> EtcdRendezvous::start_link(Member member) {
+  const RoundHeader& header = member.header;
+  if (header.size < 2 || header.link_port == 0 || header.host.empty() ||
+      header.master_addr.empty()) {
+    co_return;  // no peer, or a host without a link store
+  }
+  // A loss is declared in etcd; the round's watch then tells every member, this one included.
+  LinkLoss on_lost = [executor = executor_, client = client_, job = job_, header](
+                         std::string node, int group_rank, std::chrono::milliseconds after) {
+    logger()->warn("round {}: node {} (group rank {}) is gone: its link has been closed for {} ms",
+                   header.round, node, group_rank, after.count());
+    asio::co_spawn(executor, declare_lost(client, job, header, node, group_rank, after),
+                   [node](std::exception_ptr error, bool) {
+                     if (!error) return;
+                     try {
+                       std::rethrow_exception(error);
+                     } catch (const std::exception& e) {
+                       logger()->warn("etcd: node {} not declared lost (its lease will say): {}",
+                                      node, e.what());
+                     }
+                   });
+  };
+  if (member.group_rank == 0) {
+    if (links_ != nullptr) link_ = RoundLink::watch_members(*links_, header.round, on_lost);
+    co_return;
+  }
+  LinkTarget target{header.master_addr, header.link_port, header.round, self_.name,
+                    member.group_rank,  header.host,      settings_.connection_grace};
+  std::unique_ptr<RoundLink> link = co_await RoundLink::hold(std::move(target), std::move(on_lost));
+  // (The round may have ended meanwhile: a link outside a running round would only mislead.)
+  if (monitor_ && monitor_->round == header.round && !monitor_->stopped) link_ = std::move(link);
 }
 
 void EtcdRendezvous::stop_monitor() {
+  link_.reset();
   if (!monitor_) return;
   monitor_->stopped = true;
   monitor_->watch->cancel();
@@ -208,18 +231,11 @@ void EtcdRendezvous::stop_monitor() {
 }
 
 asio::awaitable<RoundEvent> EtcdRendezvous::watch_round() {
-  const std::shared_ptr<Monitor> m = monitor_;
-  const std::shared_ptr<Lease> lease = lease_;
-  while (m && !m->stopped) {
-    if (m->error) std::rethrow_exception(m->error);
-    if (lease && lease->error) std::rethrow_exception(lease->error);
-    if (const auto event = m->event()) co_return *event;
-    if (!co_await wait_signal(m->signal)) co_return abandoned_watch();
+  std::function<std::exception_ptr()> lease_error;
+  if (const std::shared_ptr<Lease> lease = lease_) {
+    lease_error = [lease] { return lease->error; };
   }
-  // Not in a running round: nothing can change it any more. Wait until cancelled.
-  asio::steady_timer forever(co_await asio::this_coro::executor, Clock::time_point::max());
-  if (co_await wait_signal(forever)) throw InternalError("etcd watch_round woke without a round");
-  co_return abandoned_watch();
+  return watch_running_round(monitor_, std::move(lease_error));
 }
 
 asio::awaitable<int> EtcdRendezvous::report_failure(std::string what) {
@@ -373,8 +389,7 @@ asio::awaitable<void> EtcdRendezvous::exit_barrier() {
 asio::awaitable<void> EtcdRendezvous::finish(bool success) {
   if (!success) {
     stop_monitor();
-    const std::string why = fmt::format("workers failed on node {}{}", self_.name,
-                                        failure_ ? ": " + *failure_ : std::string{});
+    const std::string why = workers_failed_reason(self_.name, failure_);
     co_await close_job(why);
     co_await leave();
     co_return;

@@ -42,13 +42,14 @@ std::int64_t leading_int(const std::string& text) {
 
 EtcdRendezvous::EtcdRendezvous(asio::any_io_executor executor, std::shared_ptr<EtcdClient> client,
                                EtcdSettings settings, EtcdNode self,
-                               WorkerStoreOpener open_worker_store)
+                               WorkerStoreOpener open_worker_store, MemoryStore* links)
     : executor_(std::move(executor)),
       client_(std::move(client)),
       settings_(std::move(settings)),
       self_(std::move(self)),
       open_worker_store_(std::move(open_worker_store)),
-      job_(keys::job(settings_.run_id)) {}
+      job_(keys::job(settings_.run_id)),
+      links_(links) {}
 
 EtcdRendezvous::~EtcdRendezvous() {
   stop_monitor();
@@ -126,6 +127,7 @@ asio::awaitable<RendezvousInfo> EtcdRendezvous::next_round(int local_world_size)
       settings_.run_id, round, info.group_rank, info.group_world_size, info.world_size,
       info.restart_count, info.master_addr, info.master_port);
   start_monitor(*current_);
+  co_await start_link(*current_);
   co_return info;
 }
 
@@ -162,7 +164,7 @@ asio::awaitable<int> EtcdRendezvous::expected_members(int round) {
 }
 
 asio::awaitable<EtcdRendezvous::Joined> EtcdRendezvous::join(int round, int local_world_size) {
-  NodeDesc desc{self_.name, self_.addr, local_world_size, {}, 0, self_.addresses};
+  NodeDesc desc{self_.name, self_.addr, local_world_size, {}, 0, self_.addresses, self_.link_port};
   if (open_worker_store_) std::tie(desc.master_addr, desc.master_port) = open_worker_store_(round);
   // One transaction: the put, then (seeing it, at its revision) the keys alive up to us, which
   // are our arrival index, the header if the round closed before us, and the job's closed key.

@@ -5,7 +5,9 @@
 // is an equal client of etcd, and the workers' store is hosted by each round's group rank 0.
 //
 // Liveness is a lease per agent, kept alive every TTL/3; a node's join keys are bound to it, so
-// a node is lost when etcd expires its lease (or the agent revokes it on the way out). Waiting is
+// a node is lost when etcd expires its lease (or the agent revokes it on the way out). A dead
+// agent is found sooner by its closed link to the round's host (etcd_links.hpp), which then
+// deletes its join key at once. Waiting is
 // watching: a joining node watches its round's assignment key, a member watches its round's
 // prefix. A round closes in one compare-and-swap transaction (create-if-absent of the header).
 // Runs on one io_context thread; the client must outlive it.
@@ -20,6 +22,7 @@
 
 #include "rendezvous/etcd/etcd_client.hpp"
 #include "rendezvous/etcd/etcd_documents.hpp"
+#include "rendezvous/etcd/etcd_links.hpp"
 #include "rendezvous/etcd/etcd_settings.hpp"
 #include "rendezvous/rendezvous.hpp"
 
@@ -31,8 +34,11 @@ using WorkerStoreOpener = std::function<std::pair<std::string, std::uint16_t>(in
 
 class EtcdRendezvous final : public Rendezvous {
  public:
+  // `links`: this agent's link store (self.link_port serves it), whose leases tell this node of
+  // a member's death while it hosts a round (etcd_links.hpp); null: no loss by connection.
   EtcdRendezvous(asio::any_io_executor executor, std::shared_ptr<EtcdClient> client,
-                 EtcdSettings settings, EtcdNode self, WorkerStoreOpener open_worker_store);
+                 EtcdSettings settings, EtcdNode self, WorkerStoreOpener open_worker_store,
+                 MemoryStore* links = nullptr);
   ~EtcdRendezvous() override;
 
   asio::awaitable<RendezvousInfo> next_round(int local_world_size) override;
@@ -93,6 +99,8 @@ class EtcdRendezvous final : public Rendezvous {
 
   void start_monitor(const Member& member);
   void stop_monitor();
+  // The round's links (etcd_links.hpp): the host watches its members', a member holds its own.
+  asio::awaitable<void> start_link(Member member);
   asio::awaitable<void> exit_barrier();
 
   asio::any_io_executor executor_;
@@ -105,6 +113,8 @@ class EtcdRendezvous final : public Rendezvous {
   std::optional<Member> current_;
   std::optional<std::string> failure_;
   std::shared_ptr<Monitor> monitor_;
+  MemoryStore* links_ = nullptr;
+  std::unique_ptr<RoundLink> link_;  // the running round's
 };
 
 }  // namespace ddp::rdzv::etcd

@@ -3,21 +3,19 @@
 // --nnodes and --rdzv_conf; tests use short timeouts.
 
 #include <chrono>
+#include <cstdint>
 #include <string>
 #include <vector>
 
+#include "rendezvous/engine/round_settings.hpp"
+
 namespace ddp::rdzv::etcd {
 
-struct EtcdSettings {
-  std::string run_id = "none";  // keys live under /ddprun/<run_id>/
-  int min_nodes = 1;
-  int max_nodes = 1;
-  std::chrono::milliseconds join_timeout{std::chrono::seconds(600)};      // whole round
-  std::chrono::milliseconds last_call_timeout{std::chrono::seconds(30)};  // after min joined
+// connection_grace is the link to the round's host (etcd_links.hpp); failure_verdict waits a
+// lease TTL plus verdict_margin (1.5 s here) for a lost node's lease to expire.
+struct EtcdSettings : RoundSettings {
+  EtcdSettings() { verdict_margin = std::chrono::milliseconds(1500); }
   std::chrono::seconds lease_ttl{10};  // a node is lost this long after its last keep-alive
-  // failure_verdict waits a lease TTL plus this for a lost node's lease to expire.
-  std::chrono::milliseconds verdict_margin{1500};
-  std::chrono::milliseconds progress_interval{std::chrono::seconds(5)};  // "3/4 joined" logs
 };
 
 // https (--rdzv_conf protocol=https): the user's files; every path may be empty.
@@ -33,6 +31,7 @@ struct EtcdNode {
   std::string addr;  // advertised address (--local_addr, or the interface routing to etcd)
   std::string name;  // unique in the job: "<addr>_<pid>"
   std::vector<std::string> addresses = {};  // every address the node holds but loopback
+  std::uint16_t link_port = 0;  // this agent's link store (etcd_links.hpp); 0: none
 };
 
 }  // namespace ddp::rdzv::etcd

@@ -28,8 +28,9 @@
 #                                  ../shared/tools/torchrun-fixed). scripts/bench/node_loss_bench.py
 #   rendezvous.sh node_loss_sleep  3 agents on loopback with sleep workers (--nnodes=2:3; c10d:
 #                                  keep_alive_interval=1,keep_alive_max_attempt=2; etcd:
-#                                  lease_ttl=2); SIGKILL one that does not host a store: seconds
-#                                  until both survivors run restarted workers
+#                                  ETCD_LOSS_CONF, default lease_ttl=10, etcd's default); SIGKILL
+#                                  one that does not host a store: seconds until both survivors
+#                                  run restarted workers
 #   rendezvous.sh node_loss_host   the same, killing the agent at group rank 0 (etcd: the host of
 #                                  the workers' store; c10d cannot lose it)
 #   rendezvous.sh etcd_profile K [K...]  scale with etcd, then what the run cost etcd (its members'
@@ -189,7 +190,7 @@ node_loss_sleep() {  # node_loss_sleep member|host
   mkdir -p "$out"
   local pids=() rdzv conf=keep_alive_interval=1,keep_alive_max_attempt=2
   read -r -a rdzv <<<"$(rdzv_args loss)"
-  [ "$BACKEND" = etcd ] && conf=lease_ttl=2
+  [ "$BACKEND" = etcd ] && conf=${ETCD_LOSS_CONF:-lease_ttl=10}
   for i in 0 1 2; do
     "$DDPRUN" --nnodes=2:3 --nproc_per_node=1 "${rdzv[@]}" --rdzv_conf="$conf" --log_level=info \
       --no_python /bin/sh -c 'date +%s.%N > "$0/world${WORLD_SIZE}_rank${RANK}"; [ "$WORLD_SIZE" = 3 ] && exec sleep 60; exit 0' \

@@ -3,6 +3,7 @@ with scripts/etcd-cluster.sh (skipped when etcd is not installed, unless DDP_REQ
 ddprun agents that use it.
 """
 
+import json
 import os
 import random
 import shutil
@@ -114,3 +115,11 @@ def kill_all(procs):
 def read(path):
     with open(path, errors="replace") as f:
         return f.read()
+
+
+def events(path):
+    """The events of an agent's --event_log so far ([] before it exists)."""
+    try:
+        return [json.loads(line) for line in open(path) if line.strip()]
+    except FileNotFoundError:
+        return []

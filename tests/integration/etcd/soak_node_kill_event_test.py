@@ -3,10 +3,10 @@ node's agent was SIGKILLed but logged no node_lost event (only a restart with ro
 node_lost), so the event log and the node-loss metric missed every loss of an etcd job.
 
 Three agents (--nnodes=2:3, one hold_worker each, each with its --event_log), one SIGKILLed while
-the job runs: both survivors log node_lost for it, detected_by "lease", with the lease TTL as
-after_ms, then re-form at world 2 and finish."""
+the job runs: both survivors log node_lost for it, detected_by "connection" (its closed link to
+the round's host, or the host's refused link store, found it: etcd_links.hpp), with at least the
+connection grace as after_ms, then re-form at world 2 and finish."""
 
-import json
 import os
 import signal
 import sys
@@ -17,12 +17,7 @@ from ddptest import check
 
 HOLD = os.path.join(ddptest.SOURCE_DIR, "tests/integration/multinode/hold_worker.py")
 
-
-def events(path):
-    try:
-        return [json.loads(line) for line in open(path) if line.strip()]
-    except FileNotFoundError:
-        return []
+events = etcdtest.events
 
 
 work = ddptest.temp_dir("ddptest_etcd_soak_kill_")
@@ -50,9 +45,9 @@ try:
             lost = [e for e in events(logs[i]) if e["event"] == "node_lost"]
             check(len(lost) == 1, f"survivor {i} logged {len(lost)} node_lost events: "
                                   f"{events(logs[i])}")
-            check(lost[0]["detected_by"] == "lease" and lost[0]["after_ms"] == 2000,
+            check(lost[0]["detected_by"] == "connection" and lost[0]["after_ms"] >= 300,
                   f"survivor {i}'s node_lost: {lost[0]}")
-        print("ok etcd node kill: both survivors logged node_lost (lease, 2000 ms) and finished")
+        print("ok etcd node kill: both survivors logged node_lost (connection) and finished")
 finally:
     etcdtest.kill_all(procs)
     ddptest.remove_tree(work)

@@ -5,7 +5,8 @@ it (30 s by default) before re-forming without it.
 
 Four agents (--nnodes=2:4, one hold_worker each, last_call_timeout=600 so that only the fix can
 re-form in time), two SIGKILLed 1 s apart, both before the first lease ends: the other two re-form at world 2 and finish within the
-test's 90 s."""
+test's 90 s. The job's links (loss by connection) are held off with a connection grace longer than
+the test, so that the leases find both losses, as they do when links are silent (cut)."""
 
 import glob
 import json
@@ -32,7 +33,8 @@ try:
     with etcdtest.Cluster() as cluster:
         cmd = etcdtest.agent_cmd(cluster.endpoints, "soaktwo", "2:4", 1,
                                  [sys.executable, HOLD, work, "4"],
-                                 conf="lease_ttl=2,last_call_timeout=600,join_timeout=600",
+                                 conf="lease_ttl=2,last_call_timeout=600,join_timeout=600,"
+                                      "connection_grace_ms=600000",
                                  extra=["--max_restarts=0"])
         procs, outs = etcdtest.spawn_agents([cmd] * 4, work, "agent")
         check(ddptest.wait_until(lambda: started(4) == 4, 60),

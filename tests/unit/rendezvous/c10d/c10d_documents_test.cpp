@@ -4,7 +4,7 @@
 
 #include "ddp/error.hpp"
 #include "rendezvous/c10d/c10d_assignment.hpp"
-#include "rendezvous/c10d/c10d_change_log.hpp"
+#include "rendezvous/engine/round_changes.hpp"
 #include "rendezvous/c10d/c10d_derived.hpp"
 
 using namespace ddp::rdzv;
@@ -127,7 +127,7 @@ TEST_CASE("the change log yields the event to act on and the next round's size",
   auto append = [&log](const Bytes& line) { log.insert(log.end(), line.begin(), line.end()); };
   append(waiting_line("late"));
   append(waiting_line("late"));
-  C10dChanges c = parse_changes(log);
+  RoundChanges c = parse_changes(log);
   CHECK(c.waiting == std::vector<std::string>{"late"});
   REQUIRE(c.first_event().has_value());
   CHECK(c.first_event()->change == RoundChange::kNodeWaiting);
@@ -157,7 +157,7 @@ TEST_CASE("the change log yields the event to act on and the next round's size",
 // What both backends' failure_verdict act on: the changes a worker failure may follow from.
 TEST_CASE("a worker failure follows from a lost node first, then from a peer's failure",
           "[c10d]") {
-  C10dChanges c;
+  RoundChanges c;
   CHECK_FALSE(c.failure_cause().has_value());
   c.waiting.push_back("late");  // a waiting node explains no failure
   CHECK_FALSE(c.failure_cause().has_value());
@@ -168,7 +168,7 @@ TEST_CASE("a worker failure follows from a lost node first, then from a peer's f
   CHECK(c.failure_cause()->change == RoundChange::kNodeLost);
   CHECK(c.failure_cause()->detail.find("host") != std::string::npos);
 
-  C10dChanges closed;
+  RoundChanges closed;
   closed.closed = "workers failed on node n2";
   REQUIRE(closed.failure_cause().has_value());
   CHECK(closed.failure_cause()->change == RoundChange::kPeerFailed);
@@ -217,8 +217,8 @@ TEST_CASE("a round is derived from lost lines that say where the lost sat, and o
     for (const Bytes& l : lines) log.insert(log.end(), l.begin(), l.end());
     return parse_changes(log);
   };
-  const Bytes lost_b = lost_line("b", "connection", "301", C10dLostMember{1, 2});
-  const Bytes lost_d = lost_line("d", "heartbeat", "15000", C10dLostMember{3, 2});
+  const Bytes lost_b = lost_line("b", "connection", "301", LostMember{1, 2});
+  const Bytes lost_d = lost_line("d", "heartbeat", "15000", LostMember{3, 2});
   const auto derived = derivable(prev, log_of({lost_d, lost_b, lost_b}), 2);
   REQUIRE(derived.has_value());
   REQUIRE(derived->lost.size() == 2);
@@ -249,7 +249,7 @@ TEST_CASE("a round is derived from lost lines that say where the lost sat, and o
   CHECK_FALSE(derivable(prev, log_of({lost_b, lost_d}), 4));
   C10dRoundHeader hosted = prev;
   hosted.host_first = true;
-  CHECK_FALSE(derivable(hosted, log_of({lost_line("h", "heartbeat", "9", C10dLostMember{0, 1})}),
+  CHECK_FALSE(derivable(hosted, log_of({lost_line("h", "heartbeat", "9", LostMember{0, 1})}),
                         1));
   C10dRoundHeader large = prev;
   large.size = 1000;
@@ -257,7 +257,7 @@ TEST_CASE("a round is derived from lost lines that say where the lost sat, and o
   for (int i = 0; i <= kC10dMaxDerivedLosses; ++i) {
     std::string name = std::to_string(i);  // (not "m" + ...: GCC 12 -O3 false -Wrestrict)
     name.insert(name.begin(), 'm');
-    many.push_back(lost_line(name, "connection", "1", C10dLostMember{i, 1}));
+    many.push_back(lost_line(name, "connection", "1", LostMember{i, 1}));
   }
   CHECK_FALSE(derivable(large, log_of(many), 1));
   many.pop_back();
@@ -290,7 +290,7 @@ TEST_CASE("the plan in a round's size key reads back, and other values are not p
 
 TEST_CASE("a lost line keeps where the node sat; an older line without it still counts",
           "[c10d][reform]") {
-  const auto changes = parse_changes(lost_line("x", "connection", "12", C10dLostMember{4, 8}));
+  const auto changes = parse_changes(lost_line("x", "connection", "12", LostMember{4, 8}));
   REQUIRE(changes.lost_members.size() == 1);
   REQUIRE(changes.lost_members[0].has_value());
   CHECK(changes.lost_members[0]->group_rank == 4);

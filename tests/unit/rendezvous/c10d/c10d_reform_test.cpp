@@ -28,7 +28,7 @@ std::string node_name(int i) {
 
 // Node i's lost line in round 0 (as its lease would write it), from where it sat.
 Bytes lost_in(const RendezvousInfo& info, const std::string& name, int local_world_size) {
-  return lost_line(name, "connection", "300", C10dLostMember{info.group_rank, local_world_size});
+  return lost_line(name, "connection", "300", LostMember{info.group_rank, local_world_size});
 }
 
 std::vector<std::shared_ptr<Outcome<RoundEvent>>> watch(Cluster& c, const std::vector<int>& who) {

@@ -50,6 +50,7 @@ TEST_CASE("request bodies use base64 keys and int64 as strings", "[etcd]") {
   t.compare.push_back({"/m", Compare::Target::kMod, 7, {}});
   t.success.push_back({"/k", "v", 0x7fffffffffffff01});
   t.success_reads.push_back(r);
+  t.success_deletes.push_back("/gone");
   t.failure.push_back(r);
   const json txn = json::parse(txn_body(t));
   CHECK(txn["compare"][0]["target"] == "CREATE");
@@ -58,9 +59,12 @@ TEST_CASE("request bodies use base64 keys and int64 as strings", "[etcd]") {
   CHECK(txn["compare"][1]["mod_revision"] == "7");
   CHECK(txn["success"][0]["request_put"]["value"] == base64_encode("v"));
   CHECK(txn["success"][0]["request_put"]["lease"] == "9223372036854775553");  // beyond 2^53
-  // A success branch's reads come after its puts, so that they see them.
-  REQUIRE(txn["success"].size() == 2);
+  // A success branch's reads come after its puts, so that they see them, and before its
+  // deletes, so that they still see the deleted keys.
+  REQUIRE(txn["success"].size() == 3);
   CHECK(txn["success"][1]["request_range"]["count_only"] == true);
+  CHECK(txn["success"][2]["request_delete_range"]["key"] == base64_encode("/gone"));
+  CHECK_FALSE(txn["success"][2]["request_delete_range"].contains("range_end"));
   CHECK(txn["failure"][0]["request_range"]["key"] == base64_encode("/a/"));
 
   CHECK(json::parse(lease_id_body(0x694d7aee9c8e6c0b))["ID"] == "7587856112436538379");

@@ -10,8 +10,10 @@ using namespace ddp::rdzv::etcd;
 
 namespace {
 
-KeyValue join_key(const std::string& name, std::int64_t revision, int lws, int port = 0) {
-  NodeDesc d{name, "10.0.0." + name, lws, "10.0.0." + name, static_cast<std::uint16_t>(port)};
+KeyValue join_key(const std::string& name, std::int64_t revision, int lws, int port = 0,
+                  int link_port = 0) {
+  NodeDesc d{name, "10.0.0." + name, lws, "10.0.0." + name, static_cast<std::uint16_t>(port),
+             static_cast<std::uint16_t>(link_port)};
   return {"/ddprun/j/r0/join/" + name, encode(d), revision, revision, 1};
 }
 
@@ -19,7 +21,7 @@ KeyValue join_key(const std::string& name, std::int64_t revision, int lws, int p
 
 TEST_CASE("a round's members are runs of create revisions; each finds its group rank", "[etcd]") {
   // Revision 13 is not a member (another write, or a key whose lease expired before the close).
-  const std::vector<KeyValue> members = {join_key("1", 10, 2, 4711), join_key("2", 11, 2),
+  const std::vector<KeyValue> members = {join_key("1", 10, 2, 4711, 4712), join_key("2", 11, 2),
                                          join_key("3", 12, 2), join_key("4", 14, 2),
                                          join_key("5", 15, 1)};
   const RoundHeader h = header_for(3, 2, 20, members, "5");
@@ -28,12 +30,18 @@ TEST_CASE("a round's members are runs of create revisions; each finds its group 
   CHECK(h.cutoff() == 15);
   CHECK(h.master_addr == "10.0.0.1");  // group rank 0 hosts the workers' store
   CHECK(h.master_port == 4711);
+  CHECK(h.host == "1");  // and the link store the members hold their leases at
+  CHECK(h.link_port == 4712);
   CHECK(group_rank_of(h, 10) == 0);
   CHECK(group_rank_of(h, 12) == 2);
   CHECK(group_rank_of(h, 14) == 3);
   CHECK(group_rank_of(h, 15) == 4);
   CHECK_FALSE(group_rank_of(h, 13));
   CHECK_FALSE(group_rank_of(h, 16));  // arrived after the close: late
+  for (int rank = 0; rank < h.size; ++rank) CHECK(group_rank_of(h, *revision_of(h, rank)) == rank);
+  CHECK(revision_of(h, 3) == 14);
+  CHECK_FALSE(revision_of(h, 5));
+  CHECK_FALSE(revision_of(h, -1));
   CHECK(rank_base(h, 0) == 0);
   CHECK(rank_base(h, 3) == 6);
   CHECK(rank_base(h, 4) == 8);
@@ -44,6 +52,8 @@ TEST_CASE("a round's members are runs of create revisions; each finds its group 
   CHECK(back.revision == 20);
   CHECK(back.restart_count == 2);
   CHECK(back.closer == "5");
+  CHECK(back.host == "1");
+  CHECK(back.link_port == 4712);
   const ddp::rdzv::RendezvousInfo info = info_for(back, 4, "j");
   CHECK(info.group_rank == 4);
   CHECK(info.group_world_size == 5);

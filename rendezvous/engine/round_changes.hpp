@@ -1,8 +1,9 @@
 #pragma once
-// The change log of a running c10d round: an append-only store value, one line per event
-// ("lost <node> by=<how> after_ms=<n> rank=<group rank> lws=<n>", "waiting <node>",
-// "failed <node> <what>", "closed <why>"). Every member waits on it; whoever sees a line first
-// ends its round. Pure parsing; no store.
+// What happened to a running round (RoundChanges), as every backend reports it to the agent, and
+// c10d's change log that carries it: an append-only store value, one line per event ("lost
+// <node> by=<how> after_ms=<n> rank=<group rank> lws=<n>", "waiting <node>", "failed <node>
+// <what>", "closed <why>"). Every c10d member waits on the log; etcd fills the same struct from
+// its round's watch. Whoever sees a change first ends its round. Pure parsing; no store.
 
 #include <optional>
 #include <string>
@@ -15,18 +16,22 @@ namespace ddp::rdzv {
 
 inline constexpr const char* kJobFinished = "job finished";
 
+// Why a job closes when a node's workers failed with no restart left: "workers failed on node
+// <node>[: <what>]" (what report_failure was told).
+std::string workers_failed_reason(const std::string& node, const std::optional<std::string>& what);
+
 // Where a lost member sat in the round whose log names it: what the survivors need to derive
 // their places in the next round without re-joining (c10d_derived.hpp).
-struct C10dLostMember {
+struct LostMember {
   int group_rank = 0;
   int local_world_size = 1;
 };
 
-struct C10dChanges {
+struct RoundChanges {
   std::vector<std::string> lost;     // nodes declared lost (distinct)
   std::vector<NodeLoss> losses;      // the same nodes, with how and when (first line of each)
   // The same nodes' places (nullopt: the line did not say, so no round can be derived from it).
-  std::vector<std::optional<C10dLostMember>> lost_members;
+  std::vector<std::optional<LostMember>> lost_members;
   std::vector<std::string> waiting;  // late nodes waiting to join (distinct)
   std::vector<std::string> failed;   // "<node> <what>" lines, in order
   std::optional<std::string> closed; // the job ended: why
@@ -48,12 +53,12 @@ struct C10dChanges {
   int expected_next(int size, int max_nodes) const;
 };
 
-C10dChanges parse_changes(const Bytes& log);
+RoundChanges parse_changes(const Bytes& log);
 
 // `how` is "connection" or "heartbeat"; `after_ms` is a number, or kLeaseAfterMs in a lease's
 // value (the store fills it in); `member` is the node's place in the round of this log, when known.
 Bytes lost_line(const std::string& node, const std::string& how, const std::string& after_ms,
-                const std::optional<C10dLostMember>& member = std::nullopt);
+                const std::optional<LostMember>& member = std::nullopt);
 Bytes waiting_line(const std::string& node);
 Bytes failed_line(const std::string& node, const std::string& what);
 Bytes closed_line(const std::string& why);

@@ -1,6 +1,6 @@
 // Lines are "<verb> <rest>\n"; <rest> never holds a newline (callers' text is flattened).
 
-#include "rendezvous/c10d/c10d_change_log.hpp"
+#include "rendezvous/engine/round_changes.hpp"
 
 #include <fmt/format.h>
 
@@ -27,7 +27,7 @@ void add_distinct(std::vector<std::string>& names, const std::string& name) {
 }
 
 // "<node> by=<how> after_ms=<n> rank=<r> lws=<n>" (the last two only when the writer knew them).
-NodeLoss parse_loss(const std::string& rest, std::optional<C10dLostMember>& member) {
+NodeLoss parse_loss(const std::string& rest, std::optional<LostMember>& member) {
   NodeLoss loss;
   std::optional<int> rank;
   std::optional<int> lws;
@@ -53,7 +53,7 @@ NodeLoss parse_loss(const std::string& rest, std::optional<C10dLostMember>& memb
       lws = parse_number<int>(std::string_view(field).substr(4));
     }
   }
-  if (rank && lws && *rank >= 0 && *lws >= 0) member = C10dLostMember{*rank, *lws};
+  if (rank && lws && *rank >= 0 && *lws >= 0) member = LostMember{*rank, *lws};
   return loss;
 }
 
@@ -64,7 +64,7 @@ std::string joined(const std::vector<std::string>& names) {
 }  // namespace
 
 Bytes lost_line(const std::string& node, const std::string& how, const std::string& after_ms,
-                const std::optional<C10dLostMember>& member) {
+                const std::optional<LostMember>& member) {
   std::string rest = node + " by=" + how + " after_ms=" + after_ms;
   if (member) {
     rest += fmt::format(" rank={} lws={}", member->group_rank, member->local_world_size);
@@ -77,8 +77,8 @@ Bytes failed_line(const std::string& node, const std::string& what) {
 }
 Bytes closed_line(const std::string& why) { return line("closed", why); }
 
-C10dChanges parse_changes(const Bytes& log) {
-  C10dChanges changes;
+RoundChanges parse_changes(const Bytes& log) {
+  RoundChanges changes;
   const std::string text = to_string(log);
   std::size_t start = 0;
   while (start < text.size()) {
@@ -91,7 +91,7 @@ C10dChanges parse_changes(const Bytes& log) {
     const std::string verb = entry.substr(0, space);
     const std::string rest = entry.substr(space + 1);
     if (verb == "lost") {
-      std::optional<C10dLostMember> member;
+      std::optional<LostMember> member;
       NodeLoss loss = parse_loss(rest, member);
       const auto known = std::find(changes.lost.begin(), changes.lost.end(), loss.node);
       if (known == changes.lost.end()) {
@@ -112,7 +112,7 @@ C10dChanges parse_changes(const Bytes& log) {
   return changes;
 }
 
-std::optional<RoundEvent> C10dChanges::first_event(bool finishing) const {
+std::optional<RoundEvent> RoundChanges::first_event(bool finishing) const {
   if (closed && !(finishing && finished())) {
     return RoundEvent{RoundChange::kPeerFailed, "job closed: " + *closed};
   }
@@ -127,21 +127,25 @@ std::optional<RoundEvent> C10dChanges::first_event(bool finishing) const {
   return std::nullopt;
 }
 
-std::optional<RoundEvent> C10dChanges::loss_event() const {
+std::optional<RoundEvent> RoundChanges::loss_event() const {
   if (lost.empty()) return std::nullopt;
   return RoundEvent{RoundChange::kNodeLost, "lost node(s): " + joined(lost), losses};
 }
 
-std::optional<RoundEvent> C10dChanges::failure_cause() const {
+std::optional<RoundEvent> RoundChanges::failure_cause() const {
   // A loss wins over a failure: the failures a loss causes on other nodes spend nothing either.
   if (auto loss = loss_event()) return loss;
   if (auto event = first_event(); event && event->change == RoundChange::kPeerFailed) return event;
   return std::nullopt;
 }
 
-int C10dChanges::expected_next(int size, int max_nodes) const {
+int RoundChanges::expected_next(int size, int max_nodes) const {
   const int expected = size - static_cast<int>(lost.size()) + static_cast<int>(waiting.size());
   return std::min(expected, max_nodes);
+}
+
+std::string workers_failed_reason(const std::string& node, const std::optional<std::string>& what) {
+  return fmt::format("workers failed on node {}{}", node, what ? ": " + *what : std::string{});
 }
 
 }  // namespace ddp::rdzv
