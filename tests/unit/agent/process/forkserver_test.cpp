@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <csignal>
 
+#include "agent/cli/agent_options.hpp"
 #include "agent/process/forkserver.hpp"
 #include "agent/process/python_package.hpp"
 #include "agent/process/worker_group.hpp"

@@ -7,8 +7,8 @@
 
 #include "ddp/error.hpp"
 #include "rendezvous/auth/auth_protocol.hpp"
+#include "rendezvous/store/key_table.hpp"
 #include "rendezvous/store/memory_store.hpp"
-#include "rendezvous/store_server/server_key_table.hpp"
 #include "rendezvous/store_client/blocking_store.hpp"
 #include "rendezvous/store_server/server_stats.hpp"
 #include "tests/unit/rendezvous/store_server/raw_client.hpp"
