@@ -247,7 +247,8 @@ asio::awaitable<int> ElasticAgent::run() {
     if (handover_ == nullptr) {
       channel = std::make_unique<ReformChannel>(io_, run_dir + "/reform.sock");
     }
-    recovery.emplace(config_.rdzv_conf.reform_timeout(), handover_ != nullptr ? *handover_ : *channel, events_, run_dir);
+    recovery.emplace(config_.rdzv_conf.reform_timeout(),
+                     handover_ != nullptr ? *handover_ : *channel, events_, run_dir);
   }
 
   std::unique_ptr<AttemptWorkers> group;
