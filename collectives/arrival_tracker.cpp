@@ -14,14 +14,14 @@ namespace {
 
 std::string key_of(int rank) { return "arrived/" + std::to_string(rank); }
 
-std::uint64_t parse_seq(const StoreBytes& value) {
+std::uint64_t parse_seq(const rdzv::Bytes& value) {
   const std::string_view text(reinterpret_cast<const char*>(value.data()), value.size());
   return parse_number<std::uint64_t>(text).value_or(0);
 }
 
 }  // namespace
 
-ArrivalTracker::ArrivalTracker(std::shared_ptr<GroupStore> store, int rank, int size)
+ArrivalTracker::ArrivalTracker(std::shared_ptr<rdzv::BlockingStore> store, int rank, int size)
     : store_(std::move(store)), rank_(rank), size_(size), writer_([this] { write_loop(); }) {}
 
 ArrivalTracker::~ArrivalTracker() {
@@ -47,7 +47,7 @@ void ArrivalTracker::arrive(std::uint64_t seq) {
 
 void ArrivalTracker::write_mark(std::uint64_t seq) {
   const std::string text = std::to_string(seq);
-  store_->set(key_of(rank_), StoreBytes(text.begin(), text.end()));
+  store_->set(key_of(rank_), rdzv::Bytes(text.begin(), text.end()));
 }
 
 void ArrivalTracker::write_loop() {
@@ -86,7 +86,7 @@ std::vector<int> ArrivalTracker::missing_ranks(std::uint64_t seq,
       if (r == rank_) continue;
       bool arrived = false;
       try {
-        arrived = store_->check(key_of(r)) &&
+        arrived = store_->check({key_of(r)}) &&
                   parse_seq(store_->get(key_of(r), std::chrono::seconds(5))) >= seq;
       } catch (const std::exception&) {
         arrived = false;

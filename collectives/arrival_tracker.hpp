@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "collectives/group_store.hpp"
+#include "rendezvous/store_client/blocking_store.hpp"
 
 namespace ddp::coll {
 
@@ -22,7 +22,7 @@ class ArrivalTracker {
  public:
   static constexpr std::chrono::milliseconds kWriteInterval{50};
 
-  ArrivalTracker(std::shared_ptr<GroupStore> store, int rank, int size);
+  ArrivalTracker(std::shared_ptr<rdzv::BlockingStore> store, int rank, int size);
   ~ArrivalTracker();
   ArrivalTracker(const ArrivalTracker&) = delete;
   ArrivalTracker& operator=(const ArrivalTracker&) = delete;
@@ -38,7 +38,7 @@ class ArrivalTracker {
   void write_loop();
   void write_mark(std::uint64_t seq);
 
-  std::shared_ptr<GroupStore> store_;
+  std::shared_ptr<rdzv::BlockingStore> store_;
   int rank_;
   int size_;
   std::mutex mutex_;

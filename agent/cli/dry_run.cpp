@@ -7,8 +7,8 @@
 
 #include <filesystem>
 
-#include "agent/cli/signal_names.hpp"
-#include "agent/cli/worker_spec.hpp"
+#include "agent/cli/worker_specs.hpp"
+#include "agent/core/signal_names.hpp"
 
 namespace ddp::agent {
 namespace {

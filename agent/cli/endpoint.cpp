@@ -8,7 +8,7 @@
 
 #include <cctype>
 
-#include "agent/cli/cli_text.hpp"
+#include "agent/core/text.hpp"
 #include "ddp/error.hpp"
 
 namespace ddp::agent {

@@ -14,12 +14,12 @@
 #include <csignal>
 
 #include "agent/cli/cli_args.hpp"
-#include "agent/cli/cli_text.hpp"
 #include "agent/cli/nproc.hpp"
 #include "agent/cli/program_search.hpp"
 #include "agent/cli/run_id_hash.hpp"
-#include "agent/cli/signal_names.hpp"
 #include "agent/cli/uuid4.hpp"
+#include "agent/core/signal_names.hpp"
+#include "agent/core/text.hpp"
 #include "common/log.hpp"
 #include "common/parse_number.hpp"
 #include "ddp/error.hpp"

@@ -11,7 +11,7 @@
 #include <filesystem>
 #include <thread>
 
-#include "agent/cli/cli_text.hpp"
+#include "agent/core/text.hpp"
 #include "common/parse_number.hpp"
 #include "ddp/error.hpp"
 

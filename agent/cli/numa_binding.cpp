@@ -12,7 +12,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "agent/cli/cli_text.hpp"
+#include "agent/core/text.hpp"
 #include "common/parse_number.hpp"
 #include "ddp/error.hpp"
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "agent/cli/launch_config.hpp"
+#include "agent/core/worker_spec.hpp"  // NumaBinding
 
 namespace ddp::agent {
 
@@ -28,12 +29,6 @@ struct NumaTopology {
 // bus/pci/devices/<addr>/{vendor,class,numa_node} for NVIDIA GPUs. Missing CPU files leave
 // their maps without the CPU; a node's numa_node of -1 reads as 0.
 NumaTopology read_numa_topology(const std::string& sysfs_root, const std::set<int>& allowed_cpus);
-
-// One worker's placement: the CPUs it may run on and the NUMA node its memory should come from.
-struct NumaBinding {
-  std::set<int> cpus;
-  int memory_node = -1;
-};
 
 // The placement of local ranks 0..nproc-1 under `mode` (node, socket, exclusive, core-complex).
 // GPU workers (the topology has a GPU for every local rank, after `visible_gpus`: the parent's

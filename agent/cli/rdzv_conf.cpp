@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <cctype>
 
-#include "agent/cli/cli_text.hpp"
+#include "agent/core/text.hpp"
 #include "common/parse_number.hpp"
 #include "ddp/error.hpp"
 

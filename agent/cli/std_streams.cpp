@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "agent/cli/cli_text.hpp"
+#include "agent/core/text.hpp"
 #include "common/parse_number.hpp"
 #include "ddp/error.hpp"
 

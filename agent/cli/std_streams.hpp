@@ -8,13 +8,9 @@
 #include <string>
 #include <string_view>
 
-namespace ddp::agent {
+#include "agent/core/worker_spec.hpp"  // kStdNone..kStdBoth
 
-// Bits of one local rank's mask, torchrun's Std values.
-inline constexpr int kStdNone = 0;
-inline constexpr int kStdOut = 1;
-inline constexpr int kStdErr = 2;
-inline constexpr int kStdBoth = kStdOut | kStdErr;
+namespace ddp::agent {
 
 // Which streams of which local ranks a flag applies to. `all` covers every rank not in
 // `per_rank` ("3" sets all=3; "0:1,1:2" sets per_rank and leaves all=0, as torchrun).

@@ -42,7 +42,7 @@ double seconds_between(std::chrono::steady_clock::time_point from,
 
 }  // namespace
 
-AgentMetrics::AgentMetrics(metrics::Registry& r, const LaunchConfig& config)
+AgentMetrics::AgentMetrics(metrics::Registry& r, const MetricsSpec& spec)
     : world_size_(r.gauge("ddprun_world_size",
                           "Workers in the current round over all nodes "
                           "(WORLD_SIZE); 0 before the first round.")),
@@ -87,11 +87,11 @@ AgentMetrics::AgentMetrics(metrics::Registry& r, const LaunchConfig& config)
   r.gauge("ddprun_up", "1 while the agent runs.").set(1);
   r.gauge(
        "ddprun_info", "The job this agent belongs to (value 1).",
-       {{"run_id", config.rdzv_id}, {"rdzv_backend", config.rdzv_backend}, {"role", config.role}})
+       {{"run_id", spec.run_id}, {"rdzv_backend", spec.rdzv_backend}, {"role", spec.role}})
       .set(1);
-  r.gauge("ddprun_max_restarts", "--max_restarts.").set(config.max_restarts);
+  r.gauge("ddprun_max_restarts", "--max_restarts.").set(spec.max_restarts);
   r.gauge("ddprun_local_world_size", "Workers this node starts per attempt (--nproc_per_node).")
-      .set(config.nproc_per_node);
+      .set(spec.nproc_per_node);
 }
 
 void AgentMetrics::emit(const Event& event) {
@@ -172,19 +172,19 @@ void AgentMetrics::on_restart(const Event& event) {
 
 namespace {
 
-metrics::HttpServerOptions server_options(const LaunchConfig& config) {
+metrics::HttpServerOptions server_options(const MetricsSpec& spec) {
   metrics::HttpServerOptions options;
   // Loopback unless --metrics_addr says otherwise: the job's figures (and its store's) are
   // nobody else's business on a shared network (docs/security.md).
-  options.host = config.metrics_addr.empty() ? "127.0.0.1" : config.metrics_addr;
-  options.port = static_cast<std::uint16_t>(config.metrics_port);
+  options.host = spec.addr.empty() ? "127.0.0.1" : spec.addr;
+  options.port = static_cast<std::uint16_t>(spec.port);
   return options;
 }
 
 }  // namespace
 
-MetricsEndpoint::MetricsEndpoint(boost::asio::io_context& io, const LaunchConfig& config)
-    : agent_(registry_, config), server_(io, registry_, server_options(config)) {
+MetricsEndpoint::MetricsEndpoint(boost::asio::io_context& io, const MetricsSpec& spec)
+    : agent_(registry_, spec), server_(io, registry_, server_options(spec)) {
   rdzv::export_store_metrics(registry_);
   metrics::export_process_metrics(registry_);
   server_.start();
@@ -192,9 +192,9 @@ MetricsEndpoint::MetricsEndpoint(boost::asio::io_context& io, const LaunchConfig
 }
 
 std::unique_ptr<MetricsEndpoint> make_metrics_endpoint(boost::asio::io_context& io,
-                                                       const LaunchConfig& config) {
-  if (config.metrics_port == 0) return nullptr;
-  return std::make_unique<MetricsEndpoint>(io, config);
+                                                       const MetricsSpec& spec) {
+  if (spec.port == 0) return nullptr;
+  return std::make_unique<MetricsEndpoint>(io, spec);
 }
 
 }  // namespace ddp::agent

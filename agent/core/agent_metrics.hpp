@@ -8,18 +8,29 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <string>
 
-#include "agent/cli/launch_config.hpp"
 #include "agent/core/event_log.hpp"
 #include "common/metrics/http_server.hpp"
 #include "common/metrics/registry.hpp"
 
 namespace ddp::agent {
 
+// What the metrics need from the command line (cli/agent_options.hpp fills it).
+struct MetricsSpec {
+  std::string run_id;        // --rdzv_id
+  std::string rdzv_backend;  // --rdzv_backend
+  std::string role;          // --role
+  int max_restarts = 0;      // --max_restarts
+  int nproc_per_node = 1;    // --nproc_per_node
+  std::string addr;          // --metrics_addr; empty: 127.0.0.1
+  int port = 0;              // --metrics_port; 0: off
+};
+
 class AgentMetrics final : public EventSink {
  public:
   // Registers the ddprun_ families in `registry`, which must outlive this.
-  AgentMetrics(metrics::Registry& registry, const LaunchConfig& config);
+  AgentMetrics(metrics::Registry& registry, const MetricsSpec& spec);
   void emit(const Event& event) override;
 
  private:
@@ -57,7 +68,7 @@ class MetricsEndpoint {
  public:
   // Binds --metrics_addr:--metrics_port now (throws IoError naming --metrics_port when it
   // cannot) and serves /metrics once the io_context runs.
-  MetricsEndpoint(boost::asio::io_context& io, const LaunchConfig& config);
+  MetricsEndpoint(boost::asio::io_context& io, const MetricsSpec& spec);
   EventSink& events() { return agent_; }
   std::uint16_t port() const { return server_.port(); }
 
@@ -69,6 +80,6 @@ class MetricsEndpoint {
 
 // The endpoint --metrics_port asks for; nullptr when it is 0 (off).
 std::unique_ptr<MetricsEndpoint> make_metrics_endpoint(boost::asio::io_context& io,
-                                                       const LaunchConfig& config);
+                                                       const MetricsSpec& spec);
 
 }  // namespace ddp::agent

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/cli/worker_spec.hpp"
+#include "agent/core/worker_spec.hpp"
 
 namespace ddp::agent {
 

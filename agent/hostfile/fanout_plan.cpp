@@ -8,8 +8,8 @@
 
 #include <set>
 
-#include "agent/cli/cli_text.hpp"
 #include "agent/cli/dry_run.hpp"
+#include "agent/core/text.hpp"
 #include "ddp/error.hpp"
 
 namespace ddp::agent {

@@ -14,7 +14,7 @@
 #include <csignal>
 #include <cstring>
 
-#include "agent/cli/signal_names.hpp"
+#include "agent/core/signal_names.hpp"
 #include "agent/hostfile/fanout_supervisor.hpp"
 #include "agent/process/child_watch.hpp"
 #include "agent/process/output_router.hpp"

@@ -13,7 +13,7 @@
 #include <set>
 #include <sstream>
 
-#include "agent/cli/cli_text.hpp"
+#include "agent/core/text.hpp"
 #include "common/parse_number.hpp"
 #include "ddp/error.hpp"
 

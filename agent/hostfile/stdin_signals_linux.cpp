@@ -12,7 +12,7 @@
 #include <csignal>
 #include <cstring>
 
-#include "agent/cli/signal_names.hpp"
+#include "agent/core/signal_names.hpp"
 #include "agent/hostfile/stdin_signals.hpp"
 #include "agent/process/line_splitter.hpp"
 #include "common/log.hpp"

@@ -20,21 +20,17 @@
 #include <string>
 #include <vector>
 
-#include "agent/cli/launch_config.hpp"
-#include "agent/cli/worker_spec.hpp"
+#include "agent/core/worker_spec.hpp"
 #include "common/unique_fd.hpp"
 
 namespace ddp::agent {
 
 struct ForkServerOptions {
-  std::string python;                // the workers' interpreter (LaunchConfig::python)
+  std::string python;                // the workers' interpreter (--python)
   std::vector<std::string> preload;  // modules the template imports, in order
   bool fallback = false;             // --preload_fallback: exec when the template cannot start
   std::chrono::milliseconds ready_timeout{std::chrono::minutes(10)};  // the imports' deadline
 };
-
-// The options of `config`, nullopt when workers are exec'd (spawn, fork, --no_python).
-std::optional<ForkServerOptions> forkserver_options(const LaunchConfig& config);
 
 // The template's environment, from the first worker's spec: the workers' variables without the
 // ones ddprun sets per worker (ranks, TORCHELASTIC_*, stack and progress files), keeping

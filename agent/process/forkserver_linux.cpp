@@ -88,12 +88,6 @@ std::string joined_preload(const ForkServerOptions& options) {
 
 }  // namespace
 
-std::optional<ForkServerOptions> forkserver_options(const LaunchConfig& config) {
-  if (config.start_method != "forkserver" || config.no_python) return std::nullopt;
-  return ForkServerOptions{
-      .python = config.python, .preload = config.preload, .fallback = config.preload_fallback};
-}
-
 std::vector<std::string> template_env(const WorkerSpec& first) {
   std::vector<std::string> env;
   for (const std::string& entry : first.env) {

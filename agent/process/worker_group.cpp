@@ -15,7 +15,7 @@
 
 #include <fmt/format.h>
 
-#include "agent/cli/signal_names.hpp"
+#include "agent/core/signal_names.hpp"
 #include "agent/process/child_watch.hpp"
 #include "agent/process/forkserver.hpp"
 #include "agent/process/oom_watch.hpp"

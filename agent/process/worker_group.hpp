@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "agent/cli/worker_spec.hpp"
 #include "agent/core/worker_launcher.hpp"
+#include "agent/core/worker_spec.hpp"
 #include "agent/process/forkserver.hpp"
 
 namespace ddp::agent {

@@ -105,15 +105,6 @@ asio::awaitable<std::vector<RankStack>> StackService::collect_local() {
   co_return co_await collect_stacks(workers_, host_, kCollectTimeout);
 }
 
-std::pair<std::string, std::uint16_t> stack_store_of(const LaunchConfig& config,
-                                                     const rdzv::RendezvousInfo& info) {
-  if (config.rdzv_backend == "c10d" && config.rdzv_endpoint.port.value_or(29400) != 0) {
-    return {config.rdzv_endpoint.host,
-            static_cast<std::uint16_t>(config.rdzv_endpoint.port.value_or(29400))};
-  }
-  return {info.master_addr, info.master_port};
-}
-
 void StackService::on_round(const rdzv::RendezvousInfo& info, const std::string& store_addr,
                             std::uint16_t store_port) {
   round_ = info;

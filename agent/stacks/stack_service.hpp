@@ -16,7 +16,6 @@
 #include <string>
 #include <vector>
 
-#include "agent/cli/launch_config.hpp"
 #include "agent/core/event_log.hpp"
 #include "agent/stacks/stack_collector.hpp"
 #include "rendezvous/rendezvous.hpp"
@@ -95,12 +94,5 @@ class StackService {
   std::shared_ptr<bool> alive_;  // false once destroyed: detached loops check it
   std::list<std::unique_ptr<rdzv::TcpStoreClient>> clients_;
 };
-
-// The store stack requests go through, the one ddprun-stacks is pointed at: static, the job's
-// store (master_addr:master_port, as workers see it); c10d, the rendezvous store at
-// --rdzv_endpoint (each round's workers get a store of their own), else the workers' store when
-// the endpoint's port was left to the system (--standalone).
-std::pair<std::string, std::uint16_t> stack_store_of(const LaunchConfig& config,
-                                                     const rdzv::RendezvousInfo& info);
 
 }  // namespace ddp::agent

@@ -13,17 +13,18 @@
 #include <iostream>
 #include <optional>
 
+#include "agent/cli/agent_options.hpp"
 #include "agent/cli/completion.hpp"
 #include "agent/cli/dry_run.hpp"
 #include "agent/cli/entrypoint_check.hpp"
 #include "agent/cli/launch_config.hpp"
 #include "agent/cli/numa_binding.hpp"
 #include "agent/core/agent_metrics.hpp"
-#include "agent/core/elastic_agent.hpp"
 #include "agent/core/event_log.hpp"
-#include "agent/core/file_timer_server.hpp"
 #include "agent/core/health_check_server.hpp"
-#include "agent/core/rendezvous_factory.hpp"
+#include "agent/elastic/elastic_agent.hpp"
+#include "agent/elastic/file_timer_server.hpp"
+#include "agent/elastic/rendezvous_factory.hpp"
 #include "agent/hostfile/fanout.hpp"
 #include "agent/hostfile/stdin_signals.hpp"
 #include "agent/process/worker_group.hpp"
@@ -50,7 +51,7 @@ int run_agent(const ddp::agent::LaunchConfig& config,
   {
     const auto event_log =
         ddp::agent::make_event_sink(config.event_log ? &*config.event_log : nullptr);
-    const auto metrics = ddp::agent::make_metrics_endpoint(io, config);
+    const auto metrics = ddp::agent::make_metrics_endpoint(io, ddp::agent::metrics_spec(config));
     ddp::agent::TeeEventSink events({event_log.get(), metrics ? &metrics->events() : nullptr});
     // torchrun's TORCHELASTIC_ENABLE_FILE_TIMER (it adds TORCHELASTIC_TIMER_FILE for the
     // workers) and TORCHELASTIC_HEALTH_CHECK_PORT: up before the rendezvous, down at exit.

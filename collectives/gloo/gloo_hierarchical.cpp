@@ -23,7 +23,7 @@
 namespace ddp::coll {
 namespace {
 
-StoreBytes bytes_of(const std::string& s) { return StoreBytes(s.begin(), s.end()); }
+rdzv::Bytes bytes_of(const std::string& s) { return rdzv::Bytes(s.begin(), s.end()); }
 
 int index_of(const std::vector<int>& ranks, int rank) {
   return static_cast<int>(std::find(ranks.begin(), ranks.end(), rank) - ranks.begin());
@@ -57,7 +57,7 @@ void GlooProcessGroup::connect_hierarchical(const std::vector<std::string>& doma
   store_->set(fmt::format("hierarchical/{}", rank_), bytes_of(problem.empty() ? "ok" : problem));
   for (int r = 0; r < size_; ++r) {
     if (r == rank_) continue;
-    const StoreBytes answer = store_->get(fmt::format("hierarchical/{}", r), timeout());
+    const rdzv::Bytes answer = store_->get(fmt::format("hierarchical/{}", r), timeout());
     if (problem.empty() && std::string(answer.begin(), answer.end()) != "ok") {
       problem = std::string(answer.begin(), answer.end());
     }

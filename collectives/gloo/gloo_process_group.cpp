@@ -22,9 +22,9 @@
 
 namespace ddp::coll {
 
-std::shared_ptr<GlooProcessGroup> GlooProcessGroup::create(std::shared_ptr<GroupStore> store,
-                                                           int rank, int size, GlooOptions options,
-                                                           std::vector<int> global_ranks) {
+std::shared_ptr<GlooProcessGroup> GlooProcessGroup::create(
+    std::shared_ptr<rdzv::BlockingStore> store, int rank, int size, GlooOptions options,
+    std::vector<int> global_ranks) {
   if (size < 1 || rank < 0 || rank >= size) {
     throw ConfigError(fmt::format("gloo group: rank {} is outside a group of size {}", rank, size));
   }
@@ -48,7 +48,7 @@ std::shared_ptr<GlooProcessGroup> GlooProcessGroup::create(std::shared_ptr<Group
   return group;
 }
 
-GlooProcessGroup::GlooProcessGroup(std::shared_ptr<GroupStore> store, int rank, int size,
+GlooProcessGroup::GlooProcessGroup(std::shared_ptr<rdzv::BlockingStore> store, int rank, int size,
                                    std::vector<int> global_ranks, std::shared_ptr<Shared> shared)
     : store_(std::move(store)),
       rank_(rank),
@@ -81,7 +81,7 @@ void GlooProcessGroup::connect() {
   } catch (const TimeoutError& e) {
     std::vector<int> missing;
     for (int r = 0; r < size_; ++r) {
-      if (!store_->check(std::to_string(r))) missing.push_back(r);
+      if (!store_->check({std::to_string(r)})) missing.push_back(r);
     }
     throw TimeoutError(fmt::format("gloo group of {} ranks: {} did not join within {}ms ({})",
                                    size_, describe_ranks(missing), timeout().count(), e.what()));

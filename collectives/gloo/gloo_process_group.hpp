@@ -1,6 +1,6 @@
 #pragma once
 // GlooProcessGroup: the CPU ProcessGroup over Debian's libgloo and its TCP transport. Ranks find
-// each other through a GroupStore (GlooStoreAdapter + connectFullMesh). The collectives go
+// each other through a rdzv::BlockingStore (GlooStoreAdapter + connectFullMesh). The collectives go
 // through shared memory instead (shm::ShmCollectives) when every rank of the group is on this host
 // and the algorithm allows it; send/recv always use Gloo. Collectives run on the group's own
 // OpWorker thread in submission order; send/recv are posted at once on the caller's thread (so a
@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "collectives/gloo/allreduce_algorithm.hpp"
-#include "collectives/group_store.hpp"
 #include "ddp/process_group.hpp"
+#include "rendezvous/store_client/blocking_store.hpp"
 
 namespace gloo {
 class Context;
@@ -54,8 +54,8 @@ class GlooProcessGroup final : public ProcessGroup {
   // Blocks until the full mesh is connected; throws TimeoutError naming the ranks that did not
   // publish their address within options.timeout. `global_ranks` maps group ranks to job ranks
   // (empty: the identity).
-  static std::shared_ptr<GlooProcessGroup> create(std::shared_ptr<GroupStore> store, int rank,
-                                                  int size, GlooOptions options,
+  static std::shared_ptr<GlooProcessGroup> create(std::shared_ptr<rdzv::BlockingStore> store,
+                                                  int rank, int size, GlooOptions options,
                                                   std::vector<int> global_ranks = {});
   ~GlooProcessGroup() override;
 
@@ -76,7 +76,7 @@ class GlooProcessGroup final : public ProcessGroup {
 
  private:
   struct Shared;  // device and options shared with sub-groups
-  GlooProcessGroup(std::shared_ptr<GroupStore> store, int rank, int size,
+  GlooProcessGroup(std::shared_ptr<rdzv::BlockingStore> store, int rank, int size,
                    std::vector<int> global_ranks, std::shared_ptr<Shared> shared);
   void connect();
   void connect_shared_memory();
@@ -104,7 +104,7 @@ class GlooProcessGroup final : public ProcessGroup {
   // send (`sending`) or recv of `t` with `peer`: posts the buffer now, waits on the p2p thread.
   std::shared_ptr<Work> post_p2p(bool sending, Tensor t, int peer, int tag);
 
-  std::shared_ptr<GroupStore> store_;
+  std::shared_ptr<rdzv::BlockingStore> store_;
   int rank_;
   int size_;
   std::vector<int> global_ranks_;

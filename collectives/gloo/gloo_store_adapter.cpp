@@ -3,12 +3,12 @@
 
 namespace ddp::coll {
 
-GlooStoreAdapter::GlooStoreAdapter(std::shared_ptr<GroupStore> store,
+GlooStoreAdapter::GlooStoreAdapter(std::shared_ptr<rdzv::BlockingStore> store,
                                    std::chrono::milliseconds timeout)
     : store_(std::move(store)), timeout_(timeout) {}
 
 void GlooStoreAdapter::set(const std::string& key, const std::vector<char>& data) {
-  store_->set(key, StoreBytes(data.begin(), data.end()));
+  store_->set(key, rdzv::Bytes(data.begin(), data.end()));
 }
 
 std::vector<char> GlooStoreAdapter::get(const std::string& key) {

@@ -120,7 +120,7 @@ class NcclWork final : public Work {
 
 class NcclProcessGroup final : public ProcessGroup {
  public:
-  NcclProcessGroup(std::shared_ptr<GroupStore> store, int rank, int size, int device,
+  NcclProcessGroup(std::shared_ptr<rdzv::BlockingStore> store, int rank, int size, int device,
                    std::chrono::milliseconds timeout, std::vector<int> global_ranks)
       : store_(std::move(store)), rank_(rank), size_(size), global_ranks_(std::move(global_ranks)) {
     set_timeout(timeout);
@@ -135,9 +135,9 @@ class NcclProcessGroup final : public ProcessGroup {
         throw IoError(fmt::format("ncclGetUniqueId failed: {}", ncclGetErrorString(result)));
       }
       const auto* bytes = reinterpret_cast<const std::uint8_t*>(&id);
-      store_->set("nccl_id", StoreBytes(bytes, bytes + sizeof(id)));
+      store_->set("nccl_id", rdzv::Bytes(bytes, bytes + sizeof(id)));
     } else {
-      StoreBytes bytes;
+      rdzv::Bytes bytes;
       try {
         bytes = store_->get("nccl_id", timeout);
       } catch (const TimeoutError&) {
@@ -282,7 +282,7 @@ class NcclProcessGroup final : public ProcessGroup {
     }
   }
 
-  std::shared_ptr<GroupStore> store_;
+  std::shared_ptr<rdzv::BlockingStore> store_;
   int rank_;
   int size_;
   std::vector<int> global_ranks_;
@@ -295,7 +295,7 @@ class NcclProcessGroup final : public ProcessGroup {
 
 }  // namespace
 
-std::shared_ptr<ProcessGroup> make_nccl_group(std::shared_ptr<GroupStore> store, int rank,
+std::shared_ptr<ProcessGroup> make_nccl_group(std::shared_ptr<rdzv::BlockingStore> store, int rank,
                                               int size, int device,
                                               std::chrono::milliseconds timeout) {
   return std::make_shared<NcclProcessGroup>(std::move(store), rank, size, device, timeout,

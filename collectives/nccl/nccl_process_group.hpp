@@ -12,14 +12,14 @@
 #include <chrono>
 #include <memory>
 
-#include "collectives/group_store.hpp"
 #include "ddp/process_group.hpp"
+#include "rendezvous/store_client/blocking_store.hpp"
 
 namespace ddp::coll {
 
 // Collective over `store`: every rank calls it. Throws IoError/TimeoutError naming the device or
 // the ranks that did not join within `timeout`.
-std::shared_ptr<ProcessGroup> make_nccl_group(std::shared_ptr<GroupStore> store, int rank,
+std::shared_ptr<ProcessGroup> make_nccl_group(std::shared_ptr<rdzv::BlockingStore> store, int rank,
                                               int size, int device,
                                               std::chrono::milliseconds timeout);
 

@@ -24,8 +24,8 @@ constexpr std::size_t kHeaderBytes = 4096;
 constexpr std::size_t kSegmentBytes = kHeaderBytes + 2 * ShmCollectives::kSlotBytes;
 static_assert(sizeof(PeerFlags) <= kHeaderBytes);
 
-StoreBytes bytes_of(const std::string& s) { return StoreBytes(s.begin(), s.end()); }
-std::string text_of(const StoreBytes& b) { return std::string(b.begin(), b.end()); }
+rdzv::Bytes bytes_of(const std::string& s) { return rdzv::Bytes(s.begin(), s.end()); }
+std::string text_of(const rdzv::Bytes& b) { return std::string(b.begin(), b.end()); }
 
 std::string new_segment_name() {
   static std::atomic<unsigned> counter{0};
@@ -46,11 +46,9 @@ std::pair<std::size_t, std::size_t> share_of(std::size_t n, std::size_t element,
 
 }  // namespace
 
-std::unique_ptr<ShmCollectives> ShmCollectives::connect(GroupStore& store, int rank, int size,
-                                                        const std::vector<int>& global_ranks,
-                                                        std::chrono::milliseconds timeout,
-                                                        Refusal& refusal,
-                                                        const std::string& domain) {
+std::unique_ptr<ShmCollectives> ShmCollectives::connect(
+    rdzv::BlockingStore& store, int rank, int size, const std::vector<int>& global_ranks,
+    std::chrono::milliseconds timeout, Refusal& refusal, const std::string& domain) {
   std::vector<SharedSegment> segments(static_cast<std::size_t>(size));
   std::string problem;
   try {

@@ -19,10 +19,10 @@
 #include <string>
 #include <vector>
 
-#include "collectives/group_store.hpp"
 #include "collectives/reduce_functions.hpp"
 #include "collectives/shm/shared_segment.hpp"
 #include "ddp/process_group.hpp"
+#include "rendezvous/store_client/blocking_store.hpp"
 
 namespace ddp::coll::shm {
 
@@ -46,7 +46,7 @@ class ShmCollectives {
   // else nullptr on every rank, with the same `refusal.elsewhere` and `refusal.domains`
   // everywhere and a reason. `domain` is this rank's shared_memory_domain() (tests pretend other
   // hosts with other strings). `global_ranks` maps group ranks to job ranks, for messages.
-  static std::unique_ptr<ShmCollectives> connect(GroupStore& store, int rank, int size,
+  static std::unique_ptr<ShmCollectives> connect(rdzv::BlockingStore& store, int rank, int size,
                                                  const std::vector<int>& global_ranks,
                                                  std::chrono::milliseconds timeout,
                                                  Refusal& refusal, const std::string& domain);

@@ -4,8 +4,8 @@
 #include "rendezvous/store/memory_store.hpp"
 
 #include "ddp/error.hpp"
-#include "rendezvous/store_server/server_key_table.hpp"
-#include "rendezvous/store_server/server_leases.hpp"
+#include "rendezvous/store/key_leases.hpp"
+#include "rendezvous/store/key_table.hpp"
 
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -19,7 +19,7 @@ struct MemoryStore::State {
   explicit State(asio::any_io_executor ex) : executor(std::move(ex)), leases(executor, table) {}
   asio::any_io_executor executor;
   KeyTable table;
-  ServerLeases leases;  // store leases (store_lease.hpp): expire when their holder's wait drops
+  KeyLeases leases;  // store leases (store_lease.hpp): expire when their holder's wait drops
 };
 
 MemoryStore::MemoryStore(asio::any_io_executor executor)

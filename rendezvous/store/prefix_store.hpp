@@ -1,7 +1,7 @@
 #pragma once
 // PrefixStore: prepends "<prefix>/" to every key of an underlying Store (not owned). Used for the
-// per-attempt worker namespaces and the rendezvous' per-run keys. prefixed_key is the one rule
-// every prefixing view (this, BlockingStore, coll::GroupStore::with_prefix) joins keys by.
+// per-attempt worker namespaces and the rendezvous' per-run keys. prefixed_key is the rule every
+// prefixing view (this one, and BlockingStore::with_prefix through it) joins keys by.
 
 #include <string_view>
 

@@ -3,7 +3,7 @@
 // WAIT on the lease's hold key (a key nobody sets) over a connection of its own; when that wait
 // goes away without waking (the connection closed) and none is parked there again within the
 // lease's grace, the store appends the lease's value to the lease's key. Key names and the lease
-// document only; the store side is ServerLeases (server_leases.hpp). PyTorch clients never use
+// document only; the store side is KeyLeases (key_leases.hpp). PyTorch clients never use
 // these keys, so to them the store is unchanged.
 
 #include <chrono>

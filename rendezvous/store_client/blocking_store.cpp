@@ -1,132 +1,175 @@
-// BlockingStore: each call spawns the TcpStoreClient coroutine on a private io_context and runs
-// that context on the caller's thread, one handler at a time, until the coroutine completes
-// (asio's blocking_tcp_client shape). The client's own deadlines bound every call, so run_one
-// never blocks past Store::timeout().
+// BlockingStore: each call is a coroutine co_spawned onto the private io_context, and the caller
+// waits on its future. Only the loop's thread touches the Store (and every PrefixStore view of
+// it), so Stores need no locks of their own; concurrent calls are concurrent coroutines, which is
+// what lets a MemoryStore wake one thread's wait with another thread's set. Calling from the
+// loop's own thread would wait on itself: DDP_CHECK refuses it.
 #include "rendezvous/store_client/blocking_store.hpp"
 
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/use_future.hpp>
 
-#include <exception>
-#include <optional>
+#include <atomic>
+#include <thread>
+#include <type_traits>
 
 #include "common/check.hpp"
+#include "rendezvous/store/memory_store.hpp"
 #include "rendezvous/store/prefix_store.hpp"
 
 namespace ddp::rdzv {
 
-struct BlockingStore::Impl {
-  // Runs `op` to completion on io; rethrows its exception.
-  template <typename T>
-  T run(asio::awaitable<T> op) {
-    std::optional<T> result;
-    std::exception_ptr error;
-    bool done = false;
-    asio::co_spawn(io, std::move(op), [&](std::exception_ptr e, T value) {
-      error = e;
-      if (!e) result.emplace(std::move(value));
-      done = true;
-    });
-    drive(done);
-    if (error) std::rethrow_exception(error);
-    return std::move(*result);
+struct BlockingStore::Loop {
+  Loop() : work(asio::make_work_guard(io)), thread([this] { io.run(); }) {}
+
+  // The store goes first, on its own thread (its handlers and timers live there); then the
+  // thread ends once nothing is queued, and the io_context goes last.
+  ~Loop() {
+    asio::post(io, [this] { store.reset(); });
+    work.reset();
+    thread.join();
   }
 
-  void run(asio::awaitable<void> op) {
-    std::exception_ptr error;
-    bool done = false;
-    asio::co_spawn(io, std::move(op), [&](std::exception_ptr e) {
-      error = e;
-      done = true;
-    });
-    drive(done);
-    if (error) std::rethrow_exception(error);
+  // Runs the awaitable `op()` returns on the loop and waits for it; rethrows its exception.
+  template <typename Op>
+  typename std::invoke_result_t<Op&>::value_type run(Op op) {
+    DDP_CHECK(std::this_thread::get_id() != thread.get_id(),
+              "a blocking store call from its own loop thread ({})", address);
+    return asio::co_spawn(io, std::move(op), asio::use_future).get();
   }
 
-  void drive(const bool& done) {
-    io.restart();
-    while (!done) {
-      DDP_CHECK(io.run_one() > 0, "blocking store io_context ran out of work mid-call");
-    }
-  }
-
-  Store& store() { return prefixed ? static_cast<Store&>(*prefixed) : *client; }
-
-  // Declared first so that it is destroyed last: handlers still queued on it (a late deadline
-  // timer) are destroyed with it, after the client.
   asio::io_context io;
-  std::unique_ptr<TcpStoreClient> client;
-  std::unique_ptr<PrefixStore> prefixed;
-  std::string prefix;
+  asio::executor_work_guard<asio::io_context::executor_type> work;
+  std::unique_ptr<Store> store;  // set once, before any view exists
+  std::string address;
+  std::atomic<std::int64_t> timeout_ms{0};
+  std::thread thread;  // declared last: starts once everything it uses exists
 };
 
 std::unique_ptr<BlockingStore> BlockingStore::connect(const std::string& host, std::uint16_t port,
                                                       ConnectOptions options, std::string prefix) {
-  auto impl = std::make_unique<Impl>();
-  impl->client = impl->run(TcpStoreClient::connect(host, port, options));
-  impl->prefix = std::move(prefix);
-  if (!impl->prefix.empty()) {
-    impl->prefixed = std::make_unique<PrefixStore>(impl->prefix, *impl->client);
-  }
-  return std::unique_ptr<BlockingStore>(new BlockingStore(std::move(impl)));
+  auto loop = std::make_shared<Loop>();
+  std::unique_ptr<TcpStoreClient> client =
+      loop->run([&]() { return TcpStoreClient::connect(host, port, options); });
+  loop->address = client->address();
+  loop->timeout_ms = client->timeout().count();
+  loop->store = std::move(client);
+  return std::unique_ptr<BlockingStore>(new BlockingStore(std::move(loop), std::move(prefix)));
 }
 
-BlockingStore::BlockingStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+std::unique_ptr<BlockingStore> BlockingStore::in_memory() {
+  return over("memory", [](asio::any_io_executor executor) -> std::unique_ptr<Store> {
+    return std::make_unique<MemoryStore>(std::move(executor));
+  });
+}
+
+std::unique_ptr<BlockingStore> BlockingStore::over(
+    std::string address, const std::function<std::unique_ptr<Store>(asio::any_io_executor)>& make) {
+  auto loop = std::make_shared<Loop>();
+  loop->store = loop->run([&]() -> asio::awaitable<std::unique_ptr<Store>> {
+    co_return make(loop->io.get_executor());
+  });
+  loop->address = std::move(address);
+  loop->timeout_ms = loop->store->timeout().count();
+  return std::unique_ptr<BlockingStore>(new BlockingStore(std::move(loop), ""));
+}
+
+BlockingStore::BlockingStore(std::shared_ptr<Loop> loop, std::string prefix)
+    : loop_(std::move(loop)), prefix_(std::move(prefix)) {
+  if (prefix_.empty()) return;
+  loop_->run([this]() -> asio::awaitable<void> {
+    prefixed_ = std::make_unique<PrefixStore>(prefix_, *loop_->store);
+    co_return;
+  });
+}
+
+// The view's PrefixStore is destroyed on the caller's thread: it holds a reference and no
+// handler, and no call of this view is running.
 BlockingStore::~BlockingStore() = default;
 
-void BlockingStore::set(const std::string& key, const Bytes& value) {
-  impl_->run(impl_->store().set(key, value));
+std::shared_ptr<BlockingStore> BlockingStore::with_prefix(const std::string& name) {
+  return std::shared_ptr<BlockingStore>(new BlockingStore(loop_, prefixed_key(prefix_, name)));
 }
 
-Bytes BlockingStore::get(const std::string& key) { return impl_->run(impl_->store().get(key)); }
+Store& BlockingStore::store() { return prefixed_ ? *prefixed_ : *loop_->store; }
+
+void BlockingStore::set(const std::string& key, const Bytes& value) {
+  loop_->run([&]() { return store().set(key, value); });
+}
+
+Bytes BlockingStore::get(const std::string& key) {
+  return loop_->run([&]() { return store().get(key); });
+}
+
+Bytes BlockingStore::get(const std::string& key, std::chrono::milliseconds timeout) {
+  return loop_->run([&]() -> asio::awaitable<Bytes> {
+    // Built outside the co_await: GCC 12 rejects a braced list in a coroutine's co_await.
+    std::vector<std::string> keys{key};
+    co_await store().wait(std::move(keys), timeout);
+    co_return co_await store().get(key);
+  });
+}
 
 std::int64_t BlockingStore::add(const std::string& key, std::int64_t delta) {
-  return impl_->run(impl_->store().add(key, delta));
+  return loop_->run([&]() { return store().add(key, delta); });
 }
 
 Bytes BlockingStore::compare_set(const std::string& key, const Bytes& expected,
                                  const Bytes& desired) {
-  return impl_->run(impl_->store().compare_set(key, expected, desired));
+  return loop_->run([&]() { return store().compare_set(key, expected, desired); });
 }
 
 bool BlockingStore::check(const std::vector<std::string>& keys) {
-  return impl_->run(impl_->store().check(keys));
+  return loop_->run([&]() { return store().check(keys); });
 }
 
 void BlockingStore::wait(const std::vector<std::string>& keys) { wait(keys, timeout()); }
 
 void BlockingStore::wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) {
-  impl_->run(impl_->store().wait(keys, timeout));
+  loop_->run([&]() { return store().wait(keys, timeout); });
 }
 
-std::int64_t BlockingStore::num_keys() { return impl_->run(impl_->store().num_keys()); }
+std::int64_t BlockingStore::num_keys() {
+  return loop_->run([&]() { return store().num_keys(); });
+}
 
 bool BlockingStore::delete_key(const std::string& key) {
-  return impl_->run(impl_->store().delete_key(key));
+  return loop_->run([&]() { return store().delete_key(key); });
 }
 
 void BlockingStore::append(const std::string& key, const Bytes& value) {
-  impl_->run(impl_->store().append(key, value));
+  loop_->run([&]() { return store().append(key, value); });
 }
 
 std::vector<Bytes> BlockingStore::multi_get(const std::vector<std::string>& keys) {
-  return impl_->run(impl_->store().multi_get(keys));
+  return loop_->run([&]() { return store().multi_get(keys); });
 }
 
 void BlockingStore::multi_set(const std::vector<std::pair<std::string, Bytes>>& kvs) {
-  impl_->run(impl_->store().multi_set(kvs));
+  loop_->run([&]() { return store().multi_set(kvs); });
 }
 
-std::chrono::milliseconds BlockingStore::timeout() const { return impl_->client->timeout(); }
+std::chrono::milliseconds BlockingStore::timeout() const {
+  return std::chrono::milliseconds(loop_->timeout_ms.load());
+}
 
-// PrefixStore keeps a timeout of its own (for wait() without one), and passes calls with an
-// explicit deadline through to the client, whose timeout bounds the rest: set both.
+// The loop's store keeps the deadline of every call without one (a view's get goes through to
+// it); it is set on the loop's thread, where the store reads it.
 void BlockingStore::set_timeout(std::chrono::milliseconds timeout) {
-  impl_->client->set_timeout(timeout);
-  if (impl_->prefixed) impl_->prefixed->set_timeout(timeout);
+  loop_->run([&]() -> asio::awaitable<void> {
+    loop_->store->set_timeout(timeout);
+    co_return;
+  });
+  loop_->timeout_ms = timeout.count();
 }
 
-const std::string& BlockingStore::address() const { return impl_->client->address(); }
-const std::string& BlockingStore::prefix() const { return impl_->prefix; }
+const std::string& BlockingStore::address() const { return loop_->address; }
+const std::string& BlockingStore::prefix() const { return prefix_; }
+
+std::string BlockingStore::describe() const {
+  return prefix_.empty() ? loop_->address : loop_->address + "/" + prefix_;
+}
 
 }  // namespace ddp::rdzv

@@ -5,8 +5,8 @@
 // wake-ups go out through an OutputQueue. A client that does not read its replies stops being
 // read once max_queued_bytes are queued for it.
 
+#include "rendezvous/store/key_table.hpp"
 #include "rendezvous/store_server/server_admission.hpp"
-#include "rendezvous/store_server/server_key_table.hpp"
 #include "rendezvous/store_server/server_output_queue.hpp"
 #include "rendezvous/store_server/server_session.hpp"
 #include "rendezvous/wire/request_parser.hpp"

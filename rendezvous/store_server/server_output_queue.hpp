@@ -4,7 +4,7 @@
 // soon as it is written (but one small buffer, kept for the next reply), so a connection holds no
 // large buffer after a large reply. No I/O, one thread.
 
-#include "rendezvous/store_server/server_key_table.hpp"
+#include "rendezvous/store/key_table.hpp"
 #include "rendezvous/wire/encode.hpp"
 
 #include <cstddef>

@@ -3,7 +3,7 @@
 // requests on a KeyTable in the connection's dialect, parks the connection's WAIT, and sends
 // wake-ups and 1.13 watch events through a callback when they happen.
 
-#include "rendezvous/store_server/server_key_table.hpp"
+#include "rendezvous/store/key_table.hpp"
 #include "rendezvous/store_server/server_output_queue.hpp"
 #include "rendezvous/wire/encode.hpp"
 #include "rendezvous/wire/protocol.hpp"

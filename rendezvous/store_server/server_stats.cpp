@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "rendezvous/store_server/server_key_table.hpp"
+#include "rendezvous/store/key_table.hpp"
 
 namespace ddp::rdzv {
 

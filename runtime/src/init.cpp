@@ -8,12 +8,12 @@
 #include <cstdlib>
 #include <optional>
 
-#include "collectives/blocking_group_store.hpp"
 #include "collectives/gloo/gloo_process_group.hpp"
 #include "common/check.hpp"
 #include "common/log.hpp"
 #include "ddp/error.hpp"
 #include "ddp/launch_env.hpp"
+#include "rendezvous/store_client/blocking_store.hpp"
 #include "runtime/src/backend_choice.hpp"
 #include "runtime/src/hosted_store.hpp"
 #include "runtime/src/local_address.hpp"
@@ -31,8 +31,8 @@ std::string env_or(const char* name, const std::string& fallback) {
   return value != nullptr && *value != '\0' ? value : fallback;
 }
 
-std::shared_ptr<coll::GroupStore> connect_store(const Context& c, const InitOptions& options,
-                                                const std::string& prefix) {
+std::shared_ptr<rdzv::BlockingStore> connect_store(const Context& c, const InitOptions& options,
+                                                   const std::string& prefix) {
   rdzv::ConnectOptions connect;
   connect.connect_timeout = options.store_timeout;
   connect.call_timeout = options.store_timeout;
@@ -41,11 +41,11 @@ std::shared_ptr<coll::GroupStore> connect_store(const Context& c, const InitOpti
       rdzv::BlockingStore::connect(c.master_addr, static_cast<std::uint16_t>(c.master_port),
                                    connect, prefix);
   store->set_timeout(options.store_timeout);
-  return std::make_shared<coll::BlockingGroupStore>(std::move(store));
+  return store;
 }
 
 std::shared_ptr<ProcessGroup> make_gloo_group(const Context& c, const InitOptions& options,
-                                              std::shared_ptr<coll::GroupStore> store) {
+                                              std::shared_ptr<rdzv::BlockingStore> store) {
   coll::GlooOptions gloo;
   gloo.iface = env_or("GLOO_SOCKET_IFNAME", "");
   if (gloo.iface.empty()) {

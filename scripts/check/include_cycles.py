@@ -3,8 +3,8 @@
 A part is a folder under agent/, rendezvous/, collectives/, runtime/, common/ and apps/ (its
 files, not its subfolders). Every `#include "x/y/z.hpp"` rooted at the repository is an edge from
 the including file's part to the included file's part. An edge inside a cycle of parts fails the
-check unless include_cycles.allow lists it: the cycles the code had when the check came, which
-the layering work of issue 32 removes. A listed edge that no longer closes a cycle fails too, so
+check unless include_cycles.allow lists it (the list is empty: a cycle is a defect to remove, and
+an entry there is a debt written down). A listed edge that no longer closes a cycle fails too, so
 the list only shrinks. The check prints every cycle, with one include that makes each edge.
 
 Usage: include_cycles.py [REPO_ROOT]   (run by ctest as layers_include_cycles)

@@ -5,7 +5,7 @@
 // cannot make the fuzzer allocate much.
 
 #include "ddp/error.hpp"
-#include "rendezvous/store_server/server_key_table.hpp"
+#include "rendezvous/store/key_table.hpp"
 #include "rendezvous/store_server/server_session.hpp"
 #include "rendezvous/wire/request_parser.hpp"
 

@@ -6,8 +6,8 @@
 #include <gloo/rendezvous/context.h>
 #include <gloo/transport/tcp/device.h>
 
-#include "collectives/blocking_group_store.hpp"
 #include "collectives/gloo/gloo_store_adapter.hpp"
+#include "rendezvous/store_client/blocking_store.hpp"
 
 namespace ddp::bench {
 namespace {
@@ -30,8 +30,8 @@ struct GlooDirect::Impl {
 GlooDirect::GlooDirect(const std::string& host, int port, int rank, int size,
                        const std::string& hostname, const std::string& algorithm)
     : impl_(std::make_unique<Impl>()) {
-  auto store = std::make_shared<coll::BlockingGroupStore>(rdzv::BlockingStore::connect(
-      host, static_cast<std::uint16_t>(port), {}, "bench/gloo_direct"));
+  std::shared_ptr<rdzv::BlockingStore> store = rdzv::BlockingStore::connect(
+      host, static_cast<std::uint16_t>(port), {}, "bench/gloo_direct");
   coll::GlooStoreAdapter adapter(store, std::chrono::minutes(5));
   gloo::transport::tcp::attr attr;
   attr.hostname = hostname;

@@ -70,7 +70,7 @@ TEST_CASE("a recv whose sender never sends times out naming the peer", "[gloo][t
 
 TEST_CASE("a group whose ranks do not all join times out naming the absent ones",
           "[gloo][timeout]") {
-  auto store = std::make_shared<MemoryGroupStore>();
+  auto store = std::shared_ptr<rdzv::BlockingStore>(rdzv::BlockingStore::in_memory());
   GlooOptions options;
   options.timeout = std::chrono::milliseconds(300);
   CHECK_THROWS_WITH(GlooProcessGroup::create(store, 0, 3, options),

@@ -51,7 +51,7 @@ TEST_CASE("all_reduce sums, averages, multiplies and takes min and max on 3 rank
 }
 
 TEST_CASE("bcube all_reduce gives the same sums as ring", "[gloo]") {
-  auto store = std::make_shared<MemoryGroupStore>();
+  auto store = std::shared_ptr<rdzv::BlockingStore>(rdzv::BlockingStore::in_memory());
   std::vector<std::thread> threads;
   std::vector<int> ok(4, 0);
   for (int r = 0; r < 4; ++r) {

@@ -1,7 +1,8 @@
 #pragma once
 // Test helper: plays every rank of a Gloo group as a thread of this process, sharing one
-// MemoryGroupStore, and rethrows the first exception a rank threw. Groups use Gloo's ring unless
-// `algorithm` says otherwise; run_ranks_on_hosts plays a group spread over several hosts.
+// BlockingStore::in_memory() (a MemoryStore), and rethrows the first exception a rank threw.
+// Groups use Gloo's ring unless `algorithm` says otherwise; run_ranks_on_hosts plays a group
+// spread over several hosts.
 
 #include <exception>
 #include <functional>
@@ -12,14 +13,14 @@
 #include <vector>
 
 #include "collectives/gloo/gloo_process_group.hpp"
-#include "collectives/memory_group_store.hpp"
+#include "rendezvous/store_client/blocking_store.hpp"
 
 namespace ddp::coll::test {
 
 // Runs body on `size` threads, rank r's group created with options_of(r).
 inline void run_ranks_with(int size, const std::function<GlooOptions(int)>& options_of,
                            const std::function<void(GlooProcessGroup&)>& body) {
-  auto store = std::make_shared<MemoryGroupStore>();
+  auto store = std::shared_ptr<rdzv::BlockingStore>(rdzv::BlockingStore::in_memory());
   std::mutex mutex;
   std::exception_ptr first;
   std::vector<std::thread> threads;

@@ -12,10 +12,10 @@
 #include <thread>
 #include <vector>
 
-#include "collectives/memory_group_store.hpp"
 #include "collectives/shm/peer_flags.hpp"
 #include "ddp/error.hpp"
 #include "rank_threads.hpp"
+#include "rendezvous/store_client/blocking_store.hpp"
 
 using namespace ddp;
 using namespace ddp::coll;
@@ -175,11 +175,11 @@ TEST_CASE("shm set-up leaves no names in /dev/shm", "[shm]") {
 }
 
 TEST_CASE("shm set-up refuses a peer from another host, on every rank", "[shm]") {
-  auto store = std::make_shared<MemoryGroupStore>();
+  auto store = std::shared_ptr<rdzv::BlockingStore>(rdzv::BlockingStore::in_memory());
   // Rank 1 is played by hand: it says it lives elsewhere and that it mapped everything.
   const std::string elsewhere = "another-boot-id/mnt:[1]/net:[2]\n/ddp-elsewhere";
-  store->set("segment/1", StoreBytes(elsewhere.begin(), elsewhere.end()));
-  store->set("mapped/1", StoreBytes{'o', 'k'});
+  store->set("segment/1", rdzv::Bytes(elsewhere.begin(), elsewhere.end()));
+  store->set("mapped/1", rdzv::Bytes{'o', 'k'});
   shm::ShmCollectives::Refusal refusal;
   auto transport = shm::ShmCollectives::connect(*store, 0, 2, {0, 1}, std::chrono::seconds(5),
                                                 refusal, shm::shared_memory_domain());
@@ -194,14 +194,14 @@ TEST_CASE("shm set-up refuses a peer from another host, on every rank", "[shm]")
 }
 
 TEST_CASE("shm set-up quotes the reason a peer has no segment", "[shm]") {
-  auto store = std::make_shared<MemoryGroupStore>();
+  auto store = std::shared_ptr<rdzv::BlockingStore>(rdzv::BlockingStore::in_memory());
   // Rank 1 is played by hand: its segment could not be made (a full /dev/shm, say).
   const std::string failed = shm::shared_memory_domain() +
                              "\n\nrank 1: shared memory reserve 9 bytes for /ddp-x: No space left "
                              "on device (is /dev/shm too small?)";
-  store->set("segment/1", StoreBytes(failed.begin(), failed.end()));
+  store->set("segment/1", rdzv::Bytes(failed.begin(), failed.end()));
   const std::string answer = "rank 1: no segment";
-  store->set("mapped/1", StoreBytes(answer.begin(), answer.end()));
+  store->set("mapped/1", rdzv::Bytes(answer.begin(), answer.end()));
   shm::ShmCollectives::Refusal refusal;
   auto transport = shm::ShmCollectives::connect(*store, 0, 2, {0, 1}, std::chrono::seconds(5),
                                                 refusal, shm::shared_memory_domain());

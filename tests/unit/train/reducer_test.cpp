@@ -1,4 +1,5 @@
-// Reducer over real Gloo groups, two ranks played by threads of this process (MemoryGroupStore).
+// Reducer over real Gloo groups, two ranks played by threads of this process over one
+// BlockingStore::in_memory() (a MemoryStore).
 
 #include "ddp/reducer.hpp"
 
@@ -12,14 +13,14 @@
 #include <vector>
 
 #include "collectives/gloo/gloo_process_group.hpp"
-#include "collectives/memory_group_store.hpp"
 #include "ddp/error.hpp"
+#include "rendezvous/store_client/blocking_store.hpp"
 
 namespace {
 
 // Runs body(group) on `size` threads, one Gloo rank each; rethrows the first failure.
 void run_ranks(int size, const std::function<void(std::shared_ptr<ddp::ProcessGroup>)>& body) {
-  auto store = std::make_shared<ddp::coll::MemoryGroupStore>();
+  auto store = std::shared_ptr<ddp::rdzv::BlockingStore>(ddp::rdzv::BlockingStore::in_memory());
   std::mutex mutex;
   std::exception_ptr first;
   std::vector<std::thread> threads;

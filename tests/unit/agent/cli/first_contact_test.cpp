@@ -10,7 +10,7 @@
 
 #include "agent/cli/dry_run.hpp"
 #include "agent/cli/log_dirs.hpp"
-#include "agent/cli/worker_spec.hpp"
+#include "agent/cli/worker_specs.hpp"
 #include "ddp/error.hpp"
 #include "tests/unit/agent/cli/cli_test_util.hpp"
 

@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "agent/core/rendezvous_factory.hpp"
+#include "agent/elastic/rendezvous_factory.hpp"
 #include "ddp/error.hpp"
 #include "tests/unit/agent/cli/cli_test_util.hpp"
 

@@ -10,8 +10,8 @@
 #include "agent/cli/endpoint.hpp"
 #include "agent/cli/nproc.hpp"
 #include "agent/cli/rdzv_conf.hpp"
-#include "agent/cli/signal_names.hpp"
 #include "agent/cli/std_streams.hpp"
+#include "agent/core/signal_names.hpp"
 #include "ddp/error.hpp"
 
 namespace ddp::agent {

@@ -1,6 +1,6 @@
 // Worker command lines, templating, the worker environment and the log tree.
 
-#include "agent/cli/worker_spec.hpp"
+#include "agent/cli/worker_specs.hpp"
 
 #include <unistd.h>
 

@@ -31,10 +31,10 @@ Event killed(int rank, bool by_agent, bool oom = false) {
 
 TEST_CASE("agent metrics follow rounds, workers, exits and restarts", "[agent_metrics]") {
   metrics::Registry registry;
-  LaunchConfig config;
-  config.nproc_per_node = 2;
-  config.max_restarts = 3;
-  AgentMetrics agent(registry, config);
+  MetricsSpec spec;
+  spec.nproc_per_node = 2;
+  spec.max_restarts = 3;
+  AgentMetrics agent(registry, spec);
   auto value = [&registry](const std::string& series) { return sample(registry.expose(), series); };
   CHECK(value("ddprun_up") == 1);
   CHECK(value("ddprun_world_size") == 0);
@@ -94,8 +94,8 @@ TEST_CASE("agent metrics follow rounds, workers, exits and restarts", "[agent_me
 
 TEST_CASE("agent metrics count in-process re-forms and their failures", "[agent_metrics]") {
   metrics::Registry registry;
-  const LaunchConfig config;
-  AgentMetrics agent(registry, config);
+  const MetricsSpec spec;
+  AgentMetrics agent(registry, spec);
   auto value = [&registry](const std::string& series) { return sample(registry.expose(), series); };
   agent.emit(Event("node_lost").with("node", std::string("n2")));
   agent.emit(Event("reform").with("round", 1).with("ms", 250));

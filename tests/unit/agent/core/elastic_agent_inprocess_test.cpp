@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "agent/core/elastic_agent.hpp"
-#include "agent/core/inprocess_recovery.hpp"
+#include "agent/elastic/elastic_agent.hpp"
+#include "agent/elastic/inprocess_recovery.hpp"
 #include "tests/unit/agent/core/elastic_agent_test_util.hpp"
 #include "tests/unit/agent/core/fake_handover.hpp"
 

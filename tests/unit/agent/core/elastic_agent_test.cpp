@@ -2,7 +2,7 @@
 // a RecordingEventSink reads back what the agent did, and the static rendezvous is real (its own
 // loopback store), all on one io_context. The c10d cases are in elastic_agent_c10d_test.cpp.
 
-#include "agent/core/elastic_agent.hpp"
+#include "agent/elastic/elastic_agent.hpp"
 
 #include <catch2/catch.hpp>
 #include <csignal>

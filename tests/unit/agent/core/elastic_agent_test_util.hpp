@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/core/elastic_agent.hpp"
+#include "agent/elastic/elastic_agent.hpp"
 #include "rendezvous/static/static_rendezvous.hpp"
 #include "tests/unit/agent/core/fake_launcher.hpp"
 #include "tests/unit/agent/core/recording_event_sink.hpp"

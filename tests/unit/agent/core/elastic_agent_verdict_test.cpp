@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/core/elastic_agent.hpp"
+#include "agent/elastic/elastic_agent.hpp"
 #include "tests/unit/agent/core/elastic_agent_test_util.hpp"
 
 namespace ddp::agent {

@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "agent/core/failure_report.hpp"
+#include "agent/elastic/failure_report.hpp"
 
 namespace ddp::agent {
 namespace {

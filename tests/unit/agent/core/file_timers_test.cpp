@@ -4,8 +4,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "agent/core/file_timers.hpp"
 #include "agent/core/health_check_server.hpp"
+#include "agent/elastic/file_timers.hpp"
 
 namespace ddp::agent {
 namespace {

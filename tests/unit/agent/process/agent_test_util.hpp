@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/cli/worker_spec.hpp"
+#include "agent/cli/worker_specs.hpp"
 #include "agent/core/worker_launcher.hpp"
 #include "agent/process/worker_group.hpp"
 

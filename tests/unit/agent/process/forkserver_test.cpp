@@ -17,6 +17,7 @@
 #include <fstream>
 #include <iomanip>
 
+#include "agent/cli/agent_options.hpp"
 #include "agent/process/forkserver.hpp"
 #include "agent/process/python_package.hpp"
 #include "agent/process/worker_group.hpp"

@@ -4,7 +4,7 @@
 #include <csignal>
 
 #include "agent/cli/launch_config.hpp"
-#include "agent/cli/worker_spec.hpp"
+#include "agent/cli/worker_specs.hpp"
 #include "agent/stacks/stack_hook.hpp"
 #include "common/progress_record.hpp"
 

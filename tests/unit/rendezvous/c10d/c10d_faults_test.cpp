@@ -8,7 +8,7 @@
 #include "c10d_test_util.hpp"
 #include "ddp/error.hpp"
 #include "rendezvous/c10d/c10d_keys.hpp"
-#include "rendezvous/store_server/server_key_table.hpp"
+#include "rendezvous/store/key_table.hpp"
 
 using namespace ddp::rdzv;
 using namespace ddp::rdzv::test;

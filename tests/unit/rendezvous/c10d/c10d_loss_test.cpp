@@ -9,9 +9,9 @@
 
 #include "c10d_test_util.hpp"
 #include "rendezvous/c10d/c10d_keys.hpp"
+#include "rendezvous/store/key_table.hpp"
 #include "rendezvous/store_client/lease_holder.hpp"
 #include "rendezvous/store_client/tcp_store_client.hpp"
-#include "rendezvous/store_server/server_key_table.hpp"
 #include "rendezvous/store_server/tcp_store_server.hpp"
 
 using namespace ddp::rdzv;

@@ -1,8 +1,8 @@
 // MemoryStore: the Store interface in-process, on an io_context; waits park and time out.
 
 #include "ddp/error.hpp"
+#include "rendezvous/store/key_table.hpp"
 #include "rendezvous/store/memory_store.hpp"
-#include "rendezvous/store_server/server_key_table.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>

@@ -1,12 +1,12 @@
-// Store leases: the lease document, ServerLeases over a MemoryStore's table (a dropped wait is a
+// Store leases: the lease document, KeyLeases over a MemoryStore's table (a dropped wait is a
 // closed connection) and over a real TcpStoreServer with LeaseHolder clients.
 
 #include <catch2/catch.hpp>
 
+#include "rendezvous/store/key_table.hpp"
 #include "rendezvous/store/store_lease.hpp"
 #include "rendezvous/store_client/lease_holder.hpp"
 #include "rendezvous/store_client/tcp_store_client.hpp"
-#include "rendezvous/store_server/server_key_table.hpp"
 #include "rendezvous/store_server/tcp_store_server.hpp"
 #include "tests/unit/rendezvous/c10d/c10d_test_util.hpp"
 

@@ -1,5 +1,5 @@
-// BlockingStore: synchronous calls on the caller's thread against a scripted server running on
-// a thread of its own; the key prefix; deadlines and errors surface as exceptions.
+// BlockingStore: synchronous calls (run on the store's own loop thread) against a scripted server
+// running on a thread of its own; the key prefix; deadlines and errors surface as exceptions.
 #include "rendezvous/store_client/blocking_store.hpp"
 
 #include <thread>

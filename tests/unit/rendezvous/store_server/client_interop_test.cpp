@@ -3,9 +3,9 @@
 // by more calls on the same connection, and a get released by another client's set.
 
 #include "ddp/error.hpp"
+#include "rendezvous/store/key_table.hpp"
 #include "rendezvous/store/memory_store.hpp"
 #include "rendezvous/store_client/tcp_store_client.hpp"
-#include "rendezvous/store_server/server_key_table.hpp"
 #include "rendezvous/store_server/tcp_store_server.hpp"
 
 #include <boost/asio/co_spawn.hpp>

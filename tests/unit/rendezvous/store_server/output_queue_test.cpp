@@ -3,7 +3,7 @@
 // refuses an APPEND or a reply past the value limit; the OS helpers (keepalive, spare descriptor).
 
 #include "ddp/error.hpp"
-#include "rendezvous/store_server/server_key_table.hpp"
+#include "rendezvous/store/key_table.hpp"
 #include "rendezvous/store_server/server_os.hpp"
 #include "rendezvous/store_server/server_output_queue.hpp"
 #include "rendezvous/store_server/server_session.hpp"

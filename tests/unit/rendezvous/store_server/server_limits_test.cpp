@@ -4,7 +4,7 @@
 // their connection.
 
 #include "rendezvous/store/memory_store.hpp"
-#include "rendezvous/store_server/server_key_table.hpp"
+#include "rendezvous/store/key_table.hpp"
 #include "tests/unit/rendezvous/store_server/raw_client.hpp"
 
 #include <fcntl.h>

@@ -3,7 +3,7 @@
 // sockets: request bytes in, the immediate replies out, and the output sent later (wake-ups,
 // watch events) collected apart.
 
-#include "rendezvous/store_server/server_key_table.hpp"
+#include "rendezvous/store/key_table.hpp"
 #include "rendezvous/store_server/server_session.hpp"
 #include "rendezvous/wire/request_parser.hpp"
 #include "tests/unit/rendezvous/wire_fixtures.hpp"

@@ -7,8 +7,8 @@
 #include <boost/asio/write.hpp>
 
 #include "ddp/error.hpp"
+#include "rendezvous/store/key_table.hpp"
 #include "rendezvous/store/memory_store.hpp"
-#include "rendezvous/store_server/server_key_table.hpp"
 #include "tests/unit/rendezvous/store_server/raw_client.hpp"
 
 using namespace ddp::rdzv;

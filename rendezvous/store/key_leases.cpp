@@ -1,9 +1,9 @@
-// ServerLeases: one timer per lease whose hold wait dropped. The grace lets a client whose
+// KeyLeases: one timer per lease whose hold wait dropped. The grace lets a client whose
 // connection was closed by its own timeout re-park the wait on a new connection without being
 // declared gone; a holder that waits in bounded chunks re-parks within a round trip. The lease
 // document is read again at expiry, so a holder that rewrote it meanwhile is honoured.
 
-#include "rendezvous/store_server/server_leases.hpp"
+#include "rendezvous/store/key_leases.hpp"
 
 #include <boost/asio/steady_timer.hpp>
 #include <fmt/format.h>
@@ -12,14 +12,14 @@
 #include <unordered_map>
 
 #include "common/log.hpp"
+#include "rendezvous/store/key_table.hpp"
 #include "rendezvous/store/store_lease.hpp"
-#include "rendezvous/store_server/server_key_table.hpp"
 
 namespace ddp::rdzv {
 
 using Clock = std::chrono::steady_clock;
 
-struct ServerLeases::State : std::enable_shared_from_this<ServerLeases::State> {
+struct KeyLeases::State : std::enable_shared_from_this<KeyLeases::State> {
   State(boost::asio::any_io_executor ex, KeyTable& t) : executor(std::move(ex)), table(&t) {}
 
   void dropped(const std::vector<std::string>& keys) {
@@ -71,7 +71,7 @@ struct ServerLeases::State : std::enable_shared_from_this<ServerLeases::State> {
   std::unordered_map<std::string, std::shared_ptr<boost::asio::steady_timer>> pending;
 };
 
-ServerLeases::ServerLeases(boost::asio::any_io_executor executor, KeyTable& table)
+KeyLeases::KeyLeases(boost::asio::any_io_executor executor, KeyTable& table)
     : state_(std::make_shared<State>(std::move(executor), table)) {
   table.set_drop_observer([weak = std::weak_ptr<State>(state_)](
                               const std::vector<std::string>& keys) {
@@ -79,13 +79,13 @@ ServerLeases::ServerLeases(boost::asio::any_io_executor executor, KeyTable& tabl
   });
 }
 
-ServerLeases::~ServerLeases() {
+KeyLeases::~KeyLeases() {
   state_->table->set_drop_observer(nullptr);
   state_->table = nullptr;
   for (auto& [key, timer] : state_->pending) timer->cancel();
   state_->pending.clear();
 }
 
-std::size_t ServerLeases::pending() const { return state_->pending.size(); }
+std::size_t KeyLeases::pending() const { return state_->pending.size(); }
 
 }  // namespace ddp::rdzv

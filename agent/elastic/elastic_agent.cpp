@@ -2,7 +2,7 @@
 // (the losers are cancelled); store waits that cannot be cancelled run under abandonable(), so a
 // signal always takes effect at once.
 
-#include "agent/core/elastic_agent.hpp"
+#include "agent/elastic/elastic_agent.hpp"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -17,12 +17,13 @@
 #include <optional>
 #include <set>
 
+#include "agent/cli/agent_options.hpp"
 #include "agent/cli/log_dirs.hpp"
-#include "agent/cli/signal_names.hpp"
-#include "agent/cli/worker_spec.hpp"
-#include "agent/core/failure_report.hpp"
-#include "agent/core/inprocess_recovery.hpp"
+#include "agent/cli/worker_specs.hpp"
 #include "agent/core/round_events.hpp"
+#include "agent/core/signal_names.hpp"
+#include "agent/elastic/failure_report.hpp"
+#include "agent/elastic/inprocess_recovery.hpp"
 #include "agent/process/forkserver.hpp"
 #include "agent/process/python_package.hpp"
 #include "agent/process/reform_channel.hpp"
@@ -246,7 +247,8 @@ asio::awaitable<int> ElasticAgent::run() {
     if (handover_ == nullptr) {
       channel = std::make_unique<ReformChannel>(io_, run_dir + "/reform.sock");
     }
-    recovery.emplace(config_, handover_ != nullptr ? *handover_ : *channel, events_, run_dir);
+    recovery.emplace(config_.rdzv_conf.reform_timeout(),
+                     handover_ != nullptr ? *handover_ : *channel, events_, run_dir);
   }
 
   // The forkserver's template starts now: its imports overlap the first rendezvous. Its

@@ -1,5 +1,5 @@
 #pragma once
-// ServerLeases: the store's side of store leases (store_lease.hpp). It observes the waits the
+// KeyLeases: the store's side of store leases (store_lease.hpp). It observes the waits the
 // KeyTable drops without waking them (a store connection closed, or a client gave up), and when
 // the last wait on a lease's hold key is gone for the lease's grace, appends the lease's value
 // and deletes the lease. Every MemoryStore has one, so the TCP server (agent-hosted or `ddp-store
@@ -14,13 +14,13 @@ namespace ddp::rdzv {
 
 class KeyTable;
 
-class ServerLeases {
+class KeyLeases {
  public:
   // Observes `table` until destroyed; the table must outlive it.
-  ServerLeases(boost::asio::any_io_executor executor, KeyTable& table);
-  ~ServerLeases();
-  ServerLeases(const ServerLeases&) = delete;
-  ServerLeases& operator=(const ServerLeases&) = delete;
+  KeyLeases(boost::asio::any_io_executor executor, KeyTable& table);
+  ~KeyLeases();
+  KeyLeases(const KeyLeases&) = delete;
+  KeyLeases& operator=(const KeyLeases&) = delete;
 
   // Leases whose hold waits are gone and whose grace is running (for tests and logs).
   std::size_t pending() const;

@@ -8,7 +8,7 @@
 // has already (the same round, no rendezvous, no restart spent), and newcomers join the peers
 // that did re-form on the other nodes.
 
-#include "agent/core/inprocess_recovery.hpp"
+#include "agent/elastic/inprocess_recovery.hpp"
 
 #include <fmt/format.h>
 
@@ -84,9 +84,10 @@ WorkerPlace place_of(int round, const WorkerSpec& spec) {
   return place;
 }
 
-InprocessRecovery::InprocessRecovery(const LaunchConfig& config, WorkerHandover& handover,
-                                     EventSink& events, std::string state_dir)
-    : reform_timeout_(config.rdzv_conf.reform_timeout()),
+InprocessRecovery::InprocessRecovery(std::chrono::milliseconds reform_timeout,
+                                     WorkerHandover& handover, EventSink& events,
+                                     std::string state_dir)
+    : reform_timeout_(reform_timeout),
       state_dir_(std::move(state_dir)),
       handover_(handover),
       events_(events) {}

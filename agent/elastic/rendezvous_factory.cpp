@@ -1,6 +1,6 @@
 // make_rendezvous: maps the LaunchConfig's rendezvous options onto a backend.
 
-#include "agent/core/rendezvous_factory.hpp"
+#include "agent/elastic/rendezvous_factory.hpp"
 
 #include <fmt/format.h>
 #include <unistd.h>

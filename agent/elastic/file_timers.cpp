@@ -2,7 +2,7 @@
 // nlohmann parses the line without exceptions; a request that names no pid, scope or numbers is
 // refused as a whole.
 
-#include "agent/core/file_timers.hpp"
+#include "agent/elastic/file_timers.hpp"
 
 #include <algorithm>
 #include <nlohmann/json.hpp>

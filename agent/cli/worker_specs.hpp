@@ -1,6 +1,6 @@
 #pragma once
-// WorkerSpec: what the agent execs for one local worker of one attempt: argv, the complete
-// environment (torchrun's variables over the parent's), and where its output and error file go.
+// The WorkerSpecs of one attempt from the LaunchConfig and the round: argv, the complete
+// environment (torchrun's variables over the parent's), and where output and error files go.
 // Pure: computing specs touches no process and no file.
 
 #include <map>
@@ -10,30 +10,10 @@
 #include "agent/cli/launch_config.hpp"
 #include "agent/cli/log_dirs.hpp"
 #include "agent/cli/numa_binding.hpp"
+#include "agent/core/worker_spec.hpp"
 #include "rendezvous/rendezvous.hpp"
 
 namespace ddp::agent {
-
-struct WorkerSpec {
-  int local_rank = 0;
-  int rank = 0;       // global rank (RANK)
-  int role_rank = 0;  // ROLE_RANK (one role: equals rank)
-  // argv[0] is the program: a path, or a bare name the spawner resolves through PATH (execvp).
-  std::vector<std::string> argv;
-  // The full environment, "KEY=VALUE", sorted by key: the parent's plus ddprun's variables.
-  std::vector<std::string> env;
-  // Only the variables ddprun set or changed, by name (dry run, tests, reports).
-  std::map<std::string, std::string> ddprun_env;
-
-  std::string log_dir;      // <attempt_dir>/<local_rank>
-  std::string stdout_path;  // <log_dir>/stdout.log (used when redirect_mask has kStdOut)
-  std::string stderr_path;  // <log_dir>/stderr.log (used when redirect_mask has kStdErr)
-  std::string error_file;   // <log_dir>/error.json = TORCHELASTIC_ERROR_FILE (worker writes it)
-  int redirect_mask = kStdNone;  // streams written to their files (redirects | tee)
-  int tee_mask = kStdNone;       // of those, streams also copied to the console
-  bool console_visible = true;   // false when --local_ranks_filter excludes this rank
-  NumaBinding numa;              // --numa_binding: CPUs and memory node (empty cpus: unbound)
-};
 
 // The specs of this node's workers (local ranks 0..nproc_per_node-1) for the round in `info`.
 // `parent_env` is ddprun's environment; `attempt_dir` is attempt_log_dir(run_dir, restart).

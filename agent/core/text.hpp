@@ -1,5 +1,5 @@
 #pragma once
-// Text helpers shared by the CLI parsing units: whitespace stripping and comma splitting.
+// Text helpers shared by the agent's parsing units: whitespace stripping and comma splitting.
 
 #include <cctype>
 #include <string_view>

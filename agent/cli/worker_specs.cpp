@@ -1,7 +1,7 @@
 // Worker command lines and environments. Everything here is a pure function of the config, the
 // round and the parent's environment, so the agent, --dry_run and the tests share one truth.
 
-#include "agent/cli/worker_spec.hpp"
+#include "agent/cli/worker_specs.hpp"
 
 #include <fmt/format.h>
 

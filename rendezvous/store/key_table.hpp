@@ -92,7 +92,7 @@ class KeyTable {
   std::size_t waiter_count() const { return waiters_.size(); }
   bool has_waiters(const std::string& key) const { return waiting_on_.contains(key); }
   // Called with a wait's keys when cancel_wait drops it before it woke: its connection closed
-  // or its client gave up (ServerLeases). One observer; nullptr clears it.
+  // or its client gave up (KeyLeases). One observer; nullptr clears it.
   using DropFn = std::function<void(const std::vector<std::string>& keys)>;
   void set_drop_observer(DropFn fn) { on_drop_ = std::move(fn); }
 

@@ -1,7 +1,7 @@
 // KeyTable: a hash map of shared values plus two indexes (waiters and watchers by key). Callbacks
 // run after the table has changed, so a callback may read or change the table again.
 
-#include "rendezvous/store_server/server_key_table.hpp"
+#include "rendezvous/store/key_table.hpp"
 
 #include "common/parse_number.hpp"
 #include "ddp/error.hpp"

@@ -18,10 +18,10 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "agent/cli/signal_names.hpp"
 #include "agent/cli/uuid4.hpp"
-#include "agent/core/file_timer_server.hpp"
-#include "agent/core/file_timers.hpp"
+#include "agent/core/signal_names.hpp"
+#include "agent/elastic/file_timer_server.hpp"
+#include "agent/elastic/file_timers.hpp"
 #include "agent/process/line_splitter.hpp"
 #include "common/log.hpp"
 #include "common/unique_fd.hpp"

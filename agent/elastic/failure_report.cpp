@@ -2,7 +2,7 @@
 // what torchrun leaves out: the signal name, a hint when the OOM killer is likely, the last
 // stderr lines, and the exit code ddprun will return.
 
-#include "agent/core/failure_report.hpp"
+#include "agent/elastic/failure_report.hpp"
 
 #include <fmt/chrono.h>
 #include <fmt/format.h>
@@ -13,7 +13,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "agent/cli/signal_names.hpp"
+#include "agent/core/signal_names.hpp"
 #include "agent/process/process_spawner.hpp"
 
 namespace ddp::agent {

@@ -14,20 +14,19 @@
 #include <string>
 #include <vector>
 
-#include "agent/cli/launch_config.hpp"
-#include "agent/cli/worker_spec.hpp"
 #include "agent/core/event_log.hpp"
 #include "agent/core/worker_handover.hpp"
+#include "agent/core/worker_spec.hpp"
 #include "rendezvous/rendezvous.hpp"
 
 namespace ddp::agent {
 
 class InprocessRecovery {
  public:
-  // `handover` and `events` must outlive this. `state_dir`: where a worker that gives up its
-  // place leaves its last commit (the run dir).
-  InprocessRecovery(const LaunchConfig& config, WorkerHandover& handover, EventSink& events,
-                    std::string state_dir);
+  // `handover` and `events` must outlive this. `reform_timeout`: --rdzv_conf=reform_timeout.
+  // `state_dir`: where a worker that gives up its place leaves its last commit (the run dir).
+  InprocessRecovery(std::chrono::milliseconds reform_timeout, WorkerHandover& handover,
+                    EventSink& events, std::string state_dir);
 
   // Adds the channel's variables (DDPRUN_REFORM_SOCKET, DDPRUN_REFORM_LOCAL_RANK,
   // DDPRUN_REFORM_STATE_DIR) to every spec.

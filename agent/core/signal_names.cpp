@@ -1,7 +1,7 @@
 // The signal table is explicit rather than strsignal()/sigabbrev_np(): those give descriptions
 // or need glibc 2.32 extensions, and reports must print the exact "SIGKILL" spelling.
 
-#include "agent/cli/signal_names.hpp"
+#include "agent/core/signal_names.hpp"
 
 #include <fmt/format.h>
 
@@ -9,7 +9,7 @@
 #include <cctype>
 #include <csignal>
 
-#include "agent/cli/cli_text.hpp"
+#include "agent/core/text.hpp"
 #include "common/parse_number.hpp"
 #include "ddp/error.hpp"
 
