@@ -55,7 +55,6 @@ Trainer::Trainer(const TrainOptions& options, std::shared_ptr<ProcessGroup> grou
       model_(model_widths(train_.features, options.hidden)),
       session_(session),
       train_log_(options.train_log) {
-  if (options_.fail_on_sigusr1) arm_fail_on_sigusr1();
   model_.init(options_.seed);
   if (options_.scale_lr && group) options_.optimizer.lr *= static_cast<float>(group->size());
   optimizer_ = make_optimizer(options_.optimizer, model_.parameters());

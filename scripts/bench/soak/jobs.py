@@ -160,7 +160,7 @@ class DdpTrainJob:
                 "--params_crc_every", str(CHECK_EVERY),
                 "--stop_file", os.path.join(job_dir, "stop"), "--fail_on_sigusr1"]
         if recovery == "inprocess":
-            return argv + ["--commit_every", "1"]
+            return argv + ["--commit_every", "1", "--reform_grace", "1"]  # as ddprun.elastic
         return argv + ["--checkpoint", os.path.join(job_dir, "checkpoint.safetensors"),
                        "--checkpoint_every", str(CHECKPOINT_EVERY)]
 
