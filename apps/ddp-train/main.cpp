@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "apps/ddp-train/fail_signal.hpp"
 #include "apps/ddp-train/recovery_session.hpp"
 #include "apps/ddp-train/train_options.hpp"
 #include "apps/ddp-train/trainer.hpp"
@@ -17,6 +18,7 @@ int main(int argc, char** argv) {
   try {
     const auto options = ddp::train::parse_train_options(argc, argv);
     if (!options) return 0;
+    if (options->fail_on_sigusr1) ddp::train::arm_fail_on_sigusr1();  // before the slow start-up
     ddp::InitOptions init;
     init.backend = options->backend;
     const auto grace = std::chrono::milliseconds(static_cast<long>(options->reform_grace * 1000));

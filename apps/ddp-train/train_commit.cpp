@@ -41,16 +41,7 @@ void TrainCommit::take(const CommitPosition& at, std::int64_t commits) {
 
 CommitPosition TrainCommit::restore() {
   std::lock_guard lock(mutex_);
-  for (Parameter& p : model_.parameters()) saved_.copy_to(p.name, p.shape, p.value);
-  for (const StateTensor& s : optimizer_.state()) {
-    saved_.copy_to("optimizer." + s.name, s.shape, s.data);
-  }
-  CommitPosition at;
-  at.pos.epoch = saved_.meta_int("epoch");
-  at.pos.step = saved_.meta_int("step");
-  at.pos.micro_in_epoch = saved_.meta_int("micro_in_epoch");
-  at.world_size = static_cast<int>(saved_.meta_int("world_size"));
-  return at;
+  return copy_state(saved_, model_, optimizer_);
 }
 
 std::int64_t TrainCommit::count() const {

@@ -19,10 +19,7 @@
 namespace ddp::train {
 
 // What a commit says beside the tensors: where training stood and at which world size.
-struct CommitPosition {
-  TrainPosition pos;
-  int world_size = 1;
-};
+using CommitPosition = PositionAtWorld;
 
 // The micro-batch position in an epoch at `new_world` ranks that visits no sample twice and
 // skips none of those not yet visited at `old_world` ranks, to within one micro-batch: micro-batch

@@ -53,6 +53,17 @@ std::optional<TrainOptions> parse_train_options(int argc, char** argv) {
       ->check(CLI::Range(0, 1 << 30));
   app.add_option("--log_every", o.log_every, "steps between progress lines")
       ->check(CLI::Range(1, 1 << 30));
+  app.add_option("--train_log", o.train_log,
+                 "rank 0 appends a JSON line per start, step, commit, checkpoint, parameter check "
+                 "and end of the run to this file");
+  app.add_option("--params_crc_every", o.params_crc_every,
+                 "steps between checks that every rank holds the same parameters (0: never)")
+      ->check(CLI::Range(0, 1 << 30));
+  app.add_option("--stop_file", o.stop_file,
+                 "end the run (evaluation, checkpoint, summary, exit 0) at the first progress "
+                 "line after this file exists");
+  app.add_flag("--fail_on_sigusr1", o.fail_on_sigusr1,
+               "fault injection: SIGUSR1 makes this process exit 3 before its next step");
   app.add_option("--backend", o.backend, "gloo or nccl (default: libddp's choice)");
   app.add_option("--device", o.device,
                  "auto (CUDA with the nccl backend or, alone, with a visible GPU), cpu or cuda")

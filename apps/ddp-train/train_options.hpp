@@ -30,6 +30,10 @@ struct TrainOptions {
   std::int64_t slow_step_ms = 0;   // fault injection: --slow_rank sleeps this long every step
   int slow_rank = 0;
   std::int64_t log_every = 100;  // steps between progress lines
+  std::string train_log;         // "" = none; rank 0's JSON-lines record of the run (train_log.hpp)
+  std::int64_t params_crc_every = 0;  // steps between cross-rank parameter CRC checks; 0 = never
+  std::string stop_file;         // "" = none; the run ends cleanly once this file exists
+  bool fail_on_sigusr1 = false;  // fault injection: SIGUSR1 makes this process exit 3
   std::string backend;           // "" = libddp's default
   std::string device = "auto";   // auto, cpu or cuda (see EngineChoice)
   // --recovery=inprocess (under ddprun's hand-over channel only): steps between in-memory

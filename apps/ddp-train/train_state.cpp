@@ -43,7 +43,20 @@ Checkpoint make_checkpoint(const Mlp& model, Optimizer& optimizer, const TrainPo
   return ckpt;
 }
 
-TrainPosition restore_checkpoint(const std::string& path, Mlp& model, Optimizer& optimizer,
+PositionAtWorld copy_state(const Checkpoint& ckpt, Mlp& model, Optimizer& optimizer) {
+  for (Parameter& p : model.parameters()) ckpt.copy_to(p.name, p.shape, p.value);
+  for (const StateTensor& s : optimizer.state()) {
+    ckpt.copy_to("optimizer." + s.name, s.shape, s.data);
+  }
+  PositionAtWorld at;
+  at.pos.epoch = ckpt.meta_int("epoch");
+  at.pos.step = ckpt.meta_int("step");
+  at.pos.micro_in_epoch = ckpt.meta_int("micro_in_epoch");
+  at.world_size = static_cast<int>(ckpt.meta_int("world_size"));
+  return at;
+}
+
+PositionAtWorld restore_checkpoint(const std::string& path, Mlp& model, Optimizer& optimizer,
                                  const std::string& optimizer_name) {
   const Checkpoint ckpt = load_checkpoint(path);
   try {
@@ -56,15 +69,7 @@ TrainPosition restore_checkpoint(const std::string& path, Mlp& model, Optimizer&
       throw ConfigError(
           fmt::format("optimizer is {}, this run's is {}", ckpt.meta("optimizer"), optimizer_name));
     }
-    for (Parameter& p : model.parameters()) ckpt.copy_to(p.name, p.shape, p.value);
-    for (const StateTensor& s : optimizer.state()) {
-      ckpt.copy_to("optimizer." + s.name, s.shape, s.data);
-    }
-    TrainPosition pos;
-    pos.epoch = ckpt.meta_int("epoch");
-    pos.step = ckpt.meta_int("step");
-    pos.micro_in_epoch = ckpt.meta_int("micro_in_epoch");
-    return pos;
+    return copy_state(ckpt, model, optimizer);
   } catch (const ConfigError& e) {
     throw ConfigError(fmt::format("checkpoint {}: {}", path, e.what()));
   }

@@ -12,11 +12,13 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <thread>
 
+#include <zlib.h>
+
+#include "apps/ddp-train/fail_signal.hpp"
 #include "common/check.hpp"
 #include "common/log.hpp"
 #include "ddp/sampler.hpp"
@@ -51,7 +53,8 @@ Trainer::Trainer(const TrainOptions& options, std::shared_ptr<ProcessGroup> grou
       train_(load_fashion_mnist(options.data_dir, true)),
       test_(load_fashion_mnist(options.data_dir, false)),
       model_(model_widths(train_.features, options.hidden)),
-      session_(session) {
+      session_(session),
+      train_log_(options.train_log) {
   model_.init(options_.seed);
   if (options_.scale_lr && group) options_.optimizer.lr *= static_cast<float>(group->size());
   optimizer_ = make_optimizer(options_.optimizer, model_.parameters());
@@ -67,6 +70,7 @@ void Trainer::attach(std::shared_ptr<ProcessGroup> group) {
   group_ = std::move(group);
   rank_ = group_ ? group_->rank() : 0;
   world_ = group_ ? group_->size() : 1;
+  train_log_.set_rank(rank_);
   if (group_) {
     ReducerOptions ro;
     ro.bucket_cap_bytes = static_cast<std::size_t>(options_.bucket_cap_mb * 1024 * 1024);
@@ -77,7 +81,18 @@ void Trainer::attach(std::shared_ptr<ProcessGroup> group) {
   steps_per_epoch_ = (micro_per_epoch_ + options_.grad_accum - 1) / options_.grad_accum;
 }
 
-bool Trainer::is_done() const { return options_.max_steps > 0 && pos_.step >= options_.max_steps; }
+void Trainer::adopt_world() {
+  pos_.micro_in_epoch = reshard_micro(pos_.micro_in_epoch, pos_world_, world_);
+  if (pos_.micro_in_epoch >= micro_per_epoch_) {
+    pos_.epoch += 1;
+    pos_.micro_in_epoch = 0;
+  }
+  pos_world_ = world_;
+}
+
+bool Trainer::is_done() const {
+  return stop_requested_ || (options_.max_steps > 0 && pos_.step >= options_.max_steps);
+}
 
 int Trainer::run() {
   auto log = ddp::log::get("train");
@@ -90,20 +105,28 @@ int Trainer::run() {
   // Rank 0 reads the checkpoint and broadcasts what it restored (weights, optimizer state,
   // position), so the ranks agree even when only rank 0's node can see the file.
   if (rank_ == 0 && !options_.checkpoint.empty() && std::filesystem::exists(options_.checkpoint)) {
-    pos_ = restore_checkpoint(options_.checkpoint, model_, *optimizer_, options_.optimizer.name);
-    log->info("resumed from {} epoch={} step={}", options_.checkpoint, pos_.epoch, pos_.step);
+    const PositionAtWorld at =
+        restore_checkpoint(options_.checkpoint, model_, *optimizer_, options_.optimizer.name);
+    pos_ = at.pos;
+    pos_world_ = at.world_size;
+    log->info("resumed from {} epoch={} step={} (saved at world size {})", options_.checkpoint,
+              pos_.epoch, pos_.step, pos_world_);
     engine_->load_from_host();
+    checkpoint_step_ = pos_.step;
   }
   if (session_) return run_inprocess();
   if (group_) {
     std::vector<std::shared_ptr<Work>> works;
     for (const Tensor& t : engine_->state_tensors()) works.push_back(group_->broadcast(t, 0));
     for (auto& w : works) w->wait();
-    std::int64_t position[3] = {pos_.epoch, pos_.step, pos_.micro_in_epoch};
-    engine_->exchange({position, 3, DType::kInt64},
+    std::int64_t position[4] = {pos_.epoch, pos_.step, pos_.micro_in_epoch, pos_world_};
+    engine_->exchange({position, 4, DType::kInt64},
                       [this](Tensor t) { return group_->broadcast(t, 0); });
     pos_ = TrainPosition{position[0], position[1], position[2]};
+    pos_world_ = static_cast<int>(position[3]);
   }
+  adopt_world();
+  train_log_.start({pos_, world_, checkpoint_step_});
   train_to_end();
   return 0;
 }
@@ -140,6 +163,7 @@ void Trainer::train_to_end() {
         pos_.epoch, pos_.step, engine_->device(), world_, options_.batch_size,
         test.loss_sum / test.count, test.correct / test.count, sps, train_seconds_));
   }
+  train_log_.end(pos_, world_, test.correct / test.count, stop_requested_);
 }
 
 void Trainer::train_epoch(std::int64_t epoch) {
@@ -186,13 +210,19 @@ void Trainer::train_epoch(std::int64_t epoch) {
       first_step_seconds_ = seconds;
       first_step_samples_ = samples * world_;
     }
+    train_log_.step(pos_, world_);
     commit_step();
     if (!options_.checkpoint.empty() && options_.checkpoint_every > 0 &&
         pos_.step % options_.checkpoint_every == 0) {
       save(pos_);
     }
+    check_params();
     if (window_end) {
+      if (!options_.stop_file.empty() && std::filesystem::exists(options_.stop_file)) {
+        window.stop = 1;
+      }
       const Tally t = all_reduce(window);
+      stop_requested_ = stop_requested_ || t.stop > 0;
       if (rank_ == 0) {
         const double sps = samples_per_second();
         const double step_s =
@@ -264,10 +294,10 @@ Tally Trainer::evaluate() {
 
 Tally Trainer::all_reduce(const Tally& local) {
   if (!group_) return local;
-  double values[3] = {local.loss_sum, local.correct, local.count};
-  engine_->exchange({values, 3, DType::kFloat64},
+  double values[4] = {local.loss_sum, local.correct, local.count, local.stop};
+  engine_->exchange({values, 4, DType::kFloat64},
                     [this](Tensor t) { return group_->all_reduce(t, ReduceOp::kSum); });
-  return Tally{values[0], values[1], values[2]};
+  return Tally{values[0], values[1], values[2], values[3]};
 }
 
 void Trainer::save(const TrainPosition& pos) {
@@ -276,11 +306,41 @@ void Trainer::save(const TrainPosition& pos) {
     save_checkpoint(options_.checkpoint,
                     make_checkpoint(model_, *optimizer_, pos, world_, options_.batch_size,
                                     options_.grad_accum, options_.optimizer.name, options_.seed));
+    train_log_.checkpoint(pos, options_.checkpoint);
   }
   if (group_) group_->barrier()->wait();
 }
 
+void Trainer::check_params() {
+  if (options_.params_crc_every <= 0 || pos_.step % options_.params_crc_every != 0) return;
+  engine_->store_to_host();
+  const auto [low, high] = params_crc_range();
+  train_log_.params(pos_, world_, low, high);
+  if (low != high && rank_ == 0) {
+    ddp::log::get("train")->error("step={}: the ranks' parameters differ (CRC32 {} to {})",
+                                  pos_.step, low, high);
+  }
+}
+
+std::pair<std::int64_t, std::int64_t> Trainer::params_crc_range() {
+  const std::vector<float>& values = model_.flat_values();
+  const auto crc = static_cast<std::int64_t>(
+      crc32(0L, reinterpret_cast<const Bytef*>(values.data()),
+            static_cast<uInt>(values.size() * sizeof(float))));
+  if (!group_) return {crc, crc};
+  std::int64_t low_and_negated_high[2] = {crc, -crc};  // one all-reduce gives min and max
+  engine_->exchange({low_and_negated_high, 2, DType::kInt64},
+                    [this](Tensor t) { return group_->all_reduce(t, ReduceOp::kMin); });
+  return {low_and_negated_high[0], -low_and_negated_high[1]};
+}
+
 void Trainer::maybe_fail() {
+  if (is_fail_requested()) {
+    ddp::log::get("train")->error("failing on SIGUSR1 at step={} rank={} (exit 3)", pos_.step,
+                                  rank_);
+    std::fflush(stdout);
+    std::_Exit(3);
+  }
   if (options_.fail_at_step < 0 || pos_.step != options_.fail_at_step ||
       rank_ != options_.fail_rank) {
     return;

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "apps/ddp-train/engine.hpp"
@@ -20,6 +21,7 @@
 #include "apps/ddp-train/optimizer.hpp"
 #include "apps/ddp-train/recovery_session.hpp"
 #include "apps/ddp-train/train_commit.hpp"
+#include "apps/ddp-train/train_log.hpp"
 #include "apps/ddp-train/train_options.hpp"
 #include "apps/ddp-train/train_state.hpp"
 #include "ddp/process_group.hpp"
@@ -27,11 +29,13 @@
 
 namespace ddp::train {
 
-// Sums over ranks of what a rank measured (loss, correct answers, samples).
+// Sums over ranks of what a rank measured (loss, correct answers, samples), and of the ranks
+// that saw --stop_file.
 struct Tally {
   double loss_sum = 0;
   double correct = 0;
   double count = 0;
+  double stop = 0;
 };
 
 // Writes `line` and a newline to stdout and flushes it (progress lines are read as they come).
@@ -50,11 +54,17 @@ class Trainer {
 
  private:
   void attach(std::shared_ptr<ProcessGroup> group);  // and the shape of an epoch at its size
+  // Re-shards pos_ (counted at pos_world_) to this group's world size: a checkpoint or commit
+  // of another world goes on where the epoch stood, not past its end.
+  void adopt_world();
   void train_to_end();  // epochs, evaluation, checkpoint, summary
   int run_inprocess();  // train_to_end() again after every re-form
   bool resume_commit_file();
   void sync_with_peers();
   void commit_step();
+  void check_params();  // --params_crc_every
+  // The least and the greatest CRC32 of the ranks' parameters (all-reduced; host values).
+  std::pair<std::int64_t, std::int64_t> params_crc_range();
   void train_epoch(std::int64_t epoch);
   std::int64_t train_step();  // one optimizer step; returns the samples this rank trained
   // Over the steps after the first (which pays one-time costs), or the first when it is alone.
@@ -79,6 +89,9 @@ class Trainer {
   TrainPosition pos_;
   RecoverySession* session_ = nullptr;
   std::unique_ptr<TrainCommit> commit_;
+  TrainLog train_log_;
+  std::int64_t checkpoint_step_ = -1;  // the checkpoint this process resumed from
+  bool stop_requested_ = false;        // --stop_file seen by some rank
   int pos_world_ = 1;  // the world size pos_.micro_in_epoch counts micro-batches of
   std::int64_t rows_per_epoch_ = 0;  // this rank's share of the training split
   std::int64_t steps_per_epoch_ = 0;

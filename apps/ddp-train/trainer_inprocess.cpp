@@ -6,8 +6,6 @@
 // restore commit N too.
 
 #include <fmt/format.h>
-#include <zlib.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -24,11 +22,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::uint32_t crc_of(const std::vector<float>& values) {
-  return static_cast<std::uint32_t>(crc32(0L, reinterpret_cast<const Bytef*>(values.data()),
-                                          static_cast<uInt>(values.size() * sizeof(float))));
-}
-
 }  // namespace
 
 int Trainer::run_inprocess() {
@@ -38,7 +31,7 @@ int Trainer::run_inprocess() {
       model_, *optimizer_,
       make_checkpoint(model_, *optimizer_, pos_, world_, options_.batch_size, options_.grad_accum,
                       options_.optimizer.name, options_.seed));
-  commit_->take({pos_, world_}, 0);  // what a failure before the first step returns to
+  commit_->take({pos_, pos_world_}, 0);  // what a failure before the first step returns to
   bool resumed = resume_commit_file();
   session_->guard(commit_.get());
   for (;;) {
@@ -91,34 +84,27 @@ void Trainer::sync_with_peers() {
   engine_->exchange({position, 4, DType::kInt64},
                     [&](Tensor t) { return group_->broadcast(t, synced.root); });
   // The sender's position, re-sharded: its micro-batches counted at its commit's world size.
-  pos_ = TrainPosition{position[0], position[1],
-                       reshard_micro(position[2], static_cast<int>(position[3]), world_)};
-  if (pos_.micro_in_epoch >= micro_per_epoch_) {
-    pos_.epoch += 1;
-    pos_.micro_in_epoch = 0;
-  }
-  pos_world_ = world_;
+  pos_ = TrainPosition{position[0], position[1], position[2]};
+  pos_world_ = static_cast<int>(position[3]);
+  adopt_world();
   engine_->store_to_host();
   commit_->take({pos_, world_}, synced.commits);
   // Every rank's parameter bits, compared: the smallest and largest CRC32 over the ranks.
-  const auto crc = static_cast<std::int64_t>(crc_of(model_.flat_values()));
-  std::int64_t low = crc, high = crc;
-  engine_->exchange({&low, 1, DType::kInt64},
-                    [this](Tensor t) { return group_->all_reduce(t, ReduceOp::kMin); });
-  engine_->exchange({&high, 1, DType::kInt64},
-                    [this](Tensor t) { return group_->all_reduce(t, ReduceOp::kMax); });
+  const auto [low, high] = params_crc_range();
   const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
   print_line(fmt::format(
       "reform round={} rank={} world_size={} pid={} step={} commits={} from_rank={} "
       "params_crc_min={} params_crc_max={} sync_ms={:.1f}",
       session_->round(), rank_, world_, ::getpid(), pos_.step, synced.commits, synced.root, low,
       high, ms));
+  train_log_.start({pos_, world_, checkpoint_step_, session_->round(), synced.commits});
 }
 
 void Trainer::commit_step() {
   if (session_ == nullptr || pos_.step % options_.commit_every != 0) return;
   engine_->store_to_host();
   commit_->take({pos_, world_});
+  train_log_.commit(pos_, commit_->count());
   session_->check_new_round();
 }
 

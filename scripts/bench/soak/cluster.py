@@ -11,8 +11,6 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "../../.."))
 RIG = os.path.join(ROOT, "scripts/netns-cluster.sh")
-WORKER = os.path.join(HERE, "soak_worker.py")
-TORCH_PYTHON = "/usr/bin/python3"
 NS = "ddps"
 PREFIX = "10.215.0"
 BRIDGE_ADDR = f"{PREFIX}.254"
@@ -50,8 +48,11 @@ def cmdline(pid):
 
 
 def is_worker(pid):
-    """A soak worker: an interpreter running soak_worker.py (not an agent naming it)."""
+    """A soak worker: an interpreter running soak_worker.py, or ddp-train (not an agent naming
+    either)."""
     argv = cmdline(pid).split()
+    if argv and os.path.basename(argv[0]) == "ddp-train":
+        return True
     return len(argv) > 1 and "python" in os.path.basename(argv[0]) and \
         any(a.endswith("soak_worker.py") for a in argv[1:3])
 
@@ -182,7 +183,7 @@ class Agent:
     """One ddprun agent in a node's namespace, started by `ip netns exec` (which execs ddprun, so
     the Popen's pid is the agent's)."""
 
-    def __init__(self, node, index, argv, log_path):
+    def __init__(self, node, index, argv, log_path, env):
         self.node = node
         self.index = index
         self.started = time.time()
@@ -191,8 +192,7 @@ class Agent:
         self.proc = subprocess.Popen(["ip", "netns", "exec", f"{NS}{node}", *argv],
                                      stdout=self.log, stderr=subprocess.STDOUT,
                                      start_new_session=True,
-                                     env=dict(os.environ, GLOO_SOCKET_IFNAME="eth0",
-                                              PYTHONUNBUFFERED="1"))
+                                     env=dict(os.environ, GLOO_SOCKET_IFNAME="eth0", **env))
         self.samples = []  # (t, rss_kib, fds)
         self.fds_first = self.fds_last = None  # descriptor targets, after the warm-up
 
@@ -204,7 +204,7 @@ class Agent:
         return self.proc.poll() is None
 
     def workers(self):
-        """The live soak workers under this agent (its children running soak_worker.py)."""
+        """The live soak workers under this agent (its children: soak_worker.py or ddp-train)."""
         return [p for p in namespace_pids(self.node)
                 if parent(p) == self.pid and is_worker(p)]
 

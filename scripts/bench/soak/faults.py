@@ -47,10 +47,8 @@ def worker_kill(soak):
 
 
 def worker_error(soak):
-    """The worker exits 3, asked through a file it checks at every step."""
-    def ask(pid):
-        open(os.path.join(soak.job_dir, f"fail_{pid}"), "w").close()
-    return _worker_fault(soak, "worker_error", ask,
+    """The worker exits 3, asked as its job takes such requests (jobs.py)."""
+    return _worker_fault(soak, "worker_error", lambda pid: soak.job.fail(soak.job_dir, pid),
                          lambda pid: ("worker_exited", {"pid": pid, "exit_code": 3}))
 
 

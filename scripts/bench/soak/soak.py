@@ -6,7 +6,8 @@ a missing event), 0 otherwise. Recovery times are figures, never a pass/fail cri
 
 Usage (root; scripts/bench/soak.sh wraps it):
   soak.py --bin BUILD/bin [--minutes M] [--seed S] [--backend c10d|etcd]
-          [--recovery restart|inprocess] [--nodes 4] [--min_nodes 2] [--work DIR] [--keep]
+          [--recovery restart|inprocess] [--job torch|ddp-train] [--nodes 4] [--min_nodes 2]
+          [--work DIR]
 """
 import argparse
 import fcntl
@@ -21,6 +22,7 @@ import time
 
 import cluster
 import faults
+import jobs
 import verdict
 
 
@@ -36,6 +38,7 @@ class Soak:
         self.args = args
         self.rng = random.Random(args.seed)
         self.backend = args.backend
+        self.job = jobs.JOBS[args.job](args.bin)
         self.nodes = list(range(1, args.nodes + 1))
         self.work = args.work
         self.agents = {}          # node -> Agent (the current one)
@@ -71,15 +74,13 @@ class Soak:
         common.append(f"--rdzv_conf={conf}")
         if self.args.recovery == "inprocess":
             common.append("--recovery=inprocess")
-        worker = [cluster.WORKER, self.job_dir, "--checkpoint", "20", "--check", "5"]
-        if self.args.recovery == "inprocess":
-            worker.append("--elastic")
-        return [*common, "--python", cluster.TORCH_PYTHON, *worker]
+        return [*common, *self.job.worker_argv(self.job_dir, self.args.recovery)]
 
     def start_agent(self, node):
         index = self.agent_count + 1
         agent = cluster.Agent(node, index, self.agent_argv(node),
-                              os.path.join(self.work, f"agent_j{len(self.jobs)}_n{node}_{index}.log"))
+                              os.path.join(self.work, f"agent_j{len(self.jobs)}_n{node}_{index}.log"),
+                              self.job.env())
         self.agents[node] = agent
         self.all_agents.append(agent)
         self.pending.pop(node, None)
@@ -88,6 +89,7 @@ class Soak:
         self.job_dir = os.path.join(self.work, f"job{len(self.jobs) + 1}")
         os.makedirs(self.job_dir)
         self.jobs.append(self.job_dir)
+        self.records = self.job.records(self.job_dir)
         self.agents = {}
         self.pending = {}
         for node in self.nodes:
@@ -104,7 +106,7 @@ class Soak:
     def store_host(self):
         if self.backend == "c10d":
             return 1
-        starts = verdict.read_jsonl(os.path.join(self.job_dir, "starts.jsonl"))
+        starts = self.records.starts()
         if not starts:
             return 0
         master = starts[-1].get("master_addr", "")
@@ -185,7 +187,7 @@ class Soak:
 
     # --- waiting on the job's records ----------------------------------------------------------
     def steps(self):
-        return verdict.read_jsonl(os.path.join(self.job_dir, "steps.jsonl"))
+        return self.records.steps()
 
     def wait_training(self, since, world, timeout=90):
         """Seconds from `since` to the first completed step of a group entered after `since` at
@@ -304,6 +306,8 @@ def parse_args(argv):
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--backend", choices=["c10d", "etcd"], default="c10d")
     p.add_argument("--recovery", choices=["restart", "inprocess"], default="restart")
+    p.add_argument("--job", choices=sorted(jobs.JOBS), default="torch",
+                   help="the workers: PyTorch DDP (soak_worker.py) or ddp-train")
     p.add_argument("--nodes", type=int, default=4)
     p.add_argument("--min_nodes", type=int, default=2)
     p.add_argument("--work", default=None, help="keep records here (default: a temporary dir)")
@@ -321,7 +325,7 @@ def main(argv):
     args.work = os.path.abspath(args.work or tempfile.mkdtemp(prefix="ddprun-soak."))
     os.makedirs(args.work, exist_ok=True)
     print(f"soak: seed {args.seed} backend {args.backend} recovery {args.recovery} "
-          f"{args.minutes} min on {args.nodes} nodes; records in {args.work}", flush=True)
+          f"job {args.job} {args.minutes} min on {args.nodes} nodes; records in {args.work}", flush=True)
     soak = Soak(args)
     # One soak at a time on this machine: the rig is shared (the suite's short soak, soak.sh).
     lock = open(LOCK, "w")
@@ -344,6 +348,7 @@ def main(argv):
             fs.unmount()
         cluster.rig("down", check=False)
     result = verdict.summarize(soak, injected, time.time() - started)
+    result["job"] = args.job
     verdict.print_table(result, soak.job_notes)
     print(json.dumps(result, sort_keys=True), flush=True)
     if not keep and result["ok"]:

@@ -37,14 +37,12 @@ def percentiles(values):
             "max": round(values[-1], 3), "n": len(values)}
 
 
-def progress(job_dir, recovery):
+def progress(name, records, recovery):
     """Steps redone over the job's re-entries, and re-entries that went back further than the
     mode allows (restart: the last checkpoint; inprocess: the last commit, less the step in
-    flight)."""
-    steps = read_jsonl(os.path.join(job_dir, "steps.jsonl"))
-    checkpoints = read_jsonl(os.path.join(job_dir, "checkpoints.jsonl"))
-    starts = sorted((s for s in read_jsonl(os.path.join(job_dir, "starts.jsonl"))
-                     if s["rank"] == 0), key=lambda s: s["t"])
+    flight: a rank may complete a step its peers never finished)."""
+    steps, checkpoints, commits = records.steps(), records.checkpoints(), records.commits()
+    starts = sorted(records.starts(), key=lambda s: s["t"])
     redone, went_back = 0, []
     for start in starts[1:]:
         before = [s["step"] for s in steps if s["t"] < start["t"]]
@@ -53,15 +51,11 @@ def progress(job_dir, recovery):
         if recovery == "restart":
             floor = max((c["step"] for c in checkpoints if c["t"] < start["t"]), default=0)
         else:
-            floor = done - 1
+            committed = [c["step"] for c in commits if c["t"] < start["t"]]
+            floor = max(committed, default=done) - 1
         if start["step"] < floor:
-            went_back.append(f"{os.path.basename(job_dir)}: resumed at step {start['step']}, "
-                             f"below {floor}")
+            went_back.append(f"{name}: resumed at step {start['step']}, below {floor}")
     return redone, went_back
-
-
-def mismatches(job_dir):
-    return [c for c in read_jsonl(os.path.join(job_dir, "checks.jsonl")) if c["lo"] != c["hi"]]
 
 
 def missing_events(work, injected):
@@ -117,11 +111,12 @@ def summarize(soak, injected, elapsed_s):
         faults[fault.kind] = faults.get(fault.kind, 0) + 1
     redone, went_back, bad_checks, checks = 0, [], [], 0
     for job_dir in soak.jobs:
-        r, back = progress(job_dir, soak.args.recovery)
+        records = soak.job.records(job_dir)
+        r, back = progress(os.path.basename(job_dir), records, soak.args.recovery)
         redone += r
         went_back += back
-        bad_checks += mismatches(job_dir)
-        checks += len(read_jsonl(os.path.join(job_dir, "checks.jsonl")))
+        bad_checks += [c for c in records.checks() if c["lo"] != c["hi"]]
+        checks += len(records.checks())
     missing = missing_events(soak.work, injected)
     rss_mb, fds = agent_growth(soak.all_agents, soak.job_notes)
     result = {

@@ -1,7 +1,12 @@
 """Elastic resume under a real ddprun: rank 1 exits 3 at step 7 (--fail_at_step, once, its marker
 beside the checkpoint); ddprun --max_restarts=1 restarts both ranks, which resume from the step-4
 checkpoint and finish with a checkpoint byte-for-byte equal to an uninterrupted run's. Without a
-restart left, ddprun exits with the worker's code 3."""
+restart left, ddprun exits with the worker's code 3.
+
+A checkpoint resumed at another world size goes on where its epoch stood: 500 steps of one rank
+(micro-batch 500 of 938 in the epoch) resumed by 2 ranks (469 micro-batches an epoch) continue at
+micro-batch 250 of epoch 0, and train the 10 steps asked for (the position was read at the new
+world size, past the epoch's end, and the run ended without a step)."""
 
 import os
 import sys
@@ -45,6 +50,16 @@ def main():
         result = tc.ddprun_train(2, [*ARGS, "--checkpoint", once_more, "--fail_at_step", "3",
                                      "--fail_rank", "0"], check_rc=3)
         print("without restarts ddprun exits 3, the failed worker's code")
+
+        grown = os.path.join(tmp, "grown.safetensors")
+        world1 = [*tc.SMALL, "--batch_size", "64", "--checkpoint", grown, "--seed", "9"]
+        tc.ddprun_train(1, [*world1, "--max_steps", "500"], timeout=180)
+        result = tc.ddprun_train(2, [*world1, "--max_steps", "510", "--log_every", "5"])
+        summary = tc.summary_fields(result.stdout)
+        ddptest.check(summary["steps"] == "510" and summary["epochs"] == "0",
+                      f"the world-2 resume of a world-1 checkpoint did not train on in epoch 0:"
+                      f"\n{result.stdout}\n{result.stderr}")
+        print("a world-1 checkpoint resumed at world 2 trains on in its epoch")
     finally:
         ddptest.remove_tree(tmp)
     print("OK")

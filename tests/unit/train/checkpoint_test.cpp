@@ -159,10 +159,11 @@ TEST_CASE("model and optimizer state survive a round trip exactly", "[checkpoint
                        ddp::train::make_checkpoint(a, *opt_a, {2, 7, 3}, 1, 16, 1, "adamw", 0));
   ddp::train::Mlp b({8, 6, 3});
   auto opt_b = ddp::train::make_optimizer(oo, b.parameters());
-  const auto pos = ddp::train::restore_checkpoint(path, b, *opt_b, "adamw");
+  const auto [pos, world_size] = ddp::train::restore_checkpoint(path, b, *opt_b, "adamw");
   CHECK(pos.epoch == 2);
   CHECK(pos.step == 7);
   CHECK(pos.micro_in_epoch == 3);
+  CHECK(world_size == 1);
   CHECK(a.flat_values() == b.flat_values());
   const auto sa = opt_a->state();
   const auto sb = opt_b->state();

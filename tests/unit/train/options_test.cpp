@@ -60,6 +60,21 @@ TEST_CASE("adamw gets its own lr and weight decay unless given", "[options]") {
   CHECK(o->optimizer.weight_decay == 0.0f);
 }
 
+TEST_CASE("the supervisor flags: train log, parameter checks, stop file, SIGUSR1", "[options]") {
+  auto o = parse({});
+  CHECK(o->train_log.empty());
+  CHECK(o->params_crc_every == 0);
+  CHECK(o->stop_file.empty());
+  CHECK_FALSE(o->fail_on_sigusr1);
+  o = parse({"--train_log", "/tmp/log.jsonl", "--params_crc_every", "5", "--stop_file",
+             "/tmp/stop", "--fail_on_sigusr1"});
+  CHECK(o->train_log == "/tmp/log.jsonl");
+  CHECK(o->params_crc_every == 5);
+  CHECK(o->stop_file == "/tmp/stop");
+  CHECK(o->fail_on_sigusr1);
+  CHECK_THAT(error_of({"--params_crc_every", "-1"}), Catch::Contains("--params_crc_every"));
+}
+
 TEST_CASE("bad values are reported with the flag's name", "[options]") {
   CHECK_THAT(error_of({"--batch_size", "0"}), Catch::Contains("--batch_size"));
   CHECK_THAT(error_of({"--optimizer", "lion"}), Catch::Contains("--optimizer"));
