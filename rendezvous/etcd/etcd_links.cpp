@@ -31,10 +31,10 @@
 #include "common/log.hpp"
 #include "ddp/error.hpp"
 #include "rendezvous/etcd/etcd_keys.hpp"
+#include "rendezvous/store/key_table.hpp"
 #include "rendezvous/store/memory_store.hpp"
 #include "rendezvous/store/store_lease.hpp"
 #include "rendezvous/store_client/tcp_store_client.hpp"
-#include "rendezvous/store_server/server_key_table.hpp"
 
 namespace ddp::rdzv::etcd {
 
