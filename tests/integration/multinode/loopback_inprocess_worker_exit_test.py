@@ -6,10 +6,12 @@ and the other node's two workers keep their PIDs and re-form (causes worker_fail
 worker's node, peer_failed on the other). The new worker receives the state from a peer (it
 enters train() past step 8), the job trains on at world 4, no committed step is done twice,
 every rank holds the same parameter bits after each entry, both agents exit 0 and no process
-is left behind."""
+is left behind. With the argument `forkserver` the workers, the new one too, are forked from
+the forkserver's template (--start_method=forkserver)."""
 
 import os
 import signal
+import sys
 import uuid
 
 import ddptest
@@ -17,11 +19,13 @@ from ddptest import check
 from inprocess_rig import WORKER, check_trained_once, events, records, wait_steps
 
 NODES = (0, 1)
+FORKSERVER = "forkserver" in sys.argv[1:]
 
 
 def agent_cmd(port, out_dir, node):
     log = os.path.join(out_dir, f"events_n{node}.jsonl")
-    return [ddptest.bin_path("ddprun"), "--nnodes=2", "--nproc_per_node=2", "--max_restarts=1",
+    start = ["--start_method=forkserver"] if FORKSERVER else []
+    return [ddptest.bin_path("ddprun"), *start, "--nnodes=2", "--nproc_per_node=2", "--max_restarts=1",
             "--rdzv_backend=c10d", f"--rdzv_endpoint=127.0.0.1:{port}", "--rdzv_id=replace",
             "--rdzv_conf=reform_timeout=90", "--recovery=inprocess", f"--event_log={log}",
             "--python", ddptest.TORCH_PYTHON, WORKER, out_dir, "--node", str(node),
