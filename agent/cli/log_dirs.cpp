@@ -128,4 +128,8 @@ void prepare_attempt_log_dir(const std::string& attempt_dir, int nproc_per_node)
   }
 }
 
+void prepare_worker_log_dir(const std::string& attempt_dir, int local_rank) {
+  make_directories(worker_log_dir(attempt_dir, local_rank));
+}
+
 }  // namespace ddp::agent

@@ -26,6 +26,10 @@ std::string worker_log_dir(const std::string& attempt_dir, int local_rank);
 // 0..nproc_per_node-1, as torchrun does when an attempt starts. Throws IoError naming the path.
 void prepare_attempt_log_dir(const std::string& attempt_dir, int nproc_per_node);
 
+// Creates "<attempt_dir>/<local_rank>" for a worker started again while its peers run on
+// (--recovery=inprocess); what is there already stays. Throws IoError naming the path.
+void prepare_worker_log_dir(const std::string& attempt_dir, int local_rank);
+
 // Removes `dir` and everything below it when it holds directories only (no file of any kind).
 // Returns true when it was removed; false when a file is there or it cannot be removed.
 bool remove_if_no_files(const std::string& dir);

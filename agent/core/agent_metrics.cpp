@@ -101,6 +101,8 @@ void AgentMetrics::emit(const Event& event) {
     on_workers_started(event);
   } else if (event.name == "worker_exited") {
     on_worker_exited(event);
+  } else if (event.name == "worker_replaced") {
+    running_.inc();  // a failed worker's new process (--recovery=inprocess)
   } else if (event.name == "restart") {
     on_restart(event);
   } else if (event.name == "node_lost") {

@@ -29,6 +29,7 @@ struct WorkerExit {
   bool oom_suspected = false;            // SIGKILL while the cgroup's oom_kill counter rose
   std::vector<std::string> stderr_tail;  // last 20 lines of its stderr, always captured
   std::string error_file;                // spec.error_file (may not exist)
+  bool replaced = false;                 // a new process took its local rank (replace())
 
   bool failed() const { return signal != 0 || exit_code != 0; }
 };
@@ -55,8 +56,15 @@ class AttemptWorkers {
   virtual ~AttemptWorkers() = default;  // whatever still runs is killed
 
   // Completes when the first worker fails (returns that exit) or when every worker has exited
-  // successfully (returns nullopt). Cancellable (per-operation cancellation).
+  // successfully (returns nullopt). A replaced exit counts as neither. Cancellable
+  // (per-operation cancellation).
   virtual boost::asio::awaitable<std::optional<WorkerExit>> wait_first_failure() = 0;
+
+  // Starts a new process for `spec` in the place of its local rank's worker, which has exited
+  // (--recovery=inprocess: its live peers keep running). The old exit stays in exits(), marked
+  // `replaced`; pids() names the new process, which wait_first_failure() and stop() watch like
+  // the others. Returns its pid. Throws IoError when it cannot be started.
+  virtual pid_t replace(const WorkerSpec& spec) = 0;
 
   // Sends `signal` to every running worker.
   virtual void signal_all(int signal) = 0;

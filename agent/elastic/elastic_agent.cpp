@@ -147,6 +147,20 @@ WorkerExit hung_exit(const std::vector<WorkerExit>& exits, const HangVerdict& ve
   return hung;
 }
 
+// The local ranks of the group's failed workers that replace() may start again: every failed,
+// not yet replaced one, while some worker still runs; empty when none runs any more.
+std::set<int> replaceable_ranks(const AttemptWorkers& group) {
+  std::set<int> failed;
+  std::set<int> exited;
+  for (const WorkerExit& exit : group.exits()) {
+    if (exit.replaced) continue;
+    exited.insert(exit.local_rank);
+    if (exit.failed()) failed.insert(exit.local_rank);
+  }
+  if (exited.size() >= group.pids().size()) return {};
+  return failed;
+}
+
 }  // namespace
 
 std::string local_host_name() {
@@ -223,6 +237,24 @@ std::unique_ptr<AttemptWorkers> ElasticAgent::launch_workers(const rdzv::Rendezv
   return group;
 }
 
+void ElasticAgent::replace_workers(AttemptWorkers& group, const rdzv::RendezvousInfo& info,
+                                   const std::vector<WorkerSpec>& specs,
+                                   const std::string& attempt_dir, const std::set<int>& dead) {
+  for (int local_rank : dead) {
+    const WorkerSpec& spec = specs.at(local_rank);
+    prepare_worker_log_dir(attempt_dir, local_rank);
+    const pid_t pid = group.replace(spec);
+    events_.emit(Event("worker_replaced")
+                     .with("round", info.round)
+                     .with("restart_count", info.restart_count)
+                     .with("rank", spec.rank)
+                     .with("local_rank", local_rank)
+                     .with("pid", pid));
+    log::get("agent")->info("worker local_rank={} started again as rank {} (pid {}) in round {}",
+                            local_rank, spec.rank, pid, info.round);
+  }
+}
+
 asio::awaitable<bool> ElasticAgent::finish_success() {
   co_await rendezvous_.finish(true);
   co_return true;
@@ -260,6 +292,10 @@ asio::awaitable<int> ElasticAgent::run() {
   std::unique_ptr<AttemptWorkers> group;
   std::vector<WorkerSpec> started;  // what the group's workers were started with
   std::size_t emitted = 0;          // the group's exits already emitted as events
+  // --recovery=inprocess: local ranks whose processes failed while their peers stay (started
+  // again before the next hand-over), and those started so, until a hand-over succeeds.
+  std::set<int> dead;
+  std::set<int> newcomers;
   for (;;) {
     stacks_.set_workers({});
     auto joined = co_await (
@@ -291,9 +327,16 @@ asio::awaitable<int> ElasticAgent::run() {
     bool kept = false;  // the live workers took their places in this round
     if (recovery) recovery->prepare(specs);
     if (recovery && recovery->has_pending()) {
+      if (!dead.empty()) {
+        recovery->publish(info.round, specs);  // what the newcomers read on connecting
+        replace_workers(*group, info, specs, attempt_dir, dead);
+        for (int local_rank : dead) started.at(local_rank) = specs.at(local_rank);
+        newcomers.insert(dead.begin(), dead.end());
+        dead.clear();
+      }
       // The round may end again during the hand-over (a second node lost, one the workers now
       // wait for in their init): the kept workers then wait for the next round's places.
-      auto handed = co_await (caught(recovery->hand_over(info.round, specs)) ||
+      auto handed = co_await (caught(recovery->hand_over(info.round, specs, newcomers)) ||
                               caught(rendezvous_.watch_round()) || wait_signal());
       if (handed.index() == 2) {
         co_return co_await stop_on_signal(*group, std::get<2>(handed), emitted);
@@ -306,6 +349,7 @@ asio::awaitable<int> ElasticAgent::run() {
         continue;
       }
       kept = std::get<0>(std::move(handed)).get();
+      newcomers.clear();
       if (kept) keep_started_files(specs, started);
       if (!kept) {
         group->signal_all(SIGCONT);  // a stopped worker must run to take SIGTERM
@@ -409,11 +453,21 @@ asio::awaitable<int> ElasticAgent::run() {
       continue;
     }
 
+    // --recovery=inprocess: the failed workers start again in the next round and their live
+    // peers stay, unless none is left (then the whole node starts again the ordinary way).
+    std::set<int> failed_ranks;
+    if (recovery && outcome.index() != 3) failed_ranks = replaceable_ranks(*group);
+    const bool replacing = !failed_ranks.empty();
     if (outcome.index() != 3) {
       reason = describe(*failure);
-      log->error("worker failed {}; stopping the other workers", describe(*failure));
-      co_await group->stop(SIGTERM, config_.shutdown_timeout);
-      emit_stopped(events_, *group, emitted, "failure");
+      if (replacing) {
+        log->error("worker failed {}; its peers keep running (--recovery=inprocess)", reason);
+        emit_exits(events_, *group, emitted);
+      } else {
+        log->error("worker failed {}; stopping the other workers", reason);
+        co_await group->stop(SIGTERM, config_.shutdown_timeout);
+        emit_stopped(events_, *group, emitted, "failure");
+      }
     }
     // Workers fail when a peer node dies (their collectives break): that is the loss, which
     // spends no restart. The rendezvous tells within its grace whether a node was lost, or
@@ -422,6 +476,9 @@ asio::awaitable<int> ElasticAgent::run() {
     auto verdict =
         co_await (caught(rdzv::abandonable(rendezvous_.failure_verdict(failure->mono_time))) ||
                   wait_signal());
+    if (verdict.index() == 1 && replacing) {
+      co_return co_await stop_on_signal(*group, std::get<1>(verdict), emitted);
+    }
     if (verdict.index() == 1) {
       const int signal = std::get<1>(verdict);
       log->warn("received {} while waiting for the failure verdict; the workers are stopped",
@@ -432,6 +489,11 @@ asio::awaitable<int> ElasticAgent::run() {
     if (const auto cause = std::get<0>(std::move(verdict)).get()) {
       log->warn("the failure follows from another node ({}); re-forming without spending a "
                 "restart", cause->detail);
+      if (replacing) {
+        recovery->keep_workers(*cause);
+        dead = failed_ranks;
+        continue;
+      }
       emit_round_change(events_, *cause);
       continue;
     }
@@ -443,7 +505,15 @@ asio::awaitable<int> ElasticAgent::run() {
                        .with("reason", reason)
                        .with("restart_spent", 1)
                        .with("restart_count", restart_count));
+      if (replacing) {
+        recovery->keep_workers_after_failure(reason);
+        dead = failed_ranks;
+      }
       continue;
+    }
+    if (replacing) {  // no restart left: the live peers stop before the report
+      co_await group->stop(SIGTERM, config_.shutdown_timeout);
+      emit_stopped(events_, *group, emitted, "failure");
     }
 
     auto failures = reportable_failures(group->exits());

@@ -14,6 +14,8 @@
 //                        | every node alive --> report_failure
 //                        | restarts remain --> restart (count+1) ------------+
 //                        | spent --> failure report, finish(false) --> exit root cause's code
+//     --recovery=inprocess: the others keep running (stopped only when restarts are spent); the
+//       failed one starts again in the next round, then the hand-over (it joins as a newcomer)
 //   round event (peer failed, node lost/waiting) --> stop workers -----------+ (no restart spent)
 //     --recovery=inprocess: keep them; next round --> hand over (inprocess_recovery.hpp):
 //       all re-formed --> race again with the same workers; else stop, start anew in that round
@@ -27,6 +29,7 @@
 
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "agent/cli/launch_config.hpp"
@@ -69,6 +72,11 @@ class ElasticAgent {
   std::unique_ptr<AttemptWorkers> launch_workers(const rdzv::RendezvousInfo& info,
                                                  const std::vector<WorkerSpec>& specs,
                                                  const std::string& attempt_dir);
+  // --recovery=inprocess: starts `dead` (local ranks whose workers failed) again in `group` for
+  // round `info` while their peers run on; emits worker_replaced for each.
+  void replace_workers(AttemptWorkers& group, const rdzv::RendezvousInfo& info,
+                       const std::vector<WorkerSpec>& specs, const std::string& attempt_dir,
+                       const std::set<int>& dead);
 
   boost::asio::io_context& io_;
   const LaunchConfig& config_;

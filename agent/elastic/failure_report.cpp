@@ -57,7 +57,8 @@ std::vector<WorkerExit> reportable_failures(const std::vector<WorkerExit>& exits
     // Ended by the signal the agent sent: the agent's doing, not a failure of its own.
     const bool ended_by_agent =
         exit.stopped_by_agent && exit.signal != 0 && exit.signal == exit.agent_signal;
-    if (exit.failed() && !ended_by_agent) failures.push_back(exit);
+    // A replaced exit spent its restart already; the report is about the last attempt.
+    if (exit.failed() && !ended_by_agent && !exit.replaced) failures.push_back(exit);
   }
   std::stable_sort(failures.begin(), failures.end(), [](const WorkerExit& a, const WorkerExit& b) {
     return a.mono_time < b.mono_time;

@@ -16,7 +16,8 @@ namespace ddp::agent {
 // The worker failures to report, in order of time: exits that failed and that the agent did not
 // cause itself. A worker the agent stopped is no failure when the agent's own signal ended it;
 // one that exited non-zero or died by another signal after the agent signalled it (crashed on its
-// own while stopping) is listed, as torchrun 2.x lists it.
+// own while stopping) is listed, as torchrun 2.x lists it. A replaced exit (its local rank started
+// again while its peers ran on) is not: it spent its restart, and the report is the last attempt's.
 std::vector<WorkerExit> reportable_failures(const std::vector<WorkerExit>& exits);
 
 // srun's rule: the worker's exit code, or 128+N when signal N ended it.

@@ -7,6 +7,11 @@
 // the same rank is what they wait for. Starting them all again is the ordinary path the agent
 // has already (the same round, no rendezvous, no restart spent), and newcomers join the peers
 // that did re-form on the other nodes.
+//
+// A worker that failed is different: its process is gone before the round changes, so its peers
+// on this node re-form without a stuck rank among them. The agent starts only that local rank
+// again before the hand-over, and hand_over() leaves it out of the wait (`newcomers`): it joins
+// from its start, and the live workers' re-form completes only once it has joined.
 
 #include "agent/elastic/inprocess_recovery.hpp"
 
@@ -114,13 +119,21 @@ void InprocessRecovery::keep_workers(const rdzv::RoundEvent& event) {
       Pending{round_change_name(event.change), event.detail, std::chrono::steady_clock::now()};
 }
 
+void InprocessRecovery::keep_workers_after_failure(const std::string& detail) {
+  if (pending_) return;
+  pending_ = Pending{"worker_failed", detail, std::chrono::steady_clock::now()};
+}
+
 boost::asio::awaitable<bool> InprocessRecovery::hand_over(int round,
-                                                          const std::vector<WorkerSpec>& specs) {
+                                                          const std::vector<WorkerSpec>& specs,
+                                                          const std::set<int>& newcomers) {
   const Pending pending = pending_.value();
   auto log = log::get("agent");
   publish(round, specs);
   std::vector<int> local_ranks;
-  for (const WorkerSpec& spec : specs) local_ranks.push_back(spec.local_rank);
+  for (const WorkerSpec& spec : specs) {
+    if (newcomers.count(spec.local_rank) == 0) local_ranks.push_back(spec.local_rank);
+  }
   const auto handed = std::chrono::steady_clock::now();
   const std::vector<int> missing =
       co_await handover_.wait_reformed(round, local_ranks, reform_timeout_);

@@ -5,12 +5,15 @@
 // then this hands every worker its new place over a WorkerHandover and waits up to
 // --rdzv_conf=reform_timeout for each to re-form. A worker that does not (it is stuck, it died,
 // it never used the channel) costs a restart of this node's workers in the same round: they
-// start again the ordinary way and join their re-formed peers as newcomers.
+// start again the ordinary way and join their re-formed peers as newcomers. A worker of this
+// node that failed ends the round too (the agent spends the restart): its live peers stay, and
+// the agent starts only it again, as a newcomer, before the hand-over.
 // Owned by ElasticAgent; agent thread only.
 
 #include <boost/asio/awaitable.hpp>
 #include <chrono>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -40,15 +43,21 @@ class InprocessRecovery {
   // round ended again during it) keeps the first cause and time.
   void keep_workers(const rdzv::RoundEvent& event);
 
+  // The round ends because a worker of this node failed (`detail` describes it) and its live
+  // peers stay: as keep_workers(), with the cause "worker_failed".
+  void keep_workers_after_failure(const std::string& detail);
+
   // True between keep_workers() and the hand_over() that follows it.
   bool has_pending() const { return pending_.has_value(); }
 
   // Hands the kept workers their places in round `round` (`specs`: that round's, prepared) and
-  // waits up to reform_timeout for every one to re-form. Returns true when all did (event
+  // waits up to reform_timeout for every one to re-form, except `newcomers`: local ranks whose
+  // new processes join the round from their start (the kept ones cannot re-form without them). Returns true when all did (event
   // reform); false when some did not (event reform_failed, naming them), and the caller stops
   // and restarts this node's workers. Clears the pending hand-over either way; cancelled, it
   // leaves it pending.
-  boost::asio::awaitable<bool> hand_over(int round, const std::vector<WorkerSpec>& specs);
+  boost::asio::awaitable<bool> hand_over(int round, const std::vector<WorkerSpec>& specs,
+                                         const std::set<int>& newcomers = {});
 
   // One line per hand-over that ended in a start, for the failure report's notes.
   const std::vector<std::string>& notes() const { return notes_; }

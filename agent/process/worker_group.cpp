@@ -66,6 +66,7 @@ struct WorkerGroup::Impl {
   asio::steady_timer grace_timer;  // stop(): SIGKILL when it fires
   bool stop_started = false;
   bool stop_finished = false;
+  ForkServer* forkserver = nullptr;  // start()'s, not owned; replace() forks from it too
   std::shared_ptr<bool> alive = std::make_shared<bool>(true);  // weakly held by timer handlers
   ChildWatch watch;  // last: its handler uses the members above
 
@@ -219,8 +220,6 @@ struct WorkerGroup::Impl {
   // released to run its first line, as an exec'd worker is before exec. A failed start kills
   // the released ones; the unreleased see their go pipe close and exit.
   void start_forked(const std::vector<WorkerSpec>& specs, ForkServer& forkserver) {
-    open_filtered_logs();
-    oom.mark();
     std::vector<Worker> pending;
     std::vector<UniqueFd> go;
     try {
@@ -241,8 +240,11 @@ struct WorkerGroup::Impl {
       throw;
     }
     log::get("agent")->debug("forked {} workers from the forkserver through_middle={}",
-                             workers.size(), forkserver.through_middle());
+                             specs.size(), forkserver.through_middle());
   }
+
+  // Spawns every spec with clone + exec and adds it to the group. A failure kills the group.
+  void start_exec(const std::vector<WorkerSpec>& specs);
 
   // Kills and reaps what is still running: the destructor and a failed start().
   void kill_and_reap_now() {
@@ -260,18 +262,7 @@ struct WorkerGroup::Impl {
   }
 };
 
-WorkerGroup::WorkerGroup(asio::io_context& io, OutputOptions options)
-    : impl_(std::make_unique<Impl>(io, std::move(options))) {}
-
-WorkerGroup::~WorkerGroup() = default;
-
-void WorkerGroup::start(const std::vector<WorkerSpec>& specs, ForkServer* forkserver) {
-  Impl& g = *impl_;
-  DDP_CHECK(g.workers.empty(), "WorkerGroup::start called twice");
-  if (forkserver != nullptr) {
-    g.start_forked(specs, *forkserver);
-    return;
-  }
+void WorkerGroup::Impl::start_exec(const std::vector<WorkerSpec>& specs) {
   // Resolve every program first: a missing one fails the start before anything runs.
   std::vector<ExecImage> images;
   std::vector<CpuPlacement> placements;  // built before any child starts (no allocation there)
@@ -283,16 +274,14 @@ void WorkerGroup::start(const std::vector<WorkerSpec>& specs, ForkServer* forkse
                              : CpuPlacement::of(spec.numa.cpus, spec.numa.memory_node));
   }
 
-  g.open_filtered_logs();
-  g.oom.mark();
   OrphanGuard& guard = OrphanGuard::instance();
   std::vector<std::unique_ptr<ForkedChild>> children;
   children.reserve(specs.size());
-  g.workers.reserve(specs.size());
+  workers.reserve(workers.size() + specs.size());
   try {
     for (size_t i = 0; i < specs.size(); ++i) {
       const WorkerSpec& spec = specs[i];
-      Worker w = g.make_worker(spec);
+      Worker w = make_worker(spec);
       // The child registers its group with the guard itself, before exec (see add_self).
       const CpuPlacement* placement = placements[i].cpu_mask.empty() ? nullptr : &placements[i];
       const ChildSetup setup{.stdout_fd = w.out->child_end(),
@@ -301,11 +290,11 @@ void WorkerGroup::start(const std::vector<WorkerSpec>& specs, ForkServer* forkse
                              .placement = placement};
       auto child = std::make_unique<ForkedChild>(images[i], setup);
       w.pid = child->pid();
-      g.adopt(std::move(w), spec);
+      adopt(std::move(w), spec);
       children.push_back(std::move(child));
     }
   } catch (...) {
-    g.kill_and_reap_now();
+    kill_and_reap_now();
     throw;
   }
   // Every child is forked before any exec is awaited: the execs overlap.
@@ -318,17 +307,66 @@ void WorkerGroup::start(const std::vector<WorkerSpec>& specs, ForkServer* forkse
     }
   }
   if (!failure.empty()) {
-    g.kill_and_reap_now();
+    kill_and_reap_now();
     throw IoError(failure);
   }
-  log::get("agent")->debug("started {} workers", g.workers.size());
+  log::get("agent")->debug("started {} workers", specs.size());
+}
+
+WorkerGroup::WorkerGroup(asio::io_context& io, OutputOptions options)
+    : impl_(std::make_unique<Impl>(io, std::move(options))) {}
+
+WorkerGroup::~WorkerGroup() = default;
+
+void WorkerGroup::start(const std::vector<WorkerSpec>& specs, ForkServer* forkserver) {
+  Impl& g = *impl_;
+  DDP_CHECK(g.workers.empty(), "WorkerGroup::start called twice");
+  g.open_filtered_logs();
+  g.oom.mark();
+  g.forkserver = forkserver;
+  if (forkserver != nullptr) {
+    g.start_forked(specs, *forkserver);
+  } else {
+    g.start_exec(specs);
+  }
+}
+
+pid_t WorkerGroup::replace(const WorkerSpec& spec) {
+  Impl& g = *impl_;
+  DDP_CHECK(!g.stop_started, "WorkerGroup::replace after stop");
+  size_t slot = 0;
+  while (slot < g.workers.size() && g.workers[slot].local_rank != spec.local_rank) ++slot;
+  DDP_CHECK(slot < g.workers.size() && g.workers[slot].exited,
+            "WorkerGroup::replace: local_rank {} has no exited worker", spec.local_rank);
+  const pid_t old_pid = g.workers[slot].pid;
+  signal_process_group(old_pid, SIGKILL);  // what it left behind in its group
+  OrphanGuard::instance().remove(old_pid);
+  for (auto& e : g.exits) {
+    if (e.pid == old_pid) e.replaced = true;
+  }
+  if (g.forkserver != nullptr && !g.forkserver->is_alive()) {
+    log::get("agent")->warn("forkserver: the template exited; starting local_rank {} with exec",
+                            spec.local_rank);
+    g.forkserver = nullptr;
+  }
+  if (g.forkserver != nullptr) {
+    g.start_forked({spec}, *g.forkserver);
+  } else {
+    g.start_exec({spec});
+  }
+  // The new worker was added last; it takes the old one's place, so pids() stays by local rank.
+  g.workers[slot] = std::move(g.workers.back());
+  g.workers.pop_back();
+  log::get("agent")->debug("replaced worker local_rank={} pid {} by pid {}", spec.local_rank,
+                           old_pid, g.workers[slot].pid);
+  return g.workers[slot].pid;
 }
 
 asio::awaitable<std::optional<WorkerExit>> WorkerGroup::wait_first_failure() {
   Impl& g = *impl_;
   while (true) {
     for (const auto& e : g.exits) {
-      if (e.failed()) co_return e;
+      if (e.failed() && !e.replaced) co_return e;
     }
     if (!g.any_running()) co_return std::nullopt;
     co_await g.wait_changed();

@@ -39,6 +39,10 @@ class WorkerGroup final : public AttemptWorkers {
   // successfully (returns nullopt). Cancellable (per-operation cancellation).
   boost::asio::awaitable<std::optional<WorkerExit>> wait_first_failure() override;
 
+  // Starts `spec` (exec, or from the forkserver start() had while it lives) in the place of its
+  // local rank's exited worker; SIGKILLs what that worker left in its process group first.
+  pid_t replace(const WorkerSpec& spec) override;
+
   // Sends `signal` to every running worker's process group.
   void signal_all(int signal) override;
 

@@ -107,5 +107,24 @@ TEST_CASE("agent metrics count in-process re-forms and their failures", "[agent_
   CHECK(value("ddprun_restarts_total") == 0);  // no process was started again for the loss
 }
 
+TEST_CASE("agent metrics: a failed worker started again alone runs again, for one restart",
+          "[agent_metrics]") {
+  metrics::Registry registry;
+  const LaunchConfig config;
+  AgentMetrics agent(registry, config);
+  auto value = [&registry](const std::string& series) { return sample(registry.expose(), series); };
+  agent.emit(Event("workers_started").with("pids", std::vector<std::int64_t>{10, 11}));
+  agent.emit(exited(1, 3));
+  agent.emit(Event("restart").with("restart_spent", 1).with("restart_count", 1));
+  agent.emit(Event("worker_replaced").with("local_rank", 1).with("pid", 12));
+  agent.emit(Event("reform").with("round", 1).with("ms", 900));
+  CHECK(value("ddprun_workers{state=\"running\"}") == 2);
+  CHECK(value("ddprun_workers{state=\"failed\"}") == 1);
+  CHECK(value("ddprun_worker_failures_total") == 1);
+  CHECK(value("ddprun_restarts_total") == 1);
+  CHECK(value("ddprun_restarts_spent") == 1);
+  CHECK(value("ddprun_reforms_total{result=\"reformed\"}") == 1);
+}
+
 }  // namespace
 }  // namespace ddp::agent

@@ -1,6 +1,7 @@
 // ElasticAgent with --recovery=inprocess over FakeLaunchers and FakeHandovers on the nodes of one
-// c10d cluster: live workers keep running through a round change and take their new places; a
-// worker that does not re-form costs its node a start in the same round, and no restart.
+// c10d cluster (and one static node): live workers keep running through a round change and take
+// their new places; a worker that does not re-form costs its node a start in the same round, and
+// no restart; a worker that fails is started again alone, for a restart.
 
 #include <catch2/catch.hpp>
 #include <csignal>
@@ -140,6 +141,89 @@ TEST_CASE(
   CHECK(job.rig.runs[1]->get() == 0);
   CHECK(job.rig.launchers[1]->launched.size() == 1);
   CHECK(job.rig.events[1]->named("reform").size() == 1);
+}
+
+TEST_CASE(
+    "inprocess: a worker that exits 3 is started again alone, its sibling keeps running, and one "
+    "restart is spent",
+    "[elastic_agent][inprocess]") {
+  // Local rank 1 fails 50 ms in; its sibling finishes at 400 ms, its new process at 100 ms.
+  test::StaticRun job({{FakeOutcome::exits(0, 400ms), FakeOutcome::exits(3, 50ms)}}, 1,
+                      {FakeOutcome::exits(0, 100ms)});
+  job.config.recovery = "inprocess";
+  FakeHandover handover;
+  job.handover = &handover;
+  job.run();
+
+  CHECK(job.exit_code == 0);
+  REQUIRE(job.launcher.launched.size() == 1);  // no second launch: the sibling kept running
+  CHECK(job.launcher.stop_signals.empty());
+  REQUIRE(job.launcher.replaced.size() == 1);
+  const WorkerSpec& newcomer = job.launcher.replaced[0];
+  CHECK(newcomer.local_rank == 1);
+  CHECK(has_env(newcomer, "TORCHELASTIC_RESTART_COUNT=1"));
+  CHECK(has_env(newcomer, "DDPRUN_REFORM_LOCAL_RANK=1"));
+  CHECK(newcomer.log_dir.find("attempt_1") != std::string::npos);
+
+  // The newcomer's place was published before it started; only the sibling was waited for.
+  REQUIRE(handover.published.size() == 3);  // round 0, round 1 for the newcomer, the hand-over
+  CHECK(handover.published[1].at(1).round == handover.published[0].at(1).round + 1);
+  CHECK(place_env(handover.published[1].at(1), "TORCHELASTIC_RESTART_COUNT") == "1");
+  CHECK(handover.waited_rounds == std::vector<int>{handover.published[1].at(1).round});
+
+  const auto& events = job.events;
+  const auto restarts = events.named("restart");
+  REQUIRE(restarts.size() == 1);
+  CHECK(field<std::int64_t>(restarts[0], "restart_spent") == 1);
+  CHECK(field<std::int64_t>(restarts[0], "restart_count") == 1);
+  CHECK(events.named("workers_stopped").empty());
+  CHECK(events.named("workers_started").size() == 1);
+  const auto replaced = events.named("worker_replaced");
+  REQUIRE(replaced.size() == 1);
+  CHECK(field<std::int64_t>(replaced[0], "local_rank") == 1);
+  CHECK(field<std::int64_t>(replaced[0], "pid") == 11'000'000);
+  const auto reforms = events.named("reform");
+  REQUIRE(reforms.size() == 1);
+  CHECK(field<std::string>(reforms[0], "cause") == "worker_failed");
+  CHECK(field<std::int64_t>(reforms[0], "workers") == 1);
+  // The failure, then the sibling's and the newcomer's successes: nothing stopped by the agent.
+  const auto exits = events.named("worker_exited");
+  REQUIRE(exits.size() == 3);
+  CHECK(field<std::int64_t>(exits[0], "exit_code") == 3);
+  for (const auto& exit : exits) CHECK(field<std::int64_t>(exit, "stopped_by_agent") == 0);
+}
+
+TEST_CASE("restart: a worker that exits 3 stops its sibling and both start again",
+          "[elastic_agent][inprocess]") {
+  const FakeAttempt first{FakeOutcome::exits(0, 400ms), FakeOutcome::exits(3, 50ms)};
+  const FakeAttempt second{FakeOutcome::exits(0, 10ms), FakeOutcome::exits(0, 10ms)};
+  test::StaticRun job({first, second}, 1);
+  job.run();
+
+  CHECK(job.exit_code == 0);
+  CHECK(job.launcher.launched.size() == 2);
+  CHECK(job.launcher.replaced.empty());
+  CHECK(job.launcher.stop_signals == std::vector<int>{SIGTERM});
+  CHECK(job.events.named("restart").size() == 1);
+  CHECK(field<std::string>(job.events.named("workers_stopped").at(0), "reason") == "failure");
+}
+
+TEST_CASE(
+    "inprocess: when the restarts are spent, a failure stops the live sibling and is reported",
+    "[elastic_agent][inprocess]") {
+  test::StaticRun job({{FakeOutcome::until_stopped(), FakeOutcome::exits(3, 50ms)}}, 1,
+                      {FakeOutcome::exits(5, 50ms)});
+  job.config.recovery = "inprocess";
+  FakeHandover handover;
+  job.handover = &handover;
+  job.run();
+
+  CHECK(job.exit_code == 5);  // the newcomer's failure, not the replaced one's
+  CHECK(job.launcher.launched.size() == 1);
+  CHECK(job.launcher.replaced.size() == 1);
+  CHECK(job.launcher.stop_signals == std::vector<int>{SIGTERM});
+  CHECK(job.events.named("restart").size() == 1);
+  CHECK(field<std::string>(job.events.named("workers_stopped").at(0), "reason") == "failure");
 }
 
 TEST_CASE("inprocess: a place carries the round's variables, and kept workers keep their files",

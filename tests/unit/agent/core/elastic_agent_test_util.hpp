@@ -83,9 +83,11 @@ inline bool has_env(const WorkerSpec& spec, const std::string& entry) {
 
 // One node's agent on the static rendezvous (its own loopback store), with as many workers as
 // the script's first attempt has and --max_restarts=1 unless `config` is changed before run().
+// `replacements`: what the processes replace() starts do (--recovery=inprocess).
 struct StaticRun {
-  explicit StaticRun(std::vector<FakeAttempt> script, int max_restarts = 1)
-      : launcher(script),
+  explicit StaticRun(std::vector<FakeAttempt> script, int max_restarts = 1,
+                     std::vector<FakeOutcome> replacements = {})
+      : launcher(script, std::move(replacements)),
         config(agent_config(logs, static_cast<int>(script.at(0).size()), max_restarts)) {}
 
   // Runs the agent until it returns; `once_started`, when given, runs once the first attempt's
@@ -93,7 +95,7 @@ struct StaticRun {
   void run(const std::function<void()>& once_started = {}) {
     boost::asio::io_context io;
     rdzv::StaticRendezvous rendezvous(io, one_static_node(config.max_restarts));
-    ElasticAgent agent(io, config, {}, rendezvous, events, &launcher);
+    ElasticAgent agent(io, config, {}, rendezvous, events, &launcher, handover);
     auto run = rdzv::test::spawn(io, agent.run());
     if (once_started) {
       REQUIRE(rdzv::test::run_until(io, [&] { return !launcher.launched.empty(); }));
@@ -107,6 +109,7 @@ struct StaticRun {
   RecordingEventSink events;
   FakeLauncher launcher;
   LaunchConfig config;
+  WorkerHandover* handover = nullptr;  // --recovery=inprocess's channel, when a test sets one
   int exit_code = -1;
 };
 

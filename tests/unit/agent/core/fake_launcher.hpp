@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -72,19 +73,27 @@ inline void write_progress_file(const std::string& path, const ProgressRecord& r
 
 using FakeAttempt = std::vector<FakeOutcome>;  // one outcome per local rank
 
+// What replace() starts: the outcome of the process taking `spec`'s local rank, and its pid.
+using FakeReplacer = std::function<std::pair<FakeOutcome, pid_t>(const WorkerSpec& spec)>;
+
 // One attempt's scripted workers. Scripted exits happen while the agent waits for them
 // (wait_first_failure); stop() ends the others as if the signal killed them.
 class FakeWorkers final : public AttemptWorkers {
  public:
   FakeWorkers(std::vector<WorkerSpec> specs, FakeAttempt script, pid_t first_pid,
-              std::vector<int>& stop_signals, std::vector<int>& sent_signals)
+              std::vector<int>& stop_signals, std::vector<int>& sent_signals,
+              FakeReplacer replacer)
       : specs_(std::move(specs)),
         script_(std::move(script)),
-        first_pid_(first_pid),
         exited_(specs_.size(), false),
-        started_(std::chrono::steady_clock::now()),
+        started_(specs_.size(), std::chrono::steady_clock::now()),
         stop_signals_(stop_signals),
-        sent_signals_(sent_signals) {}
+        sent_signals_(sent_signals),
+        replacer_(std::move(replacer)) {
+    for (std::size_t i = 0; i < specs_.size(); ++i) {
+      pids_.push_back(first_pid + static_cast<pid_t>(i));
+    }
+  }
 
   boost::asio::awaitable<std::optional<WorkerExit>> wait_first_failure() override {
     namespace asio = boost::asio;
@@ -93,18 +102,40 @@ class FakeWorkers final : public AttemptWorkers {
       std::optional<std::size_t> next;  // the earliest scripted exit still to come
       for (std::size_t i = 0; i < specs_.size(); ++i) {
         if (exited_[i] || script_[i].runs_until_stopped) continue;
-        if (!next || script_[i].after < script_[*next].after) next = i;
+        if (!next || started_[i] + script_[i].after < started_[*next] + script_[*next].after) {
+          next = i;
+        }
       }
       if (!next) {
-        if (exits_.size() == specs_.size()) co_return std::nullopt;  // every one exited 0
+        if (std::find(exited_.begin(), exited_.end(), false) == exited_.end()) {
+          co_return std::nullopt;  // every one exited 0 (a failed one was returned, or replaced)
+        }
         timer.expires_at(std::chrono::steady_clock::time_point::max());
         co_await timer.async_wait(asio::use_awaitable);  // until the agent's race cancels it
       }
-      timer.expires_at(started_ + script_[*next].after);
+      timer.expires_at(started_[*next] + script_[*next].after);
       co_await timer.async_wait(asio::use_awaitable);  // throws when cancelled
       record(*next, script_[*next].exit_code, script_[*next].signal, false);
       if (exits_.back().failed()) co_return exits_.back();
     }
+  }
+
+  pid_t replace(const WorkerSpec& spec) override {
+    std::size_t i = 0;
+    while (i < specs_.size() && specs_[i].local_rank != spec.local_rank) ++i;
+    if (i == specs_.size() || !exited_[i]) {
+      throw IoError("fake workers: replace() of a local rank that did not exit");
+    }
+    for (WorkerExit& exit : exits_) {
+      if (exit.pid == pids_[i]) exit.replaced = true;
+    }
+    auto [outcome, pid] = replacer_(spec);
+    specs_[i] = spec;
+    script_[i] = std::move(outcome);
+    pids_[i] = pid;
+    exited_[i] = false;
+    started_[i] = std::chrono::steady_clock::now();
+    return pid;
   }
 
   void signal_all(int signal) override { sent_signals_.push_back(signal); }
@@ -120,19 +151,14 @@ class FakeWorkers final : public AttemptWorkers {
 
   const std::vector<WorkerExit>& exits() const override { return exits_; }
 
-  std::vector<pid_t> pids() const override {
-    std::vector<pid_t> out;
-    for (std::size_t i = 0; i < specs_.size(); ++i)
-      out.push_back(first_pid_ + static_cast<pid_t>(i));
-    return out;
-  }
+  std::vector<pid_t> pids() const override { return pids_; }
 
  private:
   void record(std::size_t i, int exit_code, int signal, bool by_agent) {
     WorkerExit exit;
     exit.local_rank = specs_[i].local_rank;
     exit.rank = specs_[i].rank;
-    exit.pid = first_pid_ + static_cast<pid_t>(i);
+    exit.pid = pids_[i];
     exit.exit_code = exit_code;
     exit.signal = signal;
     exit.wall_time = std::chrono::system_clock::now();
@@ -146,19 +172,23 @@ class FakeWorkers final : public AttemptWorkers {
 
   std::vector<WorkerSpec> specs_;
   FakeAttempt script_;
-  pid_t first_pid_;
+  std::vector<pid_t> pids_;
   std::vector<bool> exited_;
-  std::chrono::steady_clock::time_point started_;
+  std::vector<std::chrono::steady_clock::time_point> started_;  // each process's start
   std::vector<WorkerExit> exits_;
   std::vector<int>& stop_signals_;
   std::vector<int>& sent_signals_;
+  FakeReplacer replacer_;
 };
 
-// Launches attempt i with the i-th script; a launch past the script throws IoError, so an
-// unexpected restart fails the test instead of looping.
+// Launches attempt i with the i-th script, and the n-th process a replace() starts with the n-th
+// of `replacements`; a launch or a replacement past its script throws IoError, so an unexpected
+// restart fails the test instead of looping.
 class FakeLauncher final : public WorkerLauncher {
  public:
-  explicit FakeLauncher(std::vector<FakeAttempt> attempts) : attempts_(std::move(attempts)) {}
+  explicit FakeLauncher(std::vector<FakeAttempt> attempts,
+                        std::vector<FakeOutcome> replacements = {})
+      : attempts_(std::move(attempts)), replacements_(std::move(replacements)) {}
 
   std::unique_ptr<AttemptWorkers> launch(const std::vector<WorkerSpec>& specs,
                                          const OutputOptions&) override {
@@ -176,16 +206,26 @@ class FakeLauncher final : public WorkerLauncher {
     // Pids above Linux's PID_MAX_LIMIT (2^22): no process has them, so what the agent reads in
     // /proc or signals for a fake worker (stack reports, hang checks) finds nothing.
     const auto first_pid = static_cast<pid_t>(10'000'000 + 1000 * attempt);
-    return std::make_unique<FakeWorkers>(specs, attempts_[attempt], first_pid, stop_signals,
-                                         sent_signals);
+    return std::make_unique<FakeWorkers>(
+        specs, attempts_[attempt], first_pid, stop_signals, sent_signals,
+        [this](const WorkerSpec& spec) { return next_replacement(spec); });
   }
 
   std::vector<std::vector<WorkerSpec>> launched;  // each launch's specs, in order
+  std::vector<WorkerSpec> replaced;               // each replace()'s spec, in order
   std::vector<int> stop_signals;                  // each stop()'s signal, over all attempts
   std::vector<int> sent_signals;                  // each signal_all()'s signal
 
  private:
+  std::pair<FakeOutcome, pid_t> next_replacement(const WorkerSpec& spec) {
+    const std::size_t n = replaced.size();
+    if (n >= replacements_.size()) throw IoError("fake launcher: no replacement scripted");
+    replaced.push_back(spec);
+    return {replacements_[n], static_cast<pid_t>(11'000'000 + n)};  // above PID_MAX_LIMIT too
+  }
+
   std::vector<FakeAttempt> attempts_;
+  std::vector<FakeOutcome> replacements_;
 };
 
 }  // namespace ddp::agent::test

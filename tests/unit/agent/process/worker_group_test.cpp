@@ -81,6 +81,46 @@ TEST_CASE("wait_first_failure returns the failure while others still run, stop e
   }
 }
 
+TEST_CASE("replace starts a failed local rank again while its sibling runs on",
+          "[worker_group]") {
+  Fixture f;
+  WorkerGroup group(f.io, f.options());
+  group.start({sh_worker("exec sleep 30", 0), sh_worker("exit 3", 1)});
+  const pid_t sibling = group.pids()[0];
+  const pid_t failed = group.pids()[1];
+  const auto failure = run_until_done(f.io, group.wait_first_failure());
+  REQUIRE(failure.has_value());
+  CHECK(failure->pid == failed);
+
+  const pid_t fresh = group.replace(sh_worker("exit 0", 1));
+  CHECK(fresh != failed);
+  CHECK(group.pids() == std::vector<pid_t>{sibling, fresh});  // by local rank still
+  REQUIRE(group.exits().size() == 1);
+  CHECK(group.exits()[0].replaced);
+  CHECK_THROWS_AS(group.replace(sh_worker("true", 0)), InternalError);  // rank 0 still runs
+
+  // The replaced failure is not returned again: the wait sees the new process exit 0 and goes
+  // on until the sibling ends, stopped here by the agent.
+  REQUIRE(run_until(f.io, [&] { return group.exits().size() == 2; }));
+  CHECK(group.exits()[1].pid == fresh);
+  CHECK_FALSE(group.exits()[1].failed());
+  CHECK(group.running());
+  const auto exits = run_until_done(f.io, group.stop(SIGTERM, 5s));
+  REQUIRE(exits.size() == 3);
+  CHECK(exits[2].pid == sibling);
+  CHECK(exits[2].stopped_by_agent);
+}
+
+TEST_CASE("wait_first_failure skips a replaced failure", "[worker_group]") {
+  Fixture f;
+  WorkerGroup group(f.io, f.options());
+  group.start({sh_worker("exit 0", 0), sh_worker("exit 4", 1)});
+  REQUIRE(run_until_done(f.io, group.wait_first_failure()).has_value());
+  group.replace(sh_worker("exit 0", 1));
+  CHECK_FALSE(run_until_done(f.io, group.wait_first_failure()).has_value());
+  CHECK(group.exits().size() == 3);
+}
+
 TEST_CASE("stop sends SIGKILL once the grace period is over", "[worker_group]") {
   Fixture f;
   WorkerGroup group(f.io, f.options());

@@ -1,0 +1,124 @@
+"""--recovery=inprocess with two workers per node: a worker that exits 3 is started again alone.
+Two ddprun agents under c10d on loopback, --nproc_per_node=2 each, real PyTorch 1.13 gloo DDP
+workers training through ddprun.elastic (inprocess_worker.py). Rank 1 exits 3 before its step 8:
+its agent spends one restart and starts only that local rank again; its sibling on the same node
+and the other node's two workers keep their PIDs and re-form (causes worker_failed on the failed
+worker's node, peer_failed on the other). The new worker receives the state from a peer (it
+enters train() past step 8), the job trains on at world 4, no committed step is done twice,
+every rank holds the same parameter bits after each entry, both agents exit 0 and no process
+is left behind. With the argument `forkserver` the workers, the new one too, are forked from
+the forkserver's template (--start_method=forkserver)."""
+
+import os
+import signal
+import sys
+import uuid
+
+import ddptest
+from ddptest import check
+from inprocess_rig import WORKER, check_trained_once, events, records, wait_steps
+
+NODES = (0, 1)
+FORKSERVER = "forkserver" in sys.argv[1:]
+
+
+def agent_cmd(port, out_dir, node):
+    log = os.path.join(out_dir, f"events_n{node}.jsonl")
+    start = ["--start_method=forkserver"] if FORKSERVER else []
+    return [ddptest.bin_path("ddprun"), *start, "--nnodes=2", "--nproc_per_node=2", "--max_restarts=1",
+            "--rdzv_backend=c10d", f"--rdzv_endpoint=127.0.0.1:{port}", "--rdzv_id=replace",
+            "--rdzv_conf=reform_timeout=90", "--recovery=inprocess", f"--event_log={log}",
+            "--python", ddptest.TORCH_PYTHON, WORKER, out_dir, "--node", str(node),
+            "--fail", "1:8"]
+
+
+def pids_by_rank_at_start(out_dir):
+    """{rank: (node, pid)} of the first entry into train() of each rank."""
+    first = {}
+    for r in records(out_dir):
+        if r["kind"] == "entry" and r["rank"] not in first:
+            first[r["rank"]] = (r["node"], r["pid"])
+    return first
+
+
+def main():
+    ddptest.require_torch()
+    tag = uuid.uuid4().hex[:12]
+    env = {"GLOO_SOCKET_IFNAME": "lo", "DDP_TEST_TAG": tag}
+    out_dir = ddptest.temp_dir()
+    port = ddptest.free_port()
+    agents = {}
+    try:
+        for node in NODES:  # output to files: a full pipe nobody reads would stall the agent
+            with open(os.path.join(out_dir, f"agent_n{node}.log"), "w") as out:
+                agents[node] = ddptest.spawn(agent_cmd(port, out_dir, node), env=env, stdout=out,
+                                             stderr=ddptest.subprocess.STDOUT)
+        wait_steps(out_dir, 4, 5, 0.0, "world 4")
+        started = pids_by_rank_at_start(out_dir)
+        check(len(started) == 4, f"ranks at the start: {started}")
+        failed_node, failed_pid = started[1]
+        initial = {pid for _, pid in started.values()}
+
+        fresh = lambda: [r for r in records(out_dir) if r["pid"] not in initial]
+        check(ddptest.wait_until(fresh, 120, 0.05), "the failed worker was not started again")
+        entry = fresh()[0]
+        check(entry["kind"] == "entry" and entry["node"] == failed_node and entry["step"] >= 8,
+              f"the new worker did not receive the state: {entry}")
+        wait_steps(out_dir, 4, 3, entry["time"], "world 4 after the replacement")
+
+        open(os.path.join(out_dir, "stop"), "w").close()
+        for node, proc in agents.items():
+            proc.wait(timeout=120)
+            with open(os.path.join(out_dir, f"agent_n{node}.log")) as f:
+                output = f.read()
+            check(proc.returncode == 0, f"agent {node} exited {proc.returncode}\n{output[-3000:]}")
+
+        check_trained_once(out_dir, "worker exit")
+        # Every worker but the failed one kept its process from the first step to the end.
+        for pid in initial - {failed_pid}:
+            kinds = [r["kind"] for r in records(out_dir) if r["pid"] == pid]
+            check(kinds[-1] == "end" and kinds.count("entry") == 2,
+                  f"worker pid {pid} did not re-form once and finish: entries "
+                  f"{kinds.count('entry')}, last record {kinds[-1]}")
+        final = {r["pid"] for r in records(out_dir) if r["kind"] == "end"}
+        check(final == (initial - {failed_pid}) | {entry["pid"]},
+              f"the workers at the end {final}, at the start {initial}, new {entry['pid']}")
+
+        log = events(out_dir, failed_node)
+        names = [e["event"] for e in log]
+        check(names.count("workers_started") == 1 and "workers_stopped" not in names,
+              f"node {failed_node} started or stopped its workers anew: {names}")
+        restarts = [e for e in log if e["event"] == "restart"]
+        check(len(restarts) == 1 and restarts[0]["restart_count"] == 1,
+              f"node {failed_node} restart events: {restarts}")
+        replaced = [e for e in log if e["event"] == "worker_replaced"]
+        check(len(replaced) == 1 and replaced[0]["pid"] == entry["pid"],
+              f"node {failed_node} worker_replaced events: {replaced}")
+        reforms = [e["cause"] for e in log if e["event"] == "reform"]
+        check(reforms == ["worker_failed"], f"node {failed_node} reform causes: {reforms}")
+
+        other = 1 - failed_node
+        log = events(out_dir, other)
+        names = [e["event"] for e in log]
+        check(names.count("workers_started") == 1 and "restart" not in names,
+              f"node {other} restarted its workers: {names}")
+        reforms = [e["cause"] for e in log if e["event"] == "reform"]
+        check(reforms == ["peer_failed"], f"node {other} reform causes: {reforms}")
+
+        gone = ddptest.wait_until(lambda: not ddptest.processes_with_env(f"DDP_TEST_TAG={tag}"),
+                                  30)
+        check(gone, f"processes left: {ddptest.processes_with_env(f'DDP_TEST_TAG={tag}')}")
+        print("ok rank 1 exited 3: only it started again (one restart); its sibling and the "
+              "other node's workers kept their PIDs, re-formed, and trained on at world 4")
+    except ddptest.subprocess.TimeoutExpired:
+        ddptest.fail("the agents did not finish in 120 s")
+    finally:
+        for proc in agents.values():
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        ddptest.remove_tree(out_dir)
+
+
+if __name__ == "__main__":
+    main()
