@@ -110,8 +110,8 @@ TEST_CASE("agent metrics count in-process re-forms and their failures", "[agent_
 TEST_CASE("agent metrics: a failed worker started again alone runs again, for one restart",
           "[agent_metrics]") {
   metrics::Registry registry;
-  const LaunchConfig config;
-  AgentMetrics agent(registry, config);
+  const MetricsSpec spec;
+  AgentMetrics agent(registry, spec);
   auto value = [&registry](const std::string& series) { return sample(registry.expose(), series); };
   agent.emit(Event("workers_started").with("pids", std::vector<std::int64_t>{10, 11}));
   agent.emit(exited(1, 3));

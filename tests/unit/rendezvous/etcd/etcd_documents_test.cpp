@@ -13,7 +13,7 @@ namespace {
 KeyValue join_key(const std::string& name, std::int64_t revision, int lws, int port = 0,
                   int link_port = 0) {
   NodeDesc d{name, "10.0.0." + name, lws, "10.0.0." + name, static_cast<std::uint16_t>(port),
-             static_cast<std::uint16_t>(link_port)};
+             {}, static_cast<std::uint16_t>(link_port)};
   return {"/ddprun/j/r0/join/" + name, encode(d), revision, revision, 1};
 }
 
