@@ -214,6 +214,12 @@ asio::awaitable<int> ElasticAgent::stop_on_signal(AttemptWorkers& group, int sig
   co_return 128 + signal;
 }
 
+int ElasticAgent::exit_on_signal(int signal, std::string_view why) {
+  if (!why.empty()) log::get("agent")->warn("received {} {}", signal_name(signal), why);
+  emit_finish(events_, 128 + signal, "signal");
+  return 128 + signal;
+}
+
 std::unique_ptr<AttemptWorkers> ElasticAgent::launch_workers(const rdzv::RendezvousInfo& info,
                                                              const std::vector<WorkerSpec>& specs,
                                                              const std::string& attempt_dir) {
@@ -305,9 +311,7 @@ asio::awaitable<int> ElasticAgent::run() {
       if (recovery && recovery->has_pending()) {  // the kept workers still run
         co_return co_await stop_on_signal(*group, signal, emitted);
       }
-      log->warn("received {} during rendezvous; no workers running", signal_name(signal));
-      emit_finish(events_, 128 + signal, "signal");
-      co_return 128 + signal;
+      co_return exit_on_signal(signal, "during rendezvous; no workers running");
     }
     const rdzv::RendezvousInfo info = std::get<0>(std::move(joined)).get();
     events_.emit(Event("rendezvous")
@@ -363,11 +367,8 @@ asio::awaitable<int> ElasticAgent::run() {
       launcher_.prepare(specs.front());
       auto prepared = co_await (launcher_.until_prepared() || wait_signal());
       if (prepared.index() == 1) {
-        const int signal = std::get<1>(prepared);
-        log->warn("received {} while the workers' start was prepared; no workers running",
-                  signal_name(signal));
-        emit_finish(events_, 128 + signal, "signal");
-        co_return 128 + signal;
+        co_return exit_on_signal(std::get<1>(prepared),
+                                 "while the workers' start was prepared; no workers running");
       }
       prepare_attempt_log_dir(attempt_dir, config_.nproc_per_node);
       if (recovery) recovery->publish(info.round, specs);
@@ -443,9 +444,7 @@ asio::awaitable<int> ElasticAgent::run() {
         co_return 0;
       }
       if (done.index() == 2) {
-        const int signal = std::get<2>(done);
-        emit_finish(events_, 128 + signal, "signal");
-        co_return 128 + signal;
+        co_return exit_on_signal(std::get<2>(done), "");
       }
       const auto event = std::get<1>(std::move(done)).get();
       log->warn("workers succeeded but another node failed: {}; restarting", event.detail);
@@ -480,11 +479,8 @@ asio::awaitable<int> ElasticAgent::run() {
       co_return co_await stop_on_signal(*group, std::get<1>(verdict), emitted);
     }
     if (verdict.index() == 1) {
-      const int signal = std::get<1>(verdict);
-      log->warn("received {} while waiting for the failure verdict; the workers are stopped",
-                signal_name(signal));
-      emit_finish(events_, 128 + signal, "signal");
-      co_return 128 + signal;
+      co_return exit_on_signal(std::get<1>(verdict),
+                               "while waiting for the failure verdict; the workers are stopped");
     }
     if (const auto cause = std::get<0>(std::move(verdict)).get()) {
       log->warn("the failure follows from another node ({}); re-forming without spending a "

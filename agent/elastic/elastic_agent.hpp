@@ -31,6 +31,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <string_view>
 
 #include "agent/cli/launch_config.hpp"
 #include "agent/core/event_log.hpp"
@@ -67,6 +68,9 @@ class ElasticAgent {
   // Forwards `signal` to the workers, grace, SIGKILL; emits the events; returns 128+signal.
   boost::asio::awaitable<int> stop_on_signal(AttemptWorkers& group, int signal,
                                              std::size_t& emitted);
+  // A handled `signal` when no worker is left to forward it to: logs "received <signal> <why>"
+  // unless `why` is empty, emits finish; returns 128+signal.
+  int exit_on_signal(int signal, std::string_view why);
   // Starts a new process per spec for round `info` (their filtered logs in `attempt_dir`); emits
   // workers_started.
   std::unique_ptr<AttemptWorkers> launch_workers(const rdzv::RendezvousInfo& info,

@@ -263,13 +263,10 @@ def step_store(c):
                             "against ddp-store and PyTorch's server")
 
 
-def step_script(c, script, timeout, gpus):
+def step_script(c, script, timeout, args=()):
     """A script of scripts/gpu that prints one JSON line and exits 0 when its checks hold
-    (inprocess_cuda.py, forkserver_cuda.py); without a GPU, their CPU rehearsal."""
-    argv = [PY, os.path.join(ROOT, "scripts/gpu", script)]
-    if not gpus and script == "inprocess_cuda.py":
-        argv.append("--cpu")
-    rc, out = c.run(argv, timeout)
+    (inprocess_cuda.py, forkserver_cuda.py), run with `args`."""
+    rc, out = c.run([PY, os.path.join(ROOT, "scripts/gpu", script), *args], timeout)
     lines = [l for l in out.splitlines() if l.startswith("{")]
     report = json.loads(lines[-1]) if lines else {}
     if rc != 0 or not report:
@@ -292,8 +289,11 @@ def main():
     if torch_ok:
         c.step("torch_workers", lambda: step_torch_workers(c, gpus))
         c.step("store_torch_client", lambda: step_store(c))
-        c.step("forkserver_cuda", lambda: step_script(c, "forkserver_cuda.py", 70, gpus))
-        c.step("inprocess_cuda", lambda: step_script(c, "inprocess_cuda.py", 100, gpus))
+        # Without a GPU: forkserver_cuda.py rehearses on the CPU by itself, inprocess_cuda.py when
+        # told (--cpu).
+        c.step("forkserver_cuda", lambda: step_script(c, "forkserver_cuda.py", 70))
+        c.step("inprocess_cuda",
+               lambda: step_script(c, "inprocess_cuda.py", 100, () if gpus else ("--cpu",)))
     else:
         for name in ("torch_workers", "store_torch_client", "forkserver_cuda", "inprocess_cuda"):
             c.steps[name] = {"status": "skip", "detail": f"{PY} cannot import torch", "seconds": 0}
