@@ -5,7 +5,9 @@
 // accepts) authenticates, and a refusal always sends 03. The first input byte chooses the chunk
 // size and, when odd, puts a right HELLO and tag in front of the rest, so the authenticated path
 // is explored too; bit 1 makes the server a munge one (its check, a stand-in for munged, accepts
-// exactly the expected payload as the credential).
+// exactly the expected payload as the credential, so the fuzzer can also forge an accepted
+// credential on its own: what must hold is that a munge server authenticates only after its
+// check accepted).
 
 #include "rendezvous/auth/auth_protocol.hpp"
 #include "rendezvous/auth/server_handshake.hpp"
@@ -28,7 +30,10 @@ struct Outcome {
   Status status = Status::kNeedMore;
   std::size_t consumed = 0;
   std::vector<std::uint8_t> out;
+  bool munged_accepted = false;  // the stand-in check accepted a credential during this run
 };
+
+bool stand_in_accepted = false;
 
 const std::vector<std::uint8_t>& challenge() {
   static const std::vector<std::uint8_t> bytes(ddp::rdzv::auth::kChallengeBytes, 0x42);
@@ -49,7 +54,10 @@ const std::shared_ptr<const ddp::rdzv::auth::Credentials>& munge_job() {
 
 std::optional<std::string> stand_in_munged(const std::string& credential,
                                            std::string_view payload) {
-  if (credential == payload) return std::nullopt;
+  if (credential == payload) {
+    stand_in_accepted = true;
+    return std::nullopt;
+  }
   return std::string("not the expected payload");
 }
 
@@ -58,6 +66,7 @@ Outcome run(std::span<const std::uint8_t> data, std::size_t chunk, bool with_sec
                             with_secret ? challenge() : std::vector<std::uint8_t>{},
                             stand_in_munged);
   Outcome outcome;
+  stand_in_accepted = false;
   for (std::size_t at = 0; at < data.size(); at += chunk) {
     const auto piece = data.subspan(at, std::min(chunk, data.size() - at));
     const auto result = handshake.feed(piece, outcome.out);
@@ -72,6 +81,7 @@ Outcome run(std::span<const std::uint8_t> data, std::size_t chunk, bool with_sec
     if (result.status == Status::kRefused && handshake.error().empty()) std::abort();
     break;
   }
+  outcome.munged_accepted = stand_in_accepted;
   return outcome;
 }
 
@@ -103,8 +113,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         whole.out != pieces.out) {
       std::abort();
     }
-    // Only the right tag opens a store with a secret; without one, nothing authenticates.
-    if (whole.status == Status::kAuthenticated && (!with_secret || !authentic)) std::abort();
+    // Only the right tag (or a credential the munge check accepted) opens a store with a
+    // secret; without one, nothing authenticates.
+    const bool proven = authentic || (munge && whole.munged_accepted);
+    if (whole.status == Status::kAuthenticated && (!with_secret || !proven)) std::abort();
     if (with_secret && authentic && whole.status != Status::kAuthenticated) std::abort();
   }
   return 0;
