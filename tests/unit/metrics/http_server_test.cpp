@@ -29,9 +29,9 @@ using asio::ip::tcp;
 namespace {
 
 // The server on its own io_context thread; the test's clients block on the main thread.
-class ServerThread {
+class HttpServerThread {
  public:
-  explicit ServerThread(Registry& registry,
+  explicit HttpServerThread(Registry& registry,
                         std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
     HttpServerOptions options;
     options.host = "127.0.0.1";
@@ -40,7 +40,7 @@ class ServerThread {
     server_->start();
     thread_ = std::thread([this] { io_.run(); });
   }
-  ~ServerThread() {
+  ~HttpServerThread() {
     asio::post(io_, [this] {
       server_->stop();
       work_.reset();
@@ -92,7 +92,7 @@ constexpr const char* kGet = "GET /metrics HTTP/1.1\r\nHost: t\r\n\r\n";
 TEST_CASE("a scrape over TCP returns the registry, twice on one keep-alive connection", "[http]") {
   Registry registry;
   registry.gauge("ddprun_up", "Up.").set(1);
-  ServerThread server(registry);
+  HttpServerThread server(registry);
   REQUIRE(server.port() != 0);
   Client client(server.port());
   client.send(kGet);
@@ -105,7 +105,7 @@ TEST_CASE("a scrape over TCP returns the registry, twice on one keep-alive conne
 
 TEST_CASE("a bad request gets 400 and a close, and the server goes on serving", "[http]") {
   Registry registry;
-  ServerThread server(registry);
+  HttpServerThread server(registry);
   for (const std::string& bad_input :
        {std::string("NOT HTTP AT ALL\r\n\r\n"),
         "GET /metrics HTTP/1.1\r\nX: " + std::string(20000, 'x') + "\r\n\r\n"}) {
@@ -121,7 +121,7 @@ TEST_CASE("a bad request gets 400 and a close, and the server goes on serving", 
 
 TEST_CASE("a half-sent request does not hold up other clients", "[http]") {
   Registry registry;
-  ServerThread server(registry);
+  HttpServerThread server(registry);
   Client slow(server.port());
   slow.send("GET /metr");
   Client fast(server.port());
@@ -133,14 +133,14 @@ TEST_CASE("a half-sent request does not hold up other clients", "[http]") {
 
 TEST_CASE("a connection silent past the deadline is closed", "[http]") {
   Registry registry;
-  ServerThread server(registry, std::chrono::milliseconds(100));
+  HttpServerThread server(registry, std::chrono::milliseconds(100));
   Client idle(server.port());
   CHECK(idle.is_closed_by_server());
 }
 
 TEST_CASE("a taken port is an IoError naming the flag", "[http]") {
   Registry registry;
-  ServerThread first(registry);
+  HttpServerThread first(registry);
   asio::io_context io;
   HttpServerOptions options;
   options.host = "127.0.0.1";

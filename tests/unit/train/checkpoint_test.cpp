@@ -1,6 +1,8 @@
 // safetensors checkpoints: round trip, atomic replacement, and errors that name the tensor or file.
 
 #include <catch2/catch.hpp>
+
+#include "tests/unit/train/temp_dir.hpp"
 #include <unistd.h>
 
 #include <cstdint>
@@ -16,16 +18,9 @@
 
 namespace fs = std::filesystem;
 
-namespace {
+using ddp::train::test::TempDir;
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "ddp_ckpt_test_XXXXXX").string();
-    path = mkdtemp(tmpl.data());
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
+namespace {
 
 ddp::Checkpoint sample() {
   ddp::Checkpoint c;
@@ -47,7 +42,7 @@ std::string load_error(const std::string& path) {
 }  // namespace
 
 TEST_CASE("a checkpoint reads back tensor for tensor with its metadata", "[checkpoint]") {
-  TempDir d;
+  const TempDir d("ddp_ckpt_test");
   const std::string path = (d.path / "c.safetensors").string();
   ddp::save_checkpoint(path, sample());
   const auto c = ddp::load_checkpoint(path);
@@ -59,7 +54,7 @@ TEST_CASE("a checkpoint reads back tensor for tensor with its metadata", "[check
 }
 
 TEST_CASE("the file is safetensors: length, padded JSON header, then the data", "[checkpoint]") {
-  TempDir d;
+  const TempDir d("ddp_ckpt_test");
   const std::string path = (d.path / "c.safetensors").string();
   ddp::save_checkpoint(path, sample());
   std::ifstream in(path, std::ios::binary);
@@ -76,7 +71,7 @@ TEST_CASE("the file is safetensors: length, padded JSON header, then the data", 
 }
 
 TEST_CASE("saving replaces the file atomically and leaves no temporary", "[checkpoint]") {
-  TempDir d;
+  const TempDir d("ddp_ckpt_test");
   const std::string path = (d.path / "c.safetensors").string();
   ddp::save_checkpoint(path, sample());
   auto c = sample();
@@ -90,7 +85,7 @@ TEST_CASE("saving replaces the file atomically and leaves no temporary", "[check
 
 TEST_CASE("issue 21: stale temporaries of a killed writer are removed, a live writer's kept",
           "[checkpoint]") {
-  TempDir d;
+  const TempDir d("ddp_ckpt_test");
   const std::string path = (d.path / "model.safetensors").string();
   long pid_max = 4194304;
   std::ifstream("/proc/sys/kernel/pid_max") >> pid_max;
@@ -107,7 +102,7 @@ TEST_CASE("issue 21: stale temporaries of a killed writer are removed, a live wr
 }
 
 TEST_CASE("loading a missing, truncated or garbled file names it", "[checkpoint]") {
-  TempDir d;
+  const TempDir d("ddp_ckpt_test");
   const std::string path = (d.path / "c.safetensors").string();
   CHECK_THAT(load_error(path), Catch::Contains(path) && Catch::Contains("cannot open"));
   ddp::save_checkpoint(path, sample());
@@ -122,7 +117,7 @@ TEST_CASE("loading a missing, truncated or garbled file names it", "[checkpoint]
 }
 
 TEST_CASE("a checkpoint of another model shape names the widths", "[checkpoint]") {
-  TempDir d;
+  const TempDir d("ddp_ckpt_test");
   const std::string path = (d.path / "c.safetensors").string();
   ddp::train::Mlp small({784, 32, 10});
   small.init(1);
@@ -146,7 +141,7 @@ TEST_CASE("a tensor of another shape is named with both shapes", "[checkpoint]")
 }
 
 TEST_CASE("model and optimizer state survive a round trip exactly", "[checkpoint]") {
-  TempDir d;
+  const TempDir d("ddp_ckpt_test");
   const std::string path = (d.path / "c.safetensors").string();
   ddp::train::Mlp a({8, 6, 3});
   a.init(5);

@@ -1,6 +1,8 @@
 // Fashion-MNIST IDX/gzip reading: well-formed files, and errors that name the file at fault.
 
 #include <catch2/catch.hpp>
+
+#include "tests/unit/train/temp_dir.hpp"
 #include <unistd.h>
 #include <zlib.h>
 
@@ -17,16 +19,9 @@
 namespace fs = std::filesystem;
 using ddp::train::load_fashion_mnist;
 
-namespace {
+using ddp::train::test::TempDir;
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "ddp_data_test_XXXXXX").string();
-    path = mkdtemp(tmpl.data());
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
+namespace {
 
 std::vector<std::uint8_t> idx(std::uint32_t magic, const std::vector<std::uint32_t>& dims,
                               std::size_t payload, std::uint8_t fill) {
@@ -65,7 +60,7 @@ std::string error_of(const std::string& dir, bool train) {
 }  // namespace
 
 TEST_CASE("a small IDX split loads with normalized pixels and its labels", "[data]") {
-  TempDir d;
+  const TempDir d("ddp_data_test");
   write_split(d.path, "t10k", 5);
   const auto ds = load_fashion_mnist(d.path.string(), false);
   CHECK(ds.size == 5);
@@ -79,14 +74,14 @@ TEST_CASE("a small IDX split loads with normalized pixels and its labels", "[dat
 }
 
 TEST_CASE("a missing file is named in the error", "[data]") {
-  TempDir d;
+  const TempDir d("ddp_data_test");
   write_gz(d.path / "train-images-idx3-ubyte.gz", idx(0x803, {2, 28, 28}, 2 * 784, 0));
   const std::string e = error_of(d.path.string(), true);
   CHECK_THAT(e, Catch::Contains("train-labels-idx1-ubyte.gz") && Catch::Contains("cannot open"));
 }
 
 TEST_CASE("a file that is not gzip is named in the error", "[data]") {
-  TempDir d;
+  const TempDir d("ddp_data_test");
   write_split(d.path, "train", 2);
   std::ofstream(d.path / "train-images-idx3-ubyte.gz") << "not gzip at all";
   CHECK_THAT(error_of(d.path.string(), true),
@@ -94,7 +89,7 @@ TEST_CASE("a file that is not gzip is named in the error", "[data]") {
 }
 
 TEST_CASE("a truncated gzip file is reported as corrupt", "[data]") {
-  TempDir d;
+  const TempDir d("ddp_data_test");
   write_split(d.path, "train", 20);
   const fs::path p = d.path / "train-images-idx3-ubyte.gz";
   fs::resize_file(p, fs::file_size(p) / 2);
@@ -103,7 +98,7 @@ TEST_CASE("a truncated gzip file is reported as corrupt", "[data]") {
 }
 
 TEST_CASE("an IDX payload that disagrees with its dimensions is reported", "[data]") {
-  TempDir d;
+  const TempDir d("ddp_data_test");
   write_split(d.path, "train", 3);
   write_gz(d.path / "train-images-idx3-ubyte.gz", idx(0x803, {3, 28, 28}, 3 * 784 - 5, 0));
   CHECK_THAT(error_of(d.path.string(), true),
@@ -113,7 +108,7 @@ TEST_CASE("an IDX payload that disagrees with its dimensions is reported", "[dat
 }
 
 TEST_CASE("labels and images of different counts are reported", "[data]") {
-  TempDir d;
+  const TempDir d("ddp_data_test");
   write_split(d.path, "train", 3);
   write_gz(d.path / "train-labels-idx1-ubyte.gz", idx(0x801, {2}, 2, 0));
   CHECK_THAT(error_of(d.path.string(), true), Catch::Contains("2 labels for 3 images"));

@@ -27,7 +27,7 @@ using test::lines_of;
 using test::run_until;
 using test::sh_worker;
 
-struct Fixture : test::ConsoleFixture {
+struct OutputFixture : test::ConsoleFixture {
   void run(WorkerGroup& group, const std::vector<WorkerSpec>& specs) {
     group.start(specs);
     REQUIRE(run_until(io, [&] { return !group.running(); }));
@@ -35,7 +35,7 @@ struct Fixture : test::ConsoleFixture {
 };
 
 TEST_CASE("console lines of many workers never interleave mid-line", "[output]") {
-  Fixture f;
+  OutputFixture f;
   WorkerGroup group(f.io, f.options());
   // Each line is written in two pieces, so the agent often reads half a line.
   const char* script =
@@ -68,7 +68,7 @@ TEST_CASE("console lines of many workers never interleave mid-line", "[output]")
 }
 
 TEST_CASE("a partial last line is flushed when the worker exits", "[output]") {
-  Fixture f;
+  OutputFixture f;
   WorkerGroup group(f.io, f.options());
   f.run(group, {sh_worker("echo first; printf 'no newline'; printf 'err' >&2")});
   CHECK(f.out.text() == "first\nno newline\n");
@@ -76,7 +76,7 @@ TEST_CASE("a partial last line is flushed when the worker exits", "[output]") {
 }
 
 TEST_CASE("with label on, every console line starts with [host:rank] (--label)", "[output]") {
-  Fixture f;
+  OutputFixture f;
   auto options = f.options();
   options.label = true;
   WorkerGroup group(f.io, options);
@@ -88,7 +88,7 @@ TEST_CASE("with label on, every console line starts with [host:rank] (--label)",
 }
 
 TEST_CASE("redirected streams go to their files, not the console (--redirects)", "[output]") {
-  Fixture f;
+  OutputFixture f;
   WorkerGroup group(f.io, f.options());
   auto spec = sh_worker("echo to-out; echo to-err >&2; printf tail >&2");
   spec.stdout_path = f.dir.file("stdout.log");
@@ -114,7 +114,7 @@ TEST_CASE("redirected streams go to their files, not the console (--redirects)",
 
 TEST_CASE("teed streams go to the files and the console with a [default0]: prefix (--tee)",
           "[output]") {
-  Fixture f;
+  OutputFixture f;
   auto spec = sh_worker("echo a; echo b >&2", 2);
   spec.stdout_path = f.dir.file("stdout.log");
   spec.stderr_path = f.dir.file("stderr.log");
@@ -148,7 +148,7 @@ TEST_CASE("teed streams go to the files and the console with a [default0]: prefi
 
 TEST_CASE("a rank kept off the console by --local_ranks_filter keeps its files and tail",
           "[output]") {
-  Fixture f;
+  OutputFixture f;
   WorkerGroup group(f.io, f.options());
   auto hidden = sh_worker("echo hidden; echo hidden-err >&2; exit 2", 1);
   hidden.console_visible = false;
@@ -165,7 +165,7 @@ TEST_CASE("a rank kept off the console by --local_ranks_filter keeps its files a
 }
 
 TEST_CASE("a log file that cannot be opened is an IoError naming it", "[output]") {
-  Fixture f;
+  OutputFixture f;
   WorkerGroup group(f.io, f.options());
   auto spec = sh_worker("true");
   spec.stdout_path = f.dir.file("missing-dir/stdout.log");

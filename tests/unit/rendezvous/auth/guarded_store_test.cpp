@@ -15,14 +15,17 @@
 #include "rendezvous/store_client/blocking_store.hpp"
 #include "rendezvous/store_server/server_stats.hpp"
 #include "tests/unit/rendezvous/store_server/raw_client.hpp"
+#include "tests/unit/rendezvous/auth/handshake_bytes.hpp"
 
 using namespace ddp::rdzv;
 using namespace ddp::rdzv::test;
 using namespace std::chrono_literals;
 
+using ddp::rdzv::auth::test::hello_without_address;
+
 namespace {
 
-const auto kJob = std::make_shared<const auth::Credentials>(
+const auto kJobSecret = std::make_shared<const auth::Credentials>(
     auth::Credentials{"the-job-secret-0123456789", "run-31"});
 
 ConnectOptions with(std::shared_ptr<const auth::Credentials> credentials,
@@ -36,22 +39,21 @@ ConnectOptions with(std::shared_ptr<const auth::Credentials> credentials,
   return options;
 }
 
-ByteVec hello() { return auth::hello_bytes({}); }  // HELLO reporting no address
 
 }  // namespace
 
 TEST_CASE("an agent with the job secret is served in both dialects", "[auth][store]") {
-  ServerThread server("127.0.0.1", {}, StoreGuard{kJob, nullptr, nullptr});
-  auto modern = BlockingStore::connect("127.0.0.1", server.port(), with(kJob));
+  ServerThread server("127.0.0.1", {}, StoreGuard{kJobSecret, nullptr, nullptr});
+  auto modern = BlockingStore::connect("127.0.0.1", server.port(), with(kJobSecret));
   modern->set("/k", to_bytes("v"));
   auto old = BlockingStore::connect("127.0.0.1", server.port(),
-                                    with(kJob, WireDialect::kTorch113));
+                                    with(kJobSecret, WireDialect::kTorch113));
   CHECK(to_string(old->get("/k")) == "v");
   CHECK(old->add("/n", 2) == 2);
 }
 
 TEST_CASE("a wrong secret or run id fails the connect with one clear error", "[auth][store]") {
-  ServerThread server("127.0.0.1", {}, StoreGuard{kJob, nullptr, nullptr});
+  ServerThread server("127.0.0.1", {}, StoreGuard{kJobSecret, nullptr, nullptr});
   const auto refused_before = server_stats().handshakes_refused.load();
   std::shared_ptr<const auth::Credentials> wrong;
   SECTION("secret") {
@@ -59,7 +61,7 @@ TEST_CASE("a wrong secret or run id fails the connect with one clear error", "[a
         auth::Credentials{"not-the-job-secret-987654", "run-31"});
   }
   SECTION("run id") {
-    wrong = std::make_shared<const auth::Credentials>(auth::Credentials{kJob->secret, "run-32"});
+    wrong = std::make_shared<const auth::Credentials>(auth::Credentials{kJobSecret->secret, "run-32"});
   }
   CHECK_THROWS_AS(BlockingStore::connect("127.0.0.1", server.port(), with(wrong)),
                   ddp::ConfigError);
@@ -71,7 +73,7 @@ TEST_CASE("a wrong secret or run id fails the connect with one clear error", "[a
 
 TEST_CASE("a TCPStore client without the handshake is refused on a store with a secret",
           "[auth][store]") {
-  ServerThread server("127.0.0.1", {}, StoreGuard{kJob, nullptr, nullptr});
+  ServerThread server("127.0.0.1", {}, StoreGuard{kJobSecret, nullptr, nullptr});
   server.on_server([](TcpStoreServer& s) {
     s.store().table().set("/ddprun/run-31/closed", to_bytes("0"));
     return 0;
@@ -89,14 +91,14 @@ TEST_CASE("a TCPStore client without the handshake is refused on a store with a 
 }
 
 TEST_CASE("a handshake replayed on a new connection is refused", "[auth][store]") {
-  ServerThread server("127.0.0.1", {}, StoreGuard{kJob, nullptr, nullptr});
+  ServerThread server("127.0.0.1", {}, StoreGuard{kJobSecret, nullptr, nullptr});
   RawClient agent(server.port());
-  const ByteVec first = agent.call(hello(), 1 + auth::kChallengeBytes);
-  const auth::Tag tag = auth::auth_tag(*kJob, std::span(first).subspan(1));
+  const ByteVec first = agent.call(hello_without_address(), 1 + auth::kChallengeBytes);
+  const auth::Tag tag = auth::auth_tag(*kJobSecret, std::span(first).subspan(1));
   CHECK(agent.call(ByteVec(tag.begin(), tag.end()), 1) == hex("02"));
   // An eavesdropper replays the captured HELLO and tag: the new challenge makes the tag wrong.
   RawClient replay(server.port());
-  const ByteVec second = replay.call(hello(), 1 + auth::kChallengeBytes);
+  const ByteVec second = replay.call(hello_without_address(), 1 + auth::kChallengeBytes);
   CHECK(second != first);
   CHECK(replay.call(ByteVec(tag.begin(), tag.end()), 1) == hex("03"));
   CHECK(replay.is_closed_by_server());
@@ -106,14 +108,14 @@ TEST_CASE("a stranger that never authenticates is closed at the handshake deadli
           "[auth][store]") {
   StoreLimits limits;
   limits.handshake_timeout = 100ms;
-  ServerThread server("127.0.0.1", limits, StoreGuard{kJob, nullptr, nullptr});
+  ServerThread server("127.0.0.1", limits, StoreGuard{kJobSecret, nullptr, nullptr});
   RawClient silent(server.port());
   CHECK(silent.is_closed_by_server());
 }
 
 TEST_CASE("a client with a secret reaches a store that holds none", "[auth][store]") {
   ServerThread server;
-  auto store = BlockingStore::connect("127.0.0.1", server.port(), with(kJob));
+  auto store = BlockingStore::connect("127.0.0.1", server.port(), with(kJobSecret));
   store->set("/k", to_bytes("v"));
   CHECK(to_string(store->get("/k")) == "v");
 }

@@ -20,12 +20,15 @@
 #include "rendezvous/store_client/blocking_store.hpp"
 #include "tests/unit/rendezvous/auth/munge_daemon.hpp"
 #include "tests/unit/rendezvous/store_server/raw_client.hpp"
+#include "tests/unit/rendezvous/auth/handshake_bytes.hpp"
 
 using namespace ddp::rdzv;
 using namespace ddp::rdzv::test;
 using namespace std::chrono_literals;
 using Bytes = std::vector<std::uint8_t>;
 using Status = auth::ServerHandshake::Status;
+
+using ddp::rdzv::auth::test::challenge_of;
 
 namespace {
 
@@ -36,7 +39,6 @@ std::shared_ptr<const auth::Credentials> munge_job(const MungeDaemon& daemon,
   return std::make_shared<const auth::Credentials>(auth::Credentials{{}, run_id, daemon.socket()});
 }
 
-Bytes challenge_of(std::uint8_t fill) { return Bytes(auth::kChallengeBytes, fill); }
 
 // HELLO (no addresses), then the credential as the client sends it.
 Bytes answer(const std::string& credential) {

@@ -5,18 +5,20 @@
 #include <catch2/catch.hpp>
 
 #include "rendezvous/auth/server_handshake.hpp"
+#include "tests/unit/rendezvous/auth/handshake_bytes.hpp"
 
 using namespace ddp::rdzv::auth;
 using Bytes = std::vector<std::uint8_t>;
 using Status = ServerHandshake::Status;
 
+using ddp::rdzv::auth::test::challenge_of;
+using ddp::rdzv::auth::test::hello_without_address;
+
 namespace {
 
 const auto kJob = std::make_shared<const Credentials>(Credentials{"a-secret-of-16+bytes", "run1"});
 
-Bytes challenge_of(std::uint8_t fill) { return Bytes(kChallengeBytes, fill); }
 
-Bytes hello() { return hello_bytes({}); }  // HELLO reporting no address
 
 Bytes tag_for(const Credentials& credentials, const Bytes& challenge) {
   const Tag tag = auth_tag(credentials, challenge);
@@ -43,13 +45,13 @@ TEST_CASE("a TCPStore client's first bytes pass the handshake untouched", "[auth
 TEST_CASE("the right tag authenticates, in one piece or byte by byte", "[auth]") {
   const Bytes challenge = challenge_of(7);
   const Bytes request = {0x00, 0xCE, 0xF7, 0x85, 0x3C};  // VALIDATE behind the tag
-  const Bytes input = cat(cat(hello(), tag_for(*kJob, challenge)), request);
+  const Bytes input = cat(cat(hello_without_address(), tag_for(*kJob, challenge)), request);
   SECTION("one piece") {
     ServerHandshake handshake(kJob, challenge);
     Bytes out;
     const auto result = handshake.feed(input, out);
     CHECK(result.status == Status::kAuthenticated);
-    CHECK(result.consumed == hello().size() + kTagBytes);  // the request is left for the parser
+    CHECK(result.consumed == hello_without_address().size() + kTagBytes);  // the request is left for the parser
     CHECK(out == cat(cat(Bytes{1}, challenge), Bytes{2}));
   }
   SECTION("byte by byte") {
@@ -64,7 +66,7 @@ TEST_CASE("the right tag authenticates, in one piece or byte by byte", "[auth]")
       }
       CHECK(result.consumed == 1);
     }
-    CHECK(i + 1 == hello().size() + kTagBytes);
+    CHECK(i + 1 == hello_without_address().size() + kTagBytes);
     CHECK(out.back() == 2);
   }
 }
@@ -79,7 +81,7 @@ TEST_CASE("a wrong secret, another run id and a replayed tag are refused", "[aut
   }
   ServerHandshake handshake(kJob, challenge);
   Bytes out;
-  const auto result = handshake.feed(cat(hello(), tag), out);
+  const auto result = handshake.feed(cat(hello_without_address(), tag), out);
   CHECK(result.status == Status::kRefused);
   CHECK(out.back() == static_cast<std::uint8_t>(Verdict::kRefused));
   CHECK_THAT(handshake.error(), Catch::Contains("wrong handshake tag"));
@@ -88,7 +90,7 @@ TEST_CASE("a wrong secret, another run id and a replayed tag are refused", "[aut
 TEST_CASE("a malformed HELLO is refused", "[auth]") {
   ServerHandshake handshake(kJob, challenge_of(3));
   Bytes out;
-  Bytes bad = hello();
+  Bytes bad = hello_without_address();
   bad[kHello.size() - 1] = 0x01;  // a version this server does not speak
   const auto result = handshake.feed(bad, out);
   CHECK(result.status == Status::kRefused);
@@ -99,9 +101,9 @@ TEST_CASE("a malformed HELLO is refused", "[auth]") {
 TEST_CASE("a server without a secret answers HELLO with not-required", "[auth]") {
   ServerHandshake handshake(nullptr, {});
   Bytes out;
-  const auto result = handshake.feed(cat(hello(), Bytes{0x00, 0xCE}), out);
+  const auto result = handshake.feed(cat(hello_without_address(), Bytes{0x00, 0xCE}), out);
   CHECK(result.status == Status::kPlain);
-  CHECK(result.consumed == hello().size());
+  CHECK(result.consumed == hello_without_address().size());
   CHECK(out == Bytes{0});
 }
 

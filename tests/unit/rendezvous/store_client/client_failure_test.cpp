@@ -15,7 +15,7 @@ namespace {
 using namespace test;
 using namespace std::chrono_literals;
 
-ConnectOptions options(WireDialect dialect) {
+ConnectOptions retry_options(WireDialect dialect) {
   ConnectOptions o;
   o.connect_timeout = 5s;
   o.initial_backoff = 1ms;
@@ -45,7 +45,7 @@ TEST_CASE("connect retries with backoff until the server starts listening", "[cl
   };
   auto client = [&]() -> asio::awaitable<void> {
     const auto start = std::chrono::steady_clock::now();
-    auto c = co_await TcpStoreClient::connect("127.0.0.1", port, options(WireDialect::kTorch2));
+    auto c = co_await TcpStoreClient::connect("127.0.0.1", port, retry_options(WireDialect::kTorch2));
     CHECK(std::chrono::steady_clock::now() - start >= 150ms);
     const auto n = co_await c->num_keys();
     CHECK(n == 0);
@@ -57,7 +57,7 @@ TEST_CASE("connect gives up after connect_timeout naming host:port and the last 
           "[client][backoff]") {
   asio::io_context io;
   const auto port = closed_port(io);
-  auto o = options(WireDialect::kTorch2);
+  auto o = retry_options(WireDialect::kTorch2);
   o.connect_timeout = 200ms;
   auto client = [&]() -> asio::awaitable<void> {
     const auto message =
@@ -70,7 +70,7 @@ TEST_CASE("connect gives up after connect_timeout naming host:port and the last 
 
 TEST_CASE("an unknown host is retried and reported", "[client][backoff]") {
   asio::io_context io;
-  auto o = options(WireDialect::kTorch113);
+  auto o = retry_options(WireDialect::kTorch113);
   o.connect_timeout = 100ms;
   auto client = [&]() -> asio::awaitable<void> {
     const auto message =
@@ -85,7 +85,7 @@ TEST_CASE("a call the server never answers times out naming the operation and ho
   asio::io_context io;
   auto acceptor = make_acceptor(io);
   const auto port = acceptor.local_endpoint().port();
-  auto o = options(WireDialect::kTorch113);
+  auto o = retry_options(WireDialect::kTorch113);
   o.call_timeout = 100ms;
   auto server = [&]() -> asio::awaitable<void> {
     auto s = co_await acceptor.async_accept(asio::use_awaitable);
@@ -109,7 +109,7 @@ TEST_CASE("each call times out at its own deadline, whatever the calls before it
   asio::io_context io;
   auto acceptor = make_acceptor(io);
   const auto port = acceptor.local_endpoint().port();
-  auto o = options(WireDialect::kTorch113);
+  auto o = retry_options(WireDialect::kTorch113);
   o.call_timeout = 2s;
   auto server = [&]() -> asio::awaitable<void> {
     auto s = co_await acceptor.async_accept(asio::use_awaitable);
@@ -153,7 +153,7 @@ TEST_CASE("a server that closes mid-reply gives an IoError naming the operation"
     s.close();
   };
   auto client = [&]() -> asio::awaitable<void> {
-    auto c = co_await TcpStoreClient::connect("127.0.0.1", port, options(WireDialect::kTorch113));
+    auto c = co_await TcpStoreClient::connect("127.0.0.1", port, retry_options(WireDialect::kTorch113));
     Bytes empty;
     const auto message = co_await thrown<IoError>(c->compare_set("/k", empty, empty));
     CHECK(message == "store compare_set(/k) failed at 127.0.0.1:" + std::to_string(port) +
@@ -174,7 +174,7 @@ TEST_CASE("a reply longer than the value limit is a bad reply", "[client][io]") 
     co_await write_all(s, hex("0000000000000010"));  // 2^60 bytes
   };
   auto client = [&]() -> asio::awaitable<void> {
-    auto c = co_await TcpStoreClient::connect("127.0.0.1", port, options(WireDialect::kTorch113));
+    auto c = co_await TcpStoreClient::connect("127.0.0.1", port, retry_options(WireDialect::kTorch113));
     const auto message = co_await thrown<IoError>(c->get("/k"));
     CHECK_THAT(message, Catch::Contains("store get(/k) failed at") && Catch::Contains("bad reply"));
   };
@@ -193,7 +193,7 @@ TEST_CASE("a server that drops the 2.x handshake is reported as the other dialec
   };
   auto client = [&]() -> asio::awaitable<void> {
     const auto message = co_await thrown<IoError>(
-        TcpStoreClient::connect("127.0.0.1", port, options(WireDialect::kTorch2)));
+        TcpStoreClient::connect("127.0.0.1", port, retry_options(WireDialect::kTorch2)));
     CHECK_THAT(message, Catch::Contains("127.0.0.1:" + std::to_string(port)) &&
                             Catch::Contains("speaks only the 1.13 dialect"));
   };
@@ -212,7 +212,7 @@ TEST_CASE("a PING answered with the wrong nonce fails the connect", "[client][io
   };
   auto client = [&]() -> asio::awaitable<void> {
     co_await thrown<IoError>(
-        TcpStoreClient::connect("127.0.0.1", port, options(WireDialect::kTorch2)));
+        TcpStoreClient::connect("127.0.0.1", port, retry_options(WireDialect::kTorch2)));
   };
   run_pair(io, server(), client());
 }
