@@ -2,7 +2,9 @@
 user code like an exec'd one. The probe worker runs under exec and under the forkserver (script,
 -m, --run_path) and the records must agree: sys.executable, sys.path[0], __file__, sys.argv, the
 environment, cwd, its own process group with ddprun as parent; only the forked worker finds torch
-already imported. Then sys.exit(n) with atexit, an uncaught exception (exit 1, the traceback
+already imported; under both, the interpreter's end joins a thread still running, runs atexit
+handlers and a global's __del__, flushes a file left open and removes a NamedTemporaryFile. Then
+sys.exit(n) with atexit, an uncaught exception (exit 1, the traceback
 without the template's frames, in the failure report), and DataLoader workers under fork and
 spawn."""
 import json
@@ -35,7 +37,26 @@ def compare(exec_record, fork_record, what):
                                                   f"exec has {value!r}")
 
 
-def run_both(tmp, name, entry, extra=()):
+def check_interpreter_end(out, result, rank, what, globals_freed):
+    """What the interpreter's end does that user code sees, done for rank's worker. Under
+    --run_path the script's globals live in runpy's module, which even an exec'd interpreter
+    does not free at its end (globals_freed False): there only threads and atexit count."""
+    for line in ("atexit ran", "thread joined"):
+        ddptest.check(f"{line} rank {rank}" in result.stdout,
+                      f"{what}: no '{line} rank {rank}' at the worker's end:\n{result.stdout}")
+    if not globals_freed:
+        return
+    ddptest.check(f"finalizer ran rank {rank}" in result.stdout,
+                  f"{what}: no 'finalizer ran rank {rank}' at the worker's end:\n{result.stdout}")
+    with open(os.path.join(out, f"left_open_rank{rank}.txt")) as f:
+        written = f.read()
+    ddptest.check(written == "written, never closed",
+                  f"{what}: rank {rank}'s file left open holds {written!r}")
+    left = [n for n in os.listdir(out) if n.startswith(f"temporary_rank{rank}_")]
+    ddptest.check(not left, f"{what}: rank {rank}'s NamedTemporaryFile was not removed: {left}")
+
+
+def run_both(tmp, name, entry, extra=(), globals_freed=True):
     records = []
     for method in ("spawn", "forkserver"):
         out = os.path.join(tmp, f"{name}_{method}")
@@ -45,9 +66,7 @@ def run_both(tmp, name, entry, extra=()):
                                     env={"PYTHONPATH": fstest.WORKERS}, cwd=tmp)
         fstest.expect_exit(result, 0, f"{name} under {method}")
         for rank in (0, 1):
-            ddptest.check(f"atexit ran rank {rank}" in result.stdout,
-                          f"{name} {method}: atexit handler of rank {rank} did not run:\n"
-                          f"{result.stdout}")
+            check_interpreter_end(out, result, rank, f"{name} {method}", globals_freed)
         got = fstest.probes(out)
         ddptest.check(sorted(got) == [0, 1], f"{name} {method}: probes {sorted(got)}")
         for rank, record in got.items():
@@ -66,7 +85,8 @@ def run_both(tmp, name, entry, extra=()):
         records.append(got)
     for rank in (0, 1):
         compare(records[0][rank], records[1][rank], f"{name} rank {rank}")
-    print(f"{name}: exec and forkserver workers agree; atexit handlers ran under both")
+    print(f"{name}: exec and forkserver workers agree; the interpreter's end (threads joined, "
+          f"atexit, finalizers, open files flushed, temporary files removed) under both")
 
 
 def probe_once(tmp, name, args, code):
@@ -111,7 +131,7 @@ def main():
     try:
         run_both(tmp, "script", [fstest.PROBE])
         run_both(tmp, "module", ["-m", "forkserver_probe"])
-        run_both(tmp, "run_path", ["--run_path", fstest.PROBE])
+        run_both(tmp, "run_path", ["--run_path", fstest.PROBE], globals_freed=False)
         check_exit_code(tmp)
         check_exception(tmp)
         check_loader(tmp)

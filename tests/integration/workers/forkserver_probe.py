@@ -3,7 +3,10 @@
 pid/ppid/pgid, the CPU affinity and whether torch was already imported at the first line; then
 acts as --mode says:
 
-  exit N        sys.exit(N), after registering an atexit handler that prints "atexit ran"
+  exit N        sys.exit(N), after registering an atexit handler that prints "atexit ran", and
+                leaving for the interpreter's end: a non-daemon thread still running (it prints
+                "thread joined"), a global whose __del__ prints "finalizer ran", a file written
+                and never closed (DIR/left_open_rank<R>.txt) and an open NamedTemporaryFile in DIR
   raise         an uncaught ValueError("probe failure") (exit 1, traceback on stderr)
   loader K      a torch DataLoader with K workers under the 'fork' and 'spawn' contexts
   wait          writes DIR/ready_rank<R>, then sleeps until a signal (SIGTERM: prints and exits 0)
@@ -60,6 +63,30 @@ def loader(directory, rank, workers):
         json.dump(sums, f)
 
 
+class SaysWhenFreed:
+    def __init__(self, rank):
+        self.rank = rank
+
+    def __del__(self):
+        print(f"finalizer ran rank {self.rank}", flush=True)
+
+
+def leave_for_the_end(directory, rank):
+    """What only the interpreter's end finishes: kept in __main__'s globals."""
+    import tempfile
+    import threading
+    global LEFT_OPEN, TEMPORARY, FREED_AT_END
+
+    def late_thread():
+        time.sleep(0.3)
+        print(f"thread joined rank {rank}", flush=True)
+    threading.Thread(target=late_thread).start()
+    LEFT_OPEN = open(os.path.join(directory, f"left_open_rank{rank}.txt"), "w")
+    LEFT_OPEN.write("written, never closed")
+    TEMPORARY = tempfile.NamedTemporaryFile(dir=directory, prefix=f"temporary_rank{rank}_")
+    FREED_AT_END = SaysWhenFreed(rank)
+
+
 def wait(directory, rank):
     def on_term(signum, frame):
         print(f"rank {rank} got signal {signum}", flush=True)
@@ -78,6 +105,7 @@ def main():
     rank = record(directory)
     if mode == "exit":
         atexit.register(lambda: print(f"atexit ran rank {rank}", flush=True))
+        leave_for_the_end(directory, rank)
         sys.exit(arg)
     if mode == "raise":
         raise ValueError("probe failure")
