@@ -6,7 +6,8 @@ packet), then waits. For each worker the agent sends a request (argv, environmen
 directory, CPU placement) with three descriptors: the worker's stdout and stderr pipes and the
 read end of a "go" pipe. Each worker must be the agent's child, so that the agent reaps it like a
 worker it exec'd. With one thread in the template, each is forked straight as the agent's child
-(clone with CLONE_PARENT) and its pid reported at once; otherwise (a BLAS pool running, which
+(clone with CLONE_PARENT; a new worker forks half of the launch's remaining workers the same way
+before it runs) and its pid reported at once; otherwise (a BLAS pool running, which
 only a fork that runs the pthread_atfork handlers may copy) the template forks a middle process,
 which forks one worker per request waiting and exits, and the workers are reparented to the agent
 (a child subreaper). Each worker waits for the agent's go (orphan guard and exit watch in place),
@@ -191,27 +192,43 @@ def _fork_workers(batch, report):
     os._exit(0)
 
 
-def _fork_direct(sock, batch, forker):
-    """Forks each worker of `batch` as the agent's child and reports its pid at once, so the
-    agent releases the first while the template forks the next. Returns ((request, fds), []) in
-    a worker; in the template (None, the requests left): none when all were served, else from
-    a clone the kernel refused (a seccomp filter, say), after which the template forks through
-    a middle process."""
-    for index, (request, fds) in enumerate(batch):
-        try:
-            pid = forker.fork()
-        except OSError:
-            forker.tid_address = None
-            return None, batch[index:]
-        if pid == 0:
-            for _, later_fds in batch[index + 1:]:  # the earlier ones are closed already
-                for fd in later_fds:
-                    os.close(fd)
-            return (request, fds), []
+def _close_all(requests):
+    for _, fds in requests:
         for fd in fds:
             os.close(fd)
+
+
+def _fork_direct(sock, batch, forker):
+    """Forks each worker of `batch` as the agent's child and reports its pid at once, so the
+    agent releases the first while the others are forked. The forks make a tree: each new worker
+    first forks half of the requests still waiting (as the agent's children too), then runs, so a
+    launch of n workers takes about log2(n) forks of the template's size on enough cores instead
+    of n one after another. Returns ((request, fds), []) in a worker; in the template (None, the
+    requests left): none when all were served, else from a clone the kernel refused (a seccomp
+    filter, say), after which the template forks through a middle process."""
+    mine = None  # in a worker: its own request, run once its share is forked
+    pending = list(batch)
+    while pending:
+        (request, fds), rest = pending[0], pending[1:]
+        kept, handed = rest[:len(rest) // 2], rest[len(rest) // 2:]
+        try:
+            pid = forker.fork()
+        except OSError as error:
+            forker.tid_address = None
+            if mine is None:
+                return None, pending
+            for refused, _ in pending:  # a worker forking its share: no middle process here
+                _send(sock, {"id": refused["id"], "error": "clone: %s" % error.strerror})
+            _close_all(pending)
+            break
+        if pid == 0:
+            _close_all(kept + ([mine] if mine is not None else []))
+            mine, pending = (request, fds), handed
+            continue
+        _close_all([(request, fds)] + handed)
         _send(sock, {"id": request["id"], "pid": pid, "middle": False})
-    return None, []
+        pending = kept
+    return mine, []
 
 
 def _one_thread():
