@@ -2,7 +2,7 @@
 # The fault soak (docs/soak.md): one long elastic job on 4 network-namespace nodes with faults
 # injected at random moments from a printed seed; ends with a table and one JSON line.
 #   soak.sh --minutes M --seed S [--backend c10d|etcd] [--recovery restart|inprocess]
-#           [--job torch|ddp-train] [--work DIR]
+#           [--job torch|ddp-train] [--start_method spawn|forkserver] [--work DIR]
 # Needs root, the build (BUILD_DIR, default build/) and scripts/setup.sh's packages. Its nodes
 # are a rig of their own (netns-cluster.sh, DDP_NETNS_RIG=soak); soak.py takes
 # /tmp/ddprun-soak.lock, so two soaks (this and the suite's short one) take turns on it.

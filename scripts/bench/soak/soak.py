@@ -6,8 +6,8 @@ a missing event), 0 otherwise. Recovery times are figures, never a pass/fail cri
 
 Usage (root; scripts/bench/soak.sh wraps it):
   soak.py --bin BUILD/bin [--minutes M] [--seed S] [--backend c10d|etcd]
-          [--recovery restart|inprocess] [--job torch|ddp-train] [--nodes 4] [--min_nodes 2]
-          [--work DIR]
+          [--recovery restart|inprocess] [--job torch|ddp-train] [--start_method spawn|forkserver]
+          [--nodes 4] [--min_nodes 2] [--work DIR]
 """
 import argparse
 import fcntl
@@ -74,6 +74,7 @@ class Soak:
         common.append(f"--rdzv_conf={conf}")
         if self.args.recovery == "inprocess":
             common.append("--recovery=inprocess")
+        common.append(f"--start_method={self.args.start_method}")
         return [*common, *self.job.worker_argv(self.job_dir, self.args.recovery)]
 
     def start_agent(self, node):
@@ -308,6 +309,9 @@ def parse_args(argv):
     p.add_argument("--recovery", choices=["restart", "inprocess"], default="restart")
     p.add_argument("--job", choices=sorted(jobs.JOBS), default="torch",
                    help="the workers: PyTorch DDP (soak_worker.py) or ddp-train")
+    p.add_argument("--start_method", choices=["spawn", "forkserver"], default="spawn",
+                   help="how ddprun starts Python workers: exec, or forked from a template that "
+                        "imported torch once per node (ddp-train is native: always exec)")
     p.add_argument("--nodes", type=int, default=4)
     p.add_argument("--min_nodes", type=int, default=2)
     p.add_argument("--work", default=None, help="keep records here (default: a temporary dir)")
@@ -325,7 +329,7 @@ def main(argv):
     args.work = os.path.abspath(args.work or tempfile.mkdtemp(prefix="ddprun-soak."))
     os.makedirs(args.work, exist_ok=True)
     print(f"soak: seed {args.seed} backend {args.backend} recovery {args.recovery} "
-          f"job {args.job} {args.minutes} min on {args.nodes} nodes; records in {args.work}", flush=True)
+          f"job {args.job} start_method {args.start_method} {args.minutes} min on {args.nodes} nodes; records in {args.work}", flush=True)
     soak = Soak(args)
     # One soak at a time on this machine: the rig is shared (the suite's short soak, soak.sh).
     lock = open(LOCK, "w")
@@ -349,6 +353,7 @@ def main(argv):
         cluster.rig("down", check=False)
     result = verdict.summarize(soak, injected, time.time() - started)
     result["job"] = args.job
+    result["start_method"] = args.start_method
     verdict.print_table(result, soak.job_notes)
     print(json.dumps(result, sort_keys=True), flush=True)
     if not keep and result["ok"]:
