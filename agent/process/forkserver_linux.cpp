@@ -45,6 +45,9 @@ using std::chrono::milliseconds;
 
 constexpr const char* kTemplateProgram = "from ddprun._forkserver import main; main()";
 constexpr milliseconds kPidTimeout{60000};
+// Room in the template's command line (a last argument of spaces) that each forked worker
+// overwrites with its own command, so ps and pgrep -f show what runs.
+constexpr std::size_t kCommandLineRoom = 4096;
 constexpr std::size_t kMaxMessageBytes = 64 * 1024;  // the template's messages are small
 
 // ddprun's per-worker variables the template keeps: the imports may read them.
@@ -117,7 +120,8 @@ void ForkServer::start(const std::vector<std::string>& env) {
   socket_.reset(pair[0]);
   UniqueFd theirs(pair[1]);
   const std::vector<std::string> argv{options_.python, "-u", "-c", kTemplateProgram,
-                                      std::to_string(theirs.get()), joined_preload(options_)};
+                                      std::to_string(theirs.get()), joined_preload(options_),
+                                      std::string(kCommandLineRoom, ' ')};
   const ExecImage image(argv, env);
   ForkedChild child(image, ChildSetup{.guard_socket = OrphanGuard::instance().socket(),
                                       .pass_fd = theirs.get()});

@@ -38,6 +38,7 @@ _SET_MEMPOLICY = {"x86_64": 238, "aarch64": 237}  # syscall numbers
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.syscall.restype = ctypes.c_long
 _libc.pthread_self.restype = ctypes.c_void_p
+_COMMAND_LINE = None  # (address, size) of the process's command line, set by main()
 
 
 class _ForkAsAgentsChild:
@@ -310,6 +311,28 @@ def _register_stacks():
     faulthandler.register(number, file=_stack_stream, all_threads=True, chain=False)
 
 
+def _command_line_area():
+    """(address, size) of this process's command line in its memory (/proc/self/stat's arg_start
+    and arg_end, fields 48 and 49), or None where that is not known."""
+    try:
+        with open("/proc/self/stat", "rb") as stat:
+            fields = stat.read().rsplit(b")", 1)[1].split()  # from field 3 on
+        start, end = int(fields[45]), int(fields[46])
+    except (OSError, ValueError, IndexError):
+        return None
+    return (start, end - start) if end > start else None
+
+
+def _show_command_line(words, area):
+    """Makes ps, top, pgrep -f and /proc/PID/cmdline show `words` (NUL-separated, cut to the
+    room the process started with, the rest NULs) instead of the template's command."""
+    if area is None:
+        return
+    start, size = area
+    data = b"\0".join(os.fsencode(word) for word in words)[:size - 1]
+    ctypes.memmove(start, data + b"\0" * (size - len(data)), size)
+
+
 def _become_worker(sock, request, fds):
     """Everything exec would have given the worker, before its first line runs."""
     os.setpgid(0, 0)
@@ -333,6 +356,7 @@ def _become_worker(sock, request, fds):
     if numpy_random is not None:
         numpy_random.seed()  # a fresh interpreter seeds from the OS; the template's is shared
     sys.orig_argv = list(request["argv"])
+    _show_command_line(request["argv"], _COMMAND_LINE)
 
 
 def _fresh_main(filename):
@@ -452,7 +476,11 @@ def _run_then_end(argv, template_modules):
 
 
 def main():
-    """The template's entry point: sys.argv is ["-c", FD, PRELOAD (comma-separated)]."""
+    """The template's entry point: sys.argv is ["-c", FD, PRELOAD (comma-separated), ROOM], ROOM
+    being spaces that make room in the process's command line for a worker's (shown by ps)."""
+    global _COMMAND_LINE
+    _COMMAND_LINE = _command_line_area()
+    _show_command_line(sys.orig_argv[:-1], _COMMAND_LINE)
     sock = socket.socket(fileno=int(sys.argv[1]))
     ready = _preload([name for name in sys.argv[2].split(",") if name])
     _send(sock, ready)

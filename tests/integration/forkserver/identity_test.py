@@ -1,7 +1,7 @@
 """--start_method=forkserver with real /usr/bin/python3 + PyTorch workers: a forked worker looks to
 user code like an exec'd one. The probe worker runs under exec and under the forkserver (script,
 -m, --run_path) and the records must agree: sys.executable, sys.path[0], __file__, sys.argv, the
-environment, cwd, its own process group with ddprun as parent; only the forked worker finds torch
+command line ps shows, the environment, cwd, its own process group with ddprun as parent; only the forked worker finds torch
 already imported; under both, the interpreter's end joins a thread still running, runs atexit
 handlers and a global's __del__, flushes a file left open and removes a NamedTemporaryFile. Then
 sys.exit(n) with atexit, an uncaught exception (exit 1, the traceback
@@ -28,6 +28,10 @@ def compare(exec_record, fork_record, what):
     exec_argv, fork_argv = list(exec_record["argv"]), list(fork_record["argv"])
     exec_argv[1] = fork_argv[1] = "OUT"
     ddptest.check(exec_argv == fork_argv, f"{what}: argv {exec_argv} vs {fork_argv}")
+    # What ps and pgrep -f see: the worker's own command, not the template's.
+    exec_line = ["OUT" if w == exec_record["argv"][1] else w for w in exec_record["cmdline"]]
+    fork_line = ["OUT" if w == fork_record["argv"][1] else w for w in fork_record["cmdline"]]
+    ddptest.check(exec_line == fork_line, f"{what}: /proc/PID/cmdline {exec_line} vs {fork_line}")
     exec_env, fork_env = exec_record["env"], fork_record["env"]
     ddptest.check(set(exec_env) == set(fork_env),
                   f"{what}: environment keys differ: {set(exec_env) ^ set(fork_env)}")

@@ -1,6 +1,6 @@
 """Test worker: what user code can see of how it was started. Writes DIR/probe_rank<R>_attempt<N>
 .json with sys.executable, sys.path[0], __file__, __name__, sys.argv, the environment, cwd,
-pid/ppid/pgid, the CPU affinity and whether torch was already imported at the first line; then
+pid/ppid/pgid, the CPU affinity, the command line ps shows (/proc/self/cmdline) and whether torch was already imported at the first line; then
 acts as --mode says:
 
   exit N        sys.exit(N), after registering an atexit handler that prints "atexit ran", and
@@ -23,6 +23,15 @@ import time
 TORCH_AT_FIRST_LINE = "torch" in sys.modules
 
 
+def command_line():
+    """What ps shows: /proc/self/cmdline's words, without the NULs that may pad its end."""
+    with open("/proc/self/cmdline", "rb") as f:
+        words = f.read().decode().split("\0")
+    while words and not words[-1]:
+        words.pop()
+    return words
+
+
 def record(directory):
     rank = os.environ["RANK"]
     attempt = os.environ["TORCHELASTIC_RESTART_COUNT"]
@@ -32,6 +41,7 @@ def record(directory):
         "ppid": os.getppid(), "pgid": os.getpgid(0), "affinity": sorted(os.sched_getaffinity(0)),
         "torch_at_first_line": TORCH_AT_FIRST_LINE,
         "main_file": getattr(sys.modules["__main__"], "__file__", None),
+        "cmdline": command_line(),
     }
     path = os.path.join(directory, f"probe_rank{rank}_attempt{attempt}.json")
     with open(path + ".tmp", "w") as f:
