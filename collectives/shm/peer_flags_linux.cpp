@@ -10,7 +10,9 @@
 
 #include <cerrno>
 #include <climits>
+#include <fstream>
 #include <stdexcept>
+#include <string>
 
 #include "collectives/shm/peer_flags.hpp"
 #include "ddp/error.hpp"
@@ -38,7 +40,24 @@ void cpu_relax() {
 #endif
 }
 
-bool is_gone(pid_t pid) { return pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH; }
+// A process that exited is gone even before its parent reaps it: a zombie still takes kill(pid,
+// 0), and a rank whose agent was SIGKILLed waits to be reaped by whoever adopts it (PID 1 of a
+// container may take its time).
+bool is_zombie(pid_t pid) {
+  std::ifstream stat(fmt::format("/proc/{}/stat", pid));
+  std::string text;
+  std::getline(stat, text);
+  const auto name_end = text.rfind(')');
+  if (name_end == std::string::npos || name_end + 2 >= text.size()) return false;
+  const char state = text[name_end + 2];
+  return state == 'Z' || state == 'X';
+}
+
+bool is_gone(pid_t pid) {
+  if (pid <= 0) return false;
+  if (::kill(pid, 0) != 0) return errno == ESRCH;
+  return is_zombie(pid);
+}
 
 }  // namespace
 

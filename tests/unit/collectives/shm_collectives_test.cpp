@@ -4,6 +4,8 @@
 // left in /dev/shm.
 #include "collectives/shm/shm_collectives.hpp"
 
+#include <fmt/format.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -210,6 +212,21 @@ TEST_CASE("shm set-up quotes the reason a peer has no segment", "[shm]") {
   CHECK_THAT(refusal.reason, Catch::Contains("rank 1: shared memory reserve") &&
                                  Catch::Contains("is /dev/shm too small?"));
   CHECK(shm_names_of_this_process() == 0);
+}
+
+TEST_CASE("a barrier ends when the peer has exited, even before anyone reaps it", "[shm]") {
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  REQUIRE(child > 0);
+  // Not reaped: a zombie, which still takes kill(pid, 0).
+  shm::PeerFlags peer;
+  peer.pid = static_cast<std::int32_t>(child);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  CHECK_THROWS_MATCHES(shm::await(peer, 1, deadline, 2), std::runtime_error,
+                       Catch::Matchers::Message(fmt::format("rank 2 (pid {}) exited", child)));
+  CHECK(std::chrono::steady_clock::now() < deadline);
+  int status = 0;
+  CHECK(::waitpid(child, &status, 0) == child);
 }
 
 TEST_CASE("a barrier past its deadline throws TimeoutError naming the rank", "[shm]") {
