@@ -2,7 +2,8 @@
 trains through ddprun.elastic, one commit per step, with a SLEEP after each step, until DIR/stop
 exists (agreed on by an all_reduce every step) or MAX_STEPS.
 
-It appends JSON lines to DIR/records_n<NODE>_p<PID>.jsonl (times are time.time()):
+It prints "inprocess_worker: pid <PID> started" on stderr, and appends JSON lines to
+DIR/records_n<NODE>_p<PID>.jsonl (times are time.time()):
   {"kind": "entry", ...}  each time train() is entered (after the group formed and the state
       synced): world, rank, round, commits, step, started (the process's start, before
       `import torch`), imported (after it), and the CRC32 of the parameters' bytes all-reduced as min and max (equal:
@@ -39,6 +40,7 @@ node = int(arg("--node", "0"))
 pause, max_steps = float(arg("--sleep", "0.05")), int(arg("--max_steps", "100000"))
 fail = [int(v) for v in arg("--fail", "-1:-1").split(":")]
 records = open(os.path.join(out_dir, f"records_n{node}_p{os.getpid()}.jsonl"), "a", buffering=1)
+print(f"inprocess_worker: pid {os.getpid()} started", file=sys.stderr, flush=True)  # log checks
 
 
 def record(kind, **fields):

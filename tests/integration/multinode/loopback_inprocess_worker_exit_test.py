@@ -7,8 +7,15 @@ worker's node, peer_failed on the other). The new worker receives the state from
 enters train() past step 8), the job trains on at world 4, no committed step is done twice,
 every rank holds the same parameter bits after each entry, both agents exit 0 and no process
 is left behind. With the argument `forkserver` the workers, the new one too, are forked from
-the forkserver's template (--start_method=forkserver)."""
+the forkserver's template (--start_method=forkserver). With the argument `sigstop` rank 1 is
+instead stopped with SIGSTOP after step 5, under --hang_timeout=2: its agent names the hang
+(event hang), stops that process alone (worker_exited, stopped_by_agent) and starts it again
+as above, while its sibling keeps its PID.
 
+Either way the logs stay apart (--log_dir, --redirects=3): the failed process's stderr.log
+still holds its own lines after its replacement started, and the new process writes its own."""
+
+import glob
 import os
 import signal
 import sys
@@ -20,16 +27,31 @@ from inprocess_rig import WORKER, check_trained_once, events, records, wait_step
 
 NODES = (0, 1)
 FORKSERVER = "forkserver" in sys.argv[1:]
+SIGSTOP = "sigstop" in sys.argv[1:]
 
 
 def agent_cmd(port, out_dir, node):
     log = os.path.join(out_dir, f"events_n{node}.jsonl")
     start = ["--start_method=forkserver"] if FORKSERVER else []
-    return [ddptest.bin_path("ddprun"), *start, "--nnodes=2", "--nproc_per_node=2", "--max_restarts=1",
-            "--rdzv_backend=c10d", f"--rdzv_endpoint=127.0.0.1:{port}", "--rdzv_id=replace",
-            "--rdzv_conf=reform_timeout=90", "--recovery=inprocess", f"--event_log={log}",
-            "--python", ddptest.TORCH_PYTHON, WORKER, out_dir, "--node", str(node),
-            "--fail", "1:8"]
+    fault = ["--hang_timeout=2"] if SIGSTOP else []
+    worker_fault = [] if SIGSTOP else ["--fail", "1:8"]
+    return [ddptest.bin_path("ddprun"), *start, *fault, "--nnodes=2", "--nproc_per_node=2",
+            "--max_restarts=1", "--rdzv_backend=c10d", f"--rdzv_endpoint=127.0.0.1:{port}",
+            "--rdzv_id=replace", "--rdzv_conf=reform_timeout=90", "--recovery=inprocess",
+            f"--event_log={log}", f"--log_dir={os.path.join(out_dir, f'logs_n{node}')}",
+            "--redirects=3", "--python", ddptest.TORCH_PYTHON, WORKER, out_dir,
+            "--node", str(node), *worker_fault]
+
+
+def stderr_logs(out_dir, node, local_rank):
+    """{path: text} of every stderr.log of `local_rank` under node's --log_dir."""
+    pattern = os.path.join(out_dir, f"logs_n{node}", "*", "attempt_*", str(local_rank),
+                           "stderr.log")
+    result = {}
+    for path in glob.glob(pattern):
+        with open(path) as f:
+            result[path] = f.read()
+    return result
 
 
 def pids_by_rank_at_start(out_dir):
@@ -58,11 +80,15 @@ def main():
         check(len(started) == 4, f"ranks at the start: {started}")
         failed_node, failed_pid = started[1]
         initial = {pid for _, pid in started.values()}
+        if SIGSTOP:
+            os.kill(failed_pid, signal.SIGSTOP)
 
         fresh = lambda: [r for r in records(out_dir) if r["pid"] not in initial]
         check(ddptest.wait_until(fresh, 120, 0.05), "the failed worker was not started again")
         entry = fresh()[0]
-        check(entry["kind"] == "entry" and entry["node"] == failed_node and entry["step"] >= 8,
+        # It resumes at the newest commit: past step 8 (the exit), or the 5 before the SIGSTOP.
+        check(entry["kind"] == "entry" and entry["node"] == failed_node and
+              entry["step"] >= (5 if SIGSTOP else 8),
               f"the new worker did not receive the state: {entry}")
         wait_steps(out_dir, 4, 3, entry["time"], "world 4 after the replacement")
 
@@ -96,6 +122,19 @@ def main():
               f"node {failed_node} worker_replaced events: {replaced}")
         reforms = [e["cause"] for e in log if e["event"] == "reform"]
         check(reforms == ["worker_failed"], f"node {failed_node} reform causes: {reforms}")
+        hangs = [e for e in log if e["event"] == "hang"]
+        check(len(hangs) == (1 if SIGSTOP else 0), f"node {failed_node} hang events: {hangs}")
+        exits = [e for e in log if e["event"] == "worker_exited" and e["pid"] == failed_pid]
+        check(len(exits) == 1 and exits[0]["stopped_by_agent"] == (1 if SIGSTOP else 0),
+              f"node {failed_node}: the failed worker's exit: {exits}")
+
+        # The failed process's log and its replacement's are two files, each with its own lines
+        # (inprocess_worker.py names its pid on stderr).
+        logs = stderr_logs(out_dir, failed_node, 1)
+        check(len(logs) == 2, f"node {failed_node} local rank 1's stderr logs: {list(logs)}")
+        for pid in (failed_pid, entry["pid"]):
+            holders = [path for path, text in logs.items() if f"pid {pid} started" in text]
+            check(len(holders) == 1, f"the lines of pid {pid} are in {holders}: {logs}")
 
         other = 1 - failed_node
         log = events(out_dir, other)

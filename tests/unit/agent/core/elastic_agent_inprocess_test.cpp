@@ -193,6 +193,42 @@ TEST_CASE(
   for (const auto& exit : exits) CHECK(field<std::int64_t>(exit, "stopped_by_agent") == 0);
 }
 
+TEST_CASE("inprocess: a hung worker is stopped and started again alone; its sibling re-forms",
+          "[elastic_agent][inprocess]") {
+  // Local rank 0 waits in all_reduce #5, local rank 1 made no progress after #4 (an hour
+  // already): the detector names rank 1. Its new process exits 5, with the restarts spent.
+  const FakeAttempt hung{FakeOutcome::stuck_at(5, 4, 3600s), FakeOutcome::stuck_at(4, 4, 3600s)};
+  test::StaticRun job({hung}, 1, {FakeOutcome::exits(5, 50ms)});
+  job.config.recovery = "inprocess";
+  job.config.hang_timeout = 1s;
+  FakeHandover handover;
+  job.handover = &handover;
+  job.run();
+
+  CHECK(job.exit_code == 5);  // the new process's failure: the hung one was replaced
+  CHECK(job.launcher.launched.size() == 1);
+  CHECK(job.launcher.worker_stops == std::vector<int>{1});  // only the hung rank
+  CHECK(job.launcher.sent_signals.empty());                 // no SIGCONT to every worker
+  REQUIRE(job.launcher.replaced.size() == 1);
+  CHECK(job.launcher.replaced[0].local_rank == 1);
+  CHECK(handover.waited_rounds.size() == 1);  // the sibling was handed its place
+  const auto& events = job.events;
+  REQUIRE(events.named("hang").size() == 1);
+  const auto restarts = events.named("restart");
+  REQUIRE(restarts.size() == 1);
+  CHECK_THAT(field<std::string>(restarts[0], "reason"), Catch::StartsWith("hang: rank 1"));
+  REQUIRE(events.named("reform").size() == 1);
+  CHECK(field<std::string>(events.named("reform")[0], "cause") == "worker_failed");
+  const auto exits = events.named("worker_exited");
+  REQUIRE(!exits.empty());
+  CHECK(field<std::int64_t>(exits[0], "local_rank") == 1);
+  CHECK(field<std::int64_t>(exits[0], "stopped_by_agent") == 1);
+  // The sibling was stopped only when the restarts were spent, after the new process failed.
+  const auto stopped = events.named("workers_stopped");
+  REQUIRE(stopped.size() == 1);
+  CHECK(field<std::string>(stopped[0], "reason") == "failure");
+}
+
 TEST_CASE("restart: a worker that exits 3 stops its sibling and both start again",
           "[elastic_agent][inprocess]") {
   const FakeAttempt first{FakeOutcome::exits(0, 400ms), FakeOutcome::exits(3, 50ms)};
