@@ -331,6 +331,7 @@ asio::awaitable<int> ElasticAgent::run() {
   // again before the next hand-over), and those started so, until a hand-over succeeds.
   std::set<int> dead;
   std::set<int> newcomers;
+  std::set<std::string> started_dirs;  // the attempt folders processes were started in
   for (;;) {
     stacks_.set_workers({});
     auto joined = co_await (
@@ -354,7 +355,14 @@ asio::awaitable<int> ElasticAgent::run() {
     const auto [stack_addr, stack_port] = stack_store_of(config_, info);
     stacks_.on_round(info, stack_addr, stack_port);
 
-    const std::string attempt_dir = attempt_log_dir(run_dir, info.restart_count);
+    // --recovery=inprocess may start processes again at a restart count whose folder holds the
+    // logs of processes it started before (a worker replaced after a node loss, the node's
+    // workers after a failed re-form): those starts get a folder of their own.
+    int start = 0;
+    while (recovery && started_dirs.count(attempt_log_dir(run_dir, info.restart_count, start))) {
+      ++start;
+    }
+    const std::string attempt_dir = attempt_log_dir(run_dir, info.restart_count, start);
     auto specs = make_worker_specs(config_, info, parent_env_, attempt_dir);
     apply_numa_bindings(numa_bindings_for(config_, parent_env_), specs);
     bool kept = false;  // the live workers took their places in this round
@@ -363,6 +371,7 @@ asio::awaitable<int> ElasticAgent::run() {
       if (!dead.empty()) {
         recovery->publish(info.round, specs);  // what the newcomers read on connecting
         replace_workers(*group, info, specs, attempt_dir, dead);
+        started_dirs.insert(attempt_dir);
         for (int local_rank : dead) started.at(local_rank) = specs.at(local_rank);
         newcomers.insert(dead.begin(), dead.end());
         dead.clear();
@@ -403,6 +412,7 @@ asio::awaitable<int> ElasticAgent::run() {
       if (recovery) recovery->publish(info.round, specs);
       group.reset();  // the previous attempt's processes are all gone by now
       group = launch_workers(info, specs, attempt_dir);
+      started_dirs.insert(attempt_dir);
       started = specs;
       emitted = 0;
     }

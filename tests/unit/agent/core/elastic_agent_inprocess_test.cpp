@@ -126,6 +126,10 @@ TEST_CASE(
   CHECK(stuck.stop_signals == std::vector<int>{SIGTERM});
   CHECK(has_env(stuck.launched[1][0], "GROUP_WORLD_SIZE=2"));
   CHECK(has_env(stuck.launched[1][0], "TORCHELASTIC_RESTART_COUNT=0"));
+  // The same restart count, but a folder of their own: the stopped workers' logs stay.
+  CHECK(stuck.launched[0][0].log_dir.ends_with("/attempt_0/0"));
+  CHECK(stuck.launched[1][0].log_dir.ends_with("/attempt_0.1/0"));
+  CHECK(stuck.launched[1][0].stderr_path.find("/attempt_0.1/0/") != std::string::npos);
   // Round 0 at the start, round 1 at the hand-over and again for the newcomer.
   REQUIRE(job.handovers[0].published.size() == 3);
   CHECK(job.handovers[0].published[2].at(0).round == job.handovers[0].published[1].at(0).round);
