@@ -77,3 +77,40 @@ def check_kept_workers(out_dir, nodes, what):
         reforms = [e for e in log if e["event"] == "reform"]
         check(len(reforms) == 1 and reforms[0]["cause"] == "node_lost",
               f"{what}: node {n} reform events: {reforms}")
+
+
+def held_pid(out_dir, node):
+    """The pid node `node`'s worker wrote when it reached its --hold moment; None before."""
+    path = os.path.join(out_dir, f"held_n{node}")
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return int(f.read())
+
+
+def wait_committed(out_dir, nodes, step, what):
+    """Waits until the workers of `nodes` have committed `step` as their last step (they then
+    wait in a collective a held worker never joins)."""
+    last = lambda n: max([r["step"] for r in records(out_dir, n) if r["kind"] == "step"],
+                         default=-1)
+    check(ddptest.wait_until(lambda: all(last(n) == step for n in nodes), 60, 0.02),
+          f"{what}: the workers of nodes {nodes} did not commit step {step}: "
+          f"{ {n: last(n) for n in nodes} }")
+
+
+def check_resumed(out_dir, nodes, pids, last_committed, what):
+    """After one node's loss: each of `nodes` kept its worker (`pids`: node -> its pids before),
+    committed up to `last_committed` at world 3, entered train() once at world 2 at the step
+    after it (no committed step redone, none skipped) and ended at world 2."""
+    for n in nodes:
+        rs = records(out_dir, n)
+        check({r["pid"] for r in rs} == pids[n],
+              f"{what}: node {n}'s worker changed: {pids[n]} -> { {r['pid'] for r in rs} }")
+        at_3 = [r["step"] for r in rs if r["kind"] == "step" and r["world"] == 3]
+        entries = [r for r in rs if r["kind"] == "entry" and r["world"] == 2]
+        check(len(entries) == 1, f"{what}: node {n} entered train() at world 2: {entries}")
+        check(max(at_3) == last_committed and entries[0]["step"] == last_committed + 1,
+              f"{what}: node {n} committed up to {max(at_3)} at world 3 and resumed at "
+              f"{entries[0]['step']} (expected {last_committed} and one past it)")
+        ends = [r for r in rs if r["kind"] == "end"]
+        check(len(ends) == 1 and ends[0]["world"] == 2, f"{what}: node {n} end: {ends}")

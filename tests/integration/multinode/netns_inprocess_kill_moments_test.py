@@ -25,8 +25,8 @@ import time
 import ddptest
 import netns_rig
 from ddptest import check
-from inprocess_rig import (agent_args, check_kept_workers, check_trained_once, records,
-                           wait_steps)
+from inprocess_rig import (agent_args, check_kept_workers, check_resumed, check_trained_once,
+                           held_pid, records, wait_committed, wait_steps)
 from netns_rig import Cluster, check_no_processes
 
 HOLD_STEP = 6
@@ -34,30 +34,17 @@ HOLD_STEP = 6
 LAST_COMMITTED = {"step": HOLD_STEP - 1, "between": HOLD_STEP, "commit": HOLD_STEP}
 
 
-def read_held_pid(out_dir):
-    path = os.path.join(out_dir, "held_n3")
-    if not os.path.exists(path):
-        return None
-    with open(path) as f:
-        return int(f.read())
-
-
 def kill_at(moment, c, out_dir, env, tag):
     for n in (1, 2, 3):
         extra = ["--hold", f"{moment}:{HOLD_STEP}"] if n == 3 else []
         c.start_node(n, agent_args(f"moment-{moment}-{tag}", out_dir, n, 0, extra), env)
-    held = ddptest.wait_until(lambda: read_held_pid(out_dir), 120, 0.02)
+    held = ddptest.wait_until(lambda: held_pid(out_dir, 3), 120, 0.02)
     check(held, f"{moment}: node 3's worker never reached the moment")
-    # The survivors reach the collective node 3 will never join, and wait there.
-    survivors_waiting = lambda: all(
-        max([r["step"] for r in records(out_dir, n) if r["kind"] == "step"], default=-1) ==
-        LAST_COMMITTED[moment] for n in (1, 2))
-    check(ddptest.wait_until(survivors_waiting, 60, 0.02),
-          f"{moment}: the survivors did not commit step {LAST_COMMITTED[moment]}")
+    wait_committed(out_dir, (1, 2), LAST_COMMITTED[moment], moment)
     before = {n: {r["pid"] for r in records(out_dir, n)} for n in (1, 2)}
     killed_at = time.time()
     os.killpg(c.agents_by_node[3].pid, signal.SIGKILL)
-    os.kill(read_held_pid(out_dir), signal.SIGKILL)
+    os.kill(held, signal.SIGKILL)
     c.agents_by_node[3].wait()
 
     steps = wait_steps(out_dir, 2, 3, killed_at, f"{moment}: world 2")
@@ -70,18 +57,7 @@ def kill_at(moment, c, out_dir, env, tag):
         check(rc == 0, f"{moment}: agent on node {n} exited {rc}\n{err[-3000:]}")
 
     check_trained_once(out_dir, moment)
-    for n in (1, 2):
-        rs = records(out_dir, n)
-        check({r["pid"] for r in rs} == before[n],
-              f"{moment}: node {n}'s worker changed: {before[n]} -> { {r['pid'] for r in rs} }")
-        at_3 = [r["step"] for r in rs if r["kind"] == "step" and r["world"] == 3]
-        entries = [r for r in rs if r["kind"] == "entry" and r["world"] == 2]
-        check(len(entries) == 1, f"{moment}: node {n} entered train() at world 2: {entries}")
-        check(max(at_3) == LAST_COMMITTED[moment] and entries[0]["step"] == max(at_3) + 1,
-              f"{moment}: node {n} committed up to {max(at_3)} at world 3 and resumed at "
-              f"{entries[0]['step']} (expected {LAST_COMMITTED[moment]} and one past it)")
-        ends = [r for r in rs if r["kind"] == "end"]
-        check(len(ends) == 1 and ends[0]["world"] == 2, f"{moment}: node {n} end: {ends}")
+    check_resumed(out_dir, (1, 2), before, LAST_COMMITTED[moment], moment)
     victim = [r["step"] for r in records(out_dir, 3) if r["kind"] == "step"]
     check(max(victim) == (HOLD_STEP if moment == "between" else HOLD_STEP - 1),
           f"{moment}: node 3 recorded steps {victim}")
