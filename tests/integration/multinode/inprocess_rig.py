@@ -114,3 +114,14 @@ def check_resumed(out_dir, nodes, pids, last_committed, what):
               f"{entries[0]['step']} (expected {last_committed} and one past it)")
         ends = [r for r in rs if r["kind"] == "end"]
         check(len(ends) == 1 and ends[0]["world"] == 2, f"{what}: node {n} end: {ends}")
+
+
+def stderr_logs(out_dir, node, local_rank):
+    """{attempt folder name: stderr.log text} of `local_rank` under node's --log_dir."""
+    pattern = os.path.join(out_dir, f"logs_n{node}", "*", "attempt_*", str(local_rank),
+                           "stderr.log")
+    result = {}
+    for path in glob.glob(pattern):
+        with open(path) as f:
+            result[os.path.basename(os.path.dirname(os.path.dirname(path)))] = f.read()
+    return result

@@ -9,6 +9,7 @@ DIR/records_n<NODE>_p<PID>.jsonl (times are time.time()):
       `import torch`), imported (after it), and the CRC32 of the parameters' bytes all-reduced as min and max (equal:
       every rank holds the same bits)
   {"kind": "step", ...}   after each commit: world, rank, step (the step just committed)
+Every record also holds time, pid, node and local_rank.
 --fail R:S makes rank R exit 3 before step S when TORCHELASTIC_RESTART_COUNT is 0.
 --hold MOMENT:S makes the worker stop at MOMENT of step S until it is killed, having written its
 pid to DIR/held_n<NODE> (a test kills the node then, so the kill lands exactly there):
@@ -54,7 +55,8 @@ print(f"inprocess_worker: pid {os.getpid()} started", file=sys.stderr, flush=Tru
 
 def record(kind, **fields):
     fields.update(kind=kind, time=time.time(), pid=os.getpid(), node=node,
-                  rank=dist.get_rank(), world=dist.get_world_size())
+                  rank=dist.get_rank(), world=dist.get_world_size(),
+                  local_rank=int(os.environ["LOCAL_RANK"]))
     records.write(json.dumps(fields) + "\n")
 
 

@@ -15,7 +15,6 @@ as above, while its sibling keeps its PID.
 Either way the logs stay apart (--log_dir, --redirects=3): the failed process's stderr.log
 still holds its own lines after its replacement started, and the new process writes its own."""
 
-import glob
 import os
 import signal
 import sys
@@ -23,7 +22,8 @@ import uuid
 
 import ddptest
 from ddptest import check
-from inprocess_rig import WORKER, check_trained_once, events, records, wait_steps
+from inprocess_rig import (WORKER, check_trained_once, events, records, stderr_logs,
+                           wait_steps)
 
 NODES = (0, 1)
 FORKSERVER = "forkserver" in sys.argv[1:]
@@ -41,17 +41,6 @@ def agent_cmd(port, out_dir, node):
             f"--event_log={log}", f"--log_dir={os.path.join(out_dir, f'logs_n{node}')}",
             "--redirects=3", "--python", ddptest.TORCH_PYTHON, WORKER, out_dir,
             "--node", str(node), *worker_fault]
-
-
-def stderr_logs(out_dir, node, local_rank):
-    """{path: text} of every stderr.log of `local_rank` under node's --log_dir."""
-    pattern = os.path.join(out_dir, f"logs_n{node}", "*", "attempt_*", str(local_rank),
-                           "stderr.log")
-    result = {}
-    for path in glob.glob(pattern):
-        with open(path) as f:
-            result[path] = f.read()
-    return result
 
 
 def pids_by_rank_at_start(out_dir):
