@@ -4,6 +4,7 @@ of inprocess_worker.py, and readers and checks of its records and the agents' ev
 import glob
 import json
 import os
+import signal
 
 import ddptest
 import netns_rig
@@ -125,3 +126,40 @@ def stderr_logs(out_dir, node, local_rank):
         with open(path) as f:
             result[os.path.basename(os.path.dirname(os.path.dirname(path)))] = f.read()
     return result
+
+
+class LoopbackAgents(dict):
+    """ddprun agents on this host by node (start()), each one's output in
+    out_dir/agent_n<node>.log (a full pipe nobody reads would stall it); kill_all(), or leaving
+    `with LoopbackAgents(...) as agents:`, SIGKILLs whatever still runs."""
+
+    def __init__(self, out_dir, env):
+        super().__init__()
+        self.out_dir, self.env = out_dir, env
+
+    def start(self, node, cmd):
+        with open(os.path.join(self.out_dir, f"agent_n{node}.log"), "w") as out:
+            self[node] = ddptest.spawn(cmd, env=self.env, stdout=out,
+                                       stderr=ddptest.subprocess.STDOUT)
+
+    def finish(self, nodes, what):
+        """Waits up to 120 s for each of `nodes`' agents; fails unless each exits 0."""
+        for node in nodes:
+            try:
+                code = self[node].wait(timeout=120)
+            except ddptest.subprocess.TimeoutExpired:
+                ddptest.fail(f"{what}: agent {node} did not finish in 120 s")
+            with open(os.path.join(self.out_dir, f"agent_n{node}.log")) as f:
+                check(code == 0, f"{what}: agent {node} exited {code}\n{f.read()[-3000:]}")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.kill_all()
+
+    def kill_all(self):
+        for proc in self.values():
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()

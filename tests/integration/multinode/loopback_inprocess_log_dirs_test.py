@@ -15,8 +15,9 @@ import uuid
 
 import ddptest
 from ddptest import check
-from inprocess_rig import (WORKER, check_trained_once, events, held_pid, records, stderr_logs,
-                           wait_committed, wait_steps)
+from inprocess_rig import (WORKER, LoopbackAgents, check_trained_once, events, held_pid, records,
+                           stderr_logs, wait_committed, wait_steps)
+from netns_rig import check_no_processes
 
 NODES = (0, 1, 2)
 HOLD_STEP = 6
@@ -38,12 +39,10 @@ def main():
     env = {"GLOO_SOCKET_IFNAME": "lo", "DDP_TEST_TAG": tag}
     out_dir = ddptest.temp_dir()
     port = ddptest.free_port()
-    agents = {}
+    agents = LoopbackAgents(out_dir, env)
     try:
-        for node in NODES:  # output to files: a full pipe nobody reads would stall the agent
-            with open(os.path.join(out_dir, f"agent_n{node}.log"), "w") as out:
-                agents[node] = ddptest.spawn(agent_cmd(port, out_dir, node), env=env, stdout=out,
-                                             stderr=ddptest.subprocess.STDOUT)
+        for node in NODES:
+            agents.start(node, agent_cmd(port, out_dir, node))
         check(ddptest.wait_until(lambda: held_pid(out_dir, 2), 120, 0.02),
               "node 2's workers never held between steps")
         wait_committed(out_dir, (0, 1), HOLD_STEP, "log dirs")
@@ -61,10 +60,7 @@ def main():
               f"the new worker's first entry: {entry}")
         wait_steps(out_dir, 4, 3, entry["time"], "world 4 after the replacement")
         open(os.path.join(out_dir, "stop"), "w").close()
-        for node in (0, 1):
-            code = agents[node].wait(timeout=120)
-            with open(os.path.join(out_dir, f"agent_n{node}.log")) as f:
-                check(code == 0, f"agent {node} exited {code}\n{f.read()[-3000:]}")
+        agents.finish((0, 1), "log dirs")
 
         check_trained_once(out_dir, "log dirs")
         kept = {pid for key, pid in first.items() if key[0] != 2 and key != (0, 1)}
@@ -87,18 +83,11 @@ def main():
         check(f"pid {entry['pid']} started" in logs["attempt_0.1"],
               f"attempt_0.1/1/stderr.log: {logs['attempt_0.1'][-2000:]}")
 
-        gone = ddptest.wait_until(lambda: not ddptest.processes_with_env(f"DDP_TEST_TAG={tag}"),
-                                  30)
-        check(gone, f"processes left: {ddptest.processes_with_env(f'DDP_TEST_TAG={tag}')}")
+        check_no_processes(tag, "at the end")
         print("ok a worker killed with another node's loss was started again at restart count 0 "
               "under attempt_0.1/; the killed process's log under attempt_0/ kept its lines")
-    except ddptest.subprocess.TimeoutExpired:
-        ddptest.fail("the agents did not finish in 120 s")
     finally:
-        for proc in agents.values():
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+        agents.kill_all()
         ddptest.remove_tree(out_dir)
 
 

@@ -22,8 +22,9 @@ import uuid
 
 import ddptest
 from ddptest import check
-from inprocess_rig import (WORKER, check_trained_once, events, records, stderr_logs,
-                           wait_steps)
+from inprocess_rig import (WORKER, LoopbackAgents, check_trained_once, events, records,
+                           stderr_logs, wait_steps)
+from netns_rig import check_no_processes
 
 NODES = (0, 1)
 FORKSERVER = "forkserver" in sys.argv[1:]
@@ -58,12 +59,10 @@ def main():
     env = {"GLOO_SOCKET_IFNAME": "lo", "DDP_TEST_TAG": tag}
     out_dir = ddptest.temp_dir()
     port = ddptest.free_port()
-    agents = {}
+    agents = LoopbackAgents(out_dir, env)
     try:
-        for node in NODES:  # output to files: a full pipe nobody reads would stall the agent
-            with open(os.path.join(out_dir, f"agent_n{node}.log"), "w") as out:
-                agents[node] = ddptest.spawn(agent_cmd(port, out_dir, node), env=env, stdout=out,
-                                             stderr=ddptest.subprocess.STDOUT)
+        for node in NODES:
+            agents.start(node, agent_cmd(port, out_dir, node))
         wait_steps(out_dir, 4, 5, 0.0, "world 4")
         started = pids_by_rank_at_start(out_dir)
         check(len(started) == 4, f"ranks at the start: {started}")
@@ -82,11 +81,7 @@ def main():
         wait_steps(out_dir, 4, 3, entry["time"], "world 4 after the replacement")
 
         open(os.path.join(out_dir, "stop"), "w").close()
-        for node, proc in agents.items():
-            proc.wait(timeout=120)
-            with open(os.path.join(out_dir, f"agent_n{node}.log")) as f:
-                output = f.read()
-            check(proc.returncode == 0, f"agent {node} exited {proc.returncode}\n{output[-3000:]}")
+        agents.finish(NODES, "worker fault")
 
         check_trained_once(out_dir, "worker exit")
         # Every worker but the failed one kept its process from the first step to the end.
@@ -133,18 +128,11 @@ def main():
         reforms = [e["cause"] for e in log if e["event"] == "reform"]
         check(reforms == ["peer_failed"], f"node {other} reform causes: {reforms}")
 
-        gone = ddptest.wait_until(lambda: not ddptest.processes_with_env(f"DDP_TEST_TAG={tag}"),
-                                  30)
-        check(gone, f"processes left: {ddptest.processes_with_env(f'DDP_TEST_TAG={tag}')}")
+        check_no_processes(tag, "at the end")
         print("ok rank 1 exited 3: only it started again (one restart); its sibling and the "
               "other node's workers kept their PIDs, re-formed, and trained on at world 4")
-    except ddptest.subprocess.TimeoutExpired:
-        ddptest.fail("the agents did not finish in 120 s")
     finally:
-        for proc in agents.values():
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+        agents.kill_all()
         ddptest.remove_tree(out_dir)
 
 
