@@ -26,7 +26,8 @@ ROOT = os.path.abspath(os.path.join(HERE, "../.."))
 WORKER = os.path.join(ROOT, "tests/integration/multinode/inprocess_worker.py")
 CONF = "keep_alive_interval=1,keep_alive_max_attempt=2,last_call_timeout=1"
 from inprocess_bench import arg, first_step_of_each, steps_at  # noqa: E402
-from netns_bench import clean_up, kill_node, print_agent_logs, records, rig, wait  # noqa: E402
+from netns_bench import (clean_up, kill_node, print_agent_logs, print_spread,  # noqa: E402
+                         records, rig, wait)
 
 
 def start_agent(bin_dir, out, node, method, index):
@@ -89,10 +90,8 @@ def main():
     finally:
         rig("down")
     for method, times in results.items():
-        times = sorted(times)
-        print(f"{method:10s} {len(times)} joins: worker start -> first step at world 4: min "
-              f"{times[0]:.2f} s, median {times[len(times) // 2]:.2f} s, max {times[-1]:.2f} s",
-              flush=True)
+        print_spread(f"{method:10s} {len(times)} joins: worker start -> first step at world 4",
+                     times)
 
 
 main()
