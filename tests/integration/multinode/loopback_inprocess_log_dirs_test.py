@@ -19,14 +19,14 @@ from inprocess_rig import (WORKER, LoopbackAgents, check_trained_once, events, h
                            stderr_logs, wait_committed, wait_steps)
 from netns_rig import check_no_processes
 
-NODES = (0, 1, 2)
 HOLD_STEP = 6
 
 
 def agent_cmd(port, out_dir, node):
     hold = ["--hold", f"between:{HOLD_STEP}"] if node == 2 else []
-    return [ddptest.bin_path("ddprun"), "--nnodes=2:3", "--nproc_per_node=2", "--max_restarts=0",
-            "--rdzv_backend=c10d", f"--rdzv_endpoint=127.0.0.1:{port}", "--rdzv_id=logs",
+    return [ddptest.bin_path("ddprun"), "--log_level=info", "--nnodes=2:3", "--nproc_per_node=2",
+            "--max_restarts=0", "--rdzv_backend=c10d", f"--rdzv_endpoint=127.0.0.1:{port}",
+            "--rdzv_id=logs",
             "--rdzv_conf=reform_timeout=90,last_call_timeout=1", "--recovery=inprocess",
             f"--event_log={os.path.join(out_dir, f'events_n{node}.jsonl')}",
             f"--log_dir={os.path.join(out_dir, f'logs_n{node}')}", "--redirects=3",
@@ -41,7 +41,11 @@ def main():
     port = ddptest.free_port()
     agents = LoopbackAgents(out_dir, env)
     try:
-        for node in NODES:
+        # Node 0 hosts the job's store (node 2's loss must not take it along).
+        agents.start(0, agent_cmd(port, out_dir, 0))
+        hosts = lambda: "hosts the store" in open(os.path.join(out_dir, "agent_n0.log")).read()
+        check(ddptest.wait_until(hosts, 60, 0.02), "node 0's agent did not host the store")
+        for node in (1, 2):
             agents.start(node, agent_cmd(port, out_dir, node))
         check(ddptest.wait_until(lambda: held_pid(out_dir, 2), 120, 0.02),
               "node 2's workers never held between steps")
