@@ -469,7 +469,7 @@ asio::awaitable<int> ElasticAgent::run() {
                        .with("idle_ms", std::llround(verdict.idle_s * 1000))
                        .with("report_ms", static_cast<std::int64_t>(report_ms.count())));
       const std::set<int> hung = local_ranks_of(verdict.lagging, specs);
-      if (recovery && hung.size() < running_count(*group)) {  // only the hung ones stop
+      if (recovery && !hung.empty() && hung.size() < running_count(*group)) {  // only they stop
         for (int local_rank : hung) {
           co_await group->stop_worker(local_rank, SIGTERM, config_.shutdown_timeout);
         }
