@@ -57,8 +57,10 @@ std::string create_run_log_dir(const std::optional<std::string>& log_dir, const 
   return make_temp_dir(base, safe_id + "_");
 }
 
-std::string attempt_log_dir(const std::string& run_dir, int restart_count) {
-  return (fs::path(run_dir) / fmt::format("attempt_{}", restart_count)).string();
+std::string attempt_log_dir(const std::string& run_dir, int restart_count, int start) {
+  const std::string name = start > 0 ? fmt::format("attempt_{}.{}", restart_count, start)
+                                     : fmt::format("attempt_{}", restart_count);
+  return (fs::path(run_dir) / name).string();
 }
 
 std::string worker_log_dir(const std::string& attempt_dir, int local_rank) {

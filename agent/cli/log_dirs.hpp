@@ -16,8 +16,11 @@ namespace ddp::agent {
 std::string create_run_log_dir(const std::optional<std::string>& log_dir, const std::string& run_id,
                                const std::map<std::string, std::string>& env);
 
-// "<run_dir>/attempt_<restart_count>" (pure).
-std::string attempt_log_dir(const std::string& run_dir, int restart_count);
+// "<run_dir>/attempt_<restart_count>" (pure). With `start` > 0:
+// "<run_dir>/attempt_<restart_count>.<start>", the folder of the start-th further start of
+// processes at one restart count (--recovery=inprocess starts processes again without spending a
+// restart: each start keeps its own logs).
+std::string attempt_log_dir(const std::string& run_dir, int restart_count, int start = 0);
 
 // "<attempt_dir>/<local_rank>" (pure).
 std::string worker_log_dir(const std::string& attempt_dir, int local_rank);

@@ -69,6 +69,12 @@ class AttemptWorkers {
   // Sends `signal` to every running worker.
   virtual void signal_all(int signal) = 0;
 
+  // Ends the worker of `local_rank` alone (--recovery=inprocess: a hung worker, its live peers
+  // keep running): SIGCONT (a stopped process must run to take the signal), `signal`, up to
+  // `grace`, then SIGKILL; completes once its exit is in exits(). At once when it has exited.
+  virtual boost::asio::awaitable<void> stop_worker(int local_rank, int signal,
+                                                   std::chrono::milliseconds grace) = 0;
+
   // Sends `signal` to every running worker, waits up to `grace`, then kills what remains and
   // waits for every exit. Returns every worker's exit, in order of time. Idempotent.
   virtual boost::asio::awaitable<std::vector<WorkerExit>> stop(int signal,

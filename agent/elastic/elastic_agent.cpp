@@ -10,6 +10,7 @@
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <algorithm>
 #include <csignal>
 #include <cmath>
 #include <cstdio>
@@ -132,18 +133,26 @@ std::shared_ptr<HangPeers> hang_peers(const LaunchConfig& config,
 }
 
 // The failure a hang counts as: the first hung rank's exit, which the agent caused but which is
-// the root cause all the same.
-WorkerExit hung_exit(const std::vector<WorkerExit>& exits, const HangVerdict& verdict) {
-  for (const auto& exit : exits) {
-    if (exit.rank == verdict.lagging.front()) {
-      WorkerExit hung = exit;
-      hung.stopped_by_agent = false;
-      return hung;
+// the root cause all the same. Found by local rank: a kept worker's rank may have changed since
+// its start (--recovery=inprocess), and its exit carries the rank it started with.
+WorkerExit hung_exit(const std::vector<WorkerExit>& exits, const HangVerdict& verdict,
+                     const std::vector<WorkerSpec>& specs) {
+  for (const WorkerSpec& spec : specs) {
+    if (spec.rank != verdict.lagging.front()) continue;
+    for (const auto& exit : exits) {
+      if (exit.local_rank == spec.local_rank && !exit.replaced) {
+        WorkerExit hung = exit;
+        hung.rank = spec.rank;
+        hung.stopped_by_agent = false;
+        return hung;
+      }
     }
   }
   WorkerExit hung;
   hung.rank = verdict.lagging.front();
   hung.exit_code = 1;
+  hung.wall_time = std::chrono::system_clock::now();
+  hung.mono_time = std::chrono::steady_clock::now();
   return hung;
 }
 
@@ -159,6 +168,26 @@ std::set<int> replaceable_ranks(const AttemptWorkers& group) {
   }
   if (exited.size() >= group.pids().size()) return {};
   return failed;
+}
+
+// How many of the group's workers still run.
+std::size_t running_count(const AttemptWorkers& group) {
+  std::size_t exited = 0;
+  for (const WorkerExit& exit : group.exits()) {
+    if (!exit.replaced) ++exited;
+  }
+  return group.pids().size() - exited;
+}
+
+// The local ranks of this node's `ranks` (a hang verdict names only this node's ranks).
+std::set<int> local_ranks_of(const std::vector<int>& ranks, const std::vector<WorkerSpec>& specs) {
+  std::set<int> local;
+  for (const WorkerSpec& spec : specs) {
+    if (std::find(ranks.begin(), ranks.end(), spec.rank) != ranks.end()) {
+      local.insert(spec.local_rank);
+    }
+  }
+  return local;
 }
 
 }  // namespace
@@ -302,6 +331,7 @@ asio::awaitable<int> ElasticAgent::run() {
   // again before the next hand-over), and those started so, until a hand-over succeeds.
   std::set<int> dead;
   std::set<int> newcomers;
+  std::set<std::string> started_dirs;  // the attempt folders processes were started in
   for (;;) {
     stacks_.set_workers({});
     auto joined = co_await (
@@ -325,7 +355,14 @@ asio::awaitable<int> ElasticAgent::run() {
     const auto [stack_addr, stack_port] = stack_store_of(config_, info);
     stacks_.on_round(info, stack_addr, stack_port);
 
-    const std::string attempt_dir = attempt_log_dir(run_dir, info.restart_count);
+    // --recovery=inprocess may start processes again at a restart count whose folder holds the
+    // logs of processes it started before (a worker replaced after a node loss, the node's
+    // workers after a failed re-form): those starts get a folder of their own.
+    int start = 0;
+    while (recovery && started_dirs.count(attempt_log_dir(run_dir, info.restart_count, start))) {
+      ++start;
+    }
+    const std::string attempt_dir = attempt_log_dir(run_dir, info.restart_count, start);
     auto specs = make_worker_specs(config_, info, parent_env_, attempt_dir);
     apply_numa_bindings(numa_bindings_for(config_, parent_env_), specs);
     bool kept = false;  // the live workers took their places in this round
@@ -334,6 +371,7 @@ asio::awaitable<int> ElasticAgent::run() {
       if (!dead.empty()) {
         recovery->publish(info.round, specs);  // what the newcomers read on connecting
         replace_workers(*group, info, specs, attempt_dir, dead);
+        started_dirs.insert(attempt_dir);
         for (int local_rank : dead) started.at(local_rank) = specs.at(local_rank);
         newcomers.insert(dead.begin(), dead.end());
         dead.clear();
@@ -374,6 +412,7 @@ asio::awaitable<int> ElasticAgent::run() {
       if (recovery) recovery->publish(info.round, specs);
       group.reset();  // the previous attempt's processes are all gone by now
       group = launch_workers(info, specs, attempt_dir);
+      started_dirs.insert(attempt_dir);
       started = specs;
       emitted = 0;
     }
@@ -413,6 +452,9 @@ asio::awaitable<int> ElasticAgent::run() {
 
     std::optional<WorkerExit> failure;
     std::string reason;  // what the failure is reported as (restart event, other nodes)
+    // --recovery=inprocess: the local ranks started again alone in the next round (failed or
+    // hung) while their peers stay; empty when the node's workers start again together.
+    std::set<int> failed_ranks;
     if (outcome.index() == 3) {  // a hang: report it, then fail the attempt as the hung rank
       const HangVerdict verdict = std::get<3>(std::move(outcome)).get();
       log->error("{}; stopping the workers", verdict.summary);
@@ -426,9 +468,22 @@ asio::awaitable<int> ElasticAgent::run() {
                                                                  verdict.lagging.end()))
                        .with("idle_ms", std::llround(verdict.idle_s * 1000))
                        .with("report_ms", static_cast<std::int64_t>(report_ms.count())));
-      group->signal_all(SIGCONT);  // a stopped worker must run to take SIGTERM
-      failure = hung_exit(co_await group->stop(SIGTERM, config_.shutdown_timeout), verdict);
-      emit_stopped(events_, *group, emitted, "hang");
+      const std::set<int> hung = local_ranks_of(verdict.lagging, specs);
+      if (recovery && !hung.empty() && hung.size() < running_count(*group)) {  // only they stop
+        for (int local_rank : hung) {
+          co_await group->stop_worker(local_rank, SIGTERM, config_.shutdown_timeout);
+        }
+        failure = hung_exit(group->exits(), verdict, specs);
+        emit_exits(events_, *group, emitted);
+        failed_ranks = hung;
+        log->error("stopped the hung local ranks {}; their peers keep running "
+                   "(--recovery=inprocess)", fmt::join(hung, ","));
+      } else {
+        group->signal_all(SIGCONT);  // a stopped worker must run to take SIGTERM
+        failure = hung_exit(co_await group->stop(SIGTERM, config_.shutdown_timeout), verdict,
+                            specs);
+        emit_stopped(events_, *group, emitted, "hang");
+      }
       reason = fmt::format("{} ({})", verdict.summary, host_);
     } else {
       failure = std::get<0>(std::move(outcome)).get();
@@ -454,7 +509,6 @@ asio::awaitable<int> ElasticAgent::run() {
 
     // --recovery=inprocess: the failed workers start again in the next round and their live
     // peers stay, unless none is left (then the whole node starts again the ordinary way).
-    std::set<int> failed_ranks;
     if (recovery && outcome.index() != 3) failed_ranks = replaceable_ranks(*group);
     const bool replacing = !failed_ranks.empty();
     if (outcome.index() != 3) {

@@ -9,7 +9,8 @@
 // that did re-form on the other nodes.
 //
 // A worker that failed is different: its process is gone before the round changes, so its peers
-// on this node re-form without a stuck rank among them. The agent starts only that local rank
+// on this node re-form without a stuck rank among them. A hung worker (--hang_timeout) is made
+// one: the agent stops that process alone before the round changes. The agent starts only that local rank
 // again before the hand-over, and hand_over() leaves it out of the wait (`newcomers`): it joins
 // from its start, and the live workers' re-form completes only once it has joined.
 

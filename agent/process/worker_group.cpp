@@ -375,6 +375,38 @@ asio::awaitable<std::optional<WorkerExit>> WorkerGroup::wait_first_failure() {
 
 void WorkerGroup::signal_all(int signal) { impl_->signal_running(signal); }
 
+asio::awaitable<void> WorkerGroup::stop_worker(int local_rank, int signal,
+                                               std::chrono::milliseconds grace) {
+  Impl& g = *impl_;
+  // Found again after every wait: a vector of workers may move while this one waits.
+  const auto running = [&g, local_rank]() -> Worker* {
+    for (auto& w : g.workers) {
+      if (w.local_rank == local_rank && !w.exited) return &w;
+    }
+    return nullptr;
+  };
+  Worker* worker = running();
+  if (worker == nullptr) co_return;
+  const pid_t pid = worker->pid;
+  worker->signalled = true;
+  worker->sent_signal = signal;
+  signal_process_group(pid, SIGCONT);
+  signal_process_group(pid, signal);
+  asio::steady_timer kill_timer(g.io, grace);
+  kill_timer.async_wait([&running, pid](boost::system::error_code ec) {
+    if (ec) return;  // it exited first, or the wait was cancelled
+    if (Worker* w = running(); w != nullptr && w->pid == pid) {
+      log::get("agent")->debug("grace period over: killing local_rank {}'s process group",
+                               w->local_rank);
+      w->sent_signal = SIGKILL;
+      signal_process_group(pid, SIGKILL);
+    }
+  });
+  while (running() != nullptr && running()->pid == pid) co_await g.wait_changed();
+  kill_timer.cancel();
+  signal_process_group(pid, SIGKILL);  // what it left in its group
+}
+
 asio::awaitable<std::vector<WorkerExit>> WorkerGroup::stop(int signal,
                                                            std::chrono::milliseconds grace) {
   Impl& g = *impl_;

@@ -46,6 +46,11 @@ class WorkerGroup final : public AttemptWorkers {
   // Sends `signal` to every running worker's process group.
   void signal_all(int signal) override;
 
+  // SIGCONT and `signal` to that worker's process group, SIGKILL to the group after `grace` (and
+  // once it exited, for what it left there); waits for its exit. Cancellable.
+  boost::asio::awaitable<void> stop_worker(int local_rank, int signal,
+                                           std::chrono::milliseconds grace) override;
+
   // Sends `signal` to every running worker's process group, waits up to `grace` for them to
   // exit, then SIGKILLs the process groups, waits for every exit and drains their output.
   // Returns every worker's exit, in order of time. Idempotent.

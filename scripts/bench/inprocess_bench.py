@@ -98,4 +98,5 @@ def main():
                   f"step {steps}")
 
 
-main()
+if __name__ == "__main__":
+    main()

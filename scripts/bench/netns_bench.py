@@ -74,6 +74,13 @@ def clean_up(agents, out):
     shutil.rmtree(out, ignore_errors=True)
 
 
+def print_spread(label, times):
+    """One line: `label`, then the min, median and max of `times` (seconds)."""
+    times = sorted(times)
+    print(f"{label}: min {times[0]:.2f} s, median {times[len(times) // 2]:.2f} s, "
+          f"max {times[-1]:.2f} s", flush=True)
+
+
 def compare_modes(offsets, one_kill, label):
     """Runs one_kill(mode, offset, index) -> (seconds, processes started, steps redone) for
     --recovery=restart and then inprocess at every offset on a fresh 3-node rig; prints a row
@@ -93,10 +100,7 @@ def compare_modes(offsets, one_kill, label):
     finally:
         rig("down")
     for mode, times in results.items():
-        times = sorted(times)
-        print(f"{mode:9s} {len(times)} kills: SIGKILL -> first step at world 2: min "
-              f"{times[0]:.2f} s, median {times[len(times) // 2]:.2f} s, max {times[-1]:.2f} s",
-              flush=True)
+        print_spread(f"{mode:9s} {len(times)} kills: SIGKILL -> first step at world 2", times)
     middle = len(offsets) // 2
     print(f"median restart / inprocess: "
           f"{sorted(results['restart'])[middle] / sorted(results['inprocess'])[middle]:.1f}x",

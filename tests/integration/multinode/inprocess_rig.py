@@ -4,6 +4,7 @@ of inprocess_worker.py, and readers and checks of its records and the agents' ev
 import glob
 import json
 import os
+import signal
 
 import ddptest
 import netns_rig
@@ -77,3 +78,88 @@ def check_kept_workers(out_dir, nodes, what):
         reforms = [e for e in log if e["event"] == "reform"]
         check(len(reforms) == 1 and reforms[0]["cause"] == "node_lost",
               f"{what}: node {n} reform events: {reforms}")
+
+
+def held_pid(out_dir, node):
+    """The pid node `node`'s worker wrote when it reached its --hold moment; None before."""
+    path = os.path.join(out_dir, f"held_n{node}")
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return int(f.read())
+
+
+def wait_committed(out_dir, nodes, step, what):
+    """Waits until the workers of `nodes` have committed `step` as their last step (they then
+    wait in a collective a held worker never joins)."""
+    last = lambda n: max([r["step"] for r in records(out_dir, n) if r["kind"] == "step"],
+                         default=-1)
+    check(ddptest.wait_until(lambda: all(last(n) == step for n in nodes), 60, 0.02),
+          f"{what}: the workers of nodes {nodes} did not commit step {step}: "
+          f"{ {n: last(n) for n in nodes} }")
+
+
+def check_resumed(out_dir, nodes, pids, last_committed, what):
+    """After one node's loss: each of `nodes` kept its worker (`pids`: node -> its pids before),
+    committed up to `last_committed` at world 3, entered train() once at world 2 at the step
+    after it (no committed step redone, none skipped) and ended at world 2."""
+    for n in nodes:
+        rs = records(out_dir, n)
+        check({r["pid"] for r in rs} == pids[n],
+              f"{what}: node {n}'s worker changed: {pids[n]} -> { {r['pid'] for r in rs} }")
+        at_3 = [r["step"] for r in rs if r["kind"] == "step" and r["world"] == 3]
+        entries = [r for r in rs if r["kind"] == "entry" and r["world"] == 2]
+        check(len(entries) == 1, f"{what}: node {n} entered train() at world 2: {entries}")
+        check(max(at_3) == last_committed and entries[0]["step"] == last_committed + 1,
+              f"{what}: node {n} committed up to {max(at_3)} at world 3 and resumed at "
+              f"{entries[0]['step']} (expected {last_committed} and one past it)")
+        ends = [r for r in rs if r["kind"] == "end"]
+        check(len(ends) == 1 and ends[0]["world"] == 2, f"{what}: node {n} end: {ends}")
+
+
+def stderr_logs(out_dir, node, local_rank):
+    """{attempt folder name: stderr.log text} of `local_rank` under node's --log_dir."""
+    pattern = os.path.join(out_dir, f"logs_n{node}", "*", "attempt_*", str(local_rank),
+                           "stderr.log")
+    result = {}
+    for path in glob.glob(pattern):
+        with open(path) as f:
+            result[os.path.basename(os.path.dirname(os.path.dirname(path)))] = f.read()
+    return result
+
+
+class LoopbackAgents(dict):
+    """ddprun agents on this host by node (start()), each one's output in
+    out_dir/agent_n<node>.log (a full pipe nobody reads would stall it); kill_all(), or leaving
+    `with LoopbackAgents(...) as agents:`, SIGKILLs whatever still runs."""
+
+    def __init__(self, out_dir, env):
+        super().__init__()
+        self.out_dir, self.env = out_dir, env
+
+    def start(self, node, cmd):
+        with open(os.path.join(self.out_dir, f"agent_n{node}.log"), "w") as out:
+            self[node] = ddptest.spawn(cmd, env=self.env, stdout=out,
+                                       stderr=ddptest.subprocess.STDOUT)
+
+    def finish(self, nodes, what):
+        """Waits up to 120 s for each of `nodes`' agents; fails unless each exits 0."""
+        for node in nodes:
+            try:
+                code = self[node].wait(timeout=120)
+            except ddptest.subprocess.TimeoutExpired:
+                ddptest.fail(f"{what}: agent {node} did not finish in 120 s")
+            with open(os.path.join(self.out_dir, f"agent_n{node}.log")) as f:
+                check(code == 0, f"{what}: agent {node} exited {code}\n{f.read()[-3000:]}")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.kill_all()
+
+    def kill_all(self):
+        for proc in self.values():
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()

@@ -2,15 +2,24 @@
 trains through ddprun.elastic, one commit per step, with a SLEEP after each step, until DIR/stop
 exists (agreed on by an all_reduce every step) or MAX_STEPS.
 
-It appends JSON lines to DIR/records_n<NODE>_p<PID>.jsonl (times are time.time()):
+It prints "inprocess_worker: pid <PID> started" on stderr, and appends JSON lines to
+DIR/records_n<NODE>_p<PID>.jsonl (times are time.time()):
   {"kind": "entry", ...}  each time train() is entered (after the group formed and the state
       synced): world, rank, round, commits, step, started (the process's start, before
       `import torch`), imported (after it), and the CRC32 of the parameters' bytes all-reduced as min and max (equal:
       every rank holds the same bits)
   {"kind": "step", ...}   after each commit: world, rank, step (the step just committed)
+Every record also holds time, pid, node and local_rank.
 --fail R:S makes rank R exit 3 before step S when TORCHELASTIC_RESTART_COUNT is 0.
+--hold MOMENT:S makes the worker stop at MOMENT of step S until it is killed, having written its
+pid to DIR/held_n<NODE> (a test kills the node then, so the kill lands exactly there):
+  step     inside the step: after the forward pass, before the backward (whose gradient
+           all_reduce the other ranks then wait in)
+  commit   inside state.commit(): the commit counted, its snapshot not yet written
+  between  between steps: after the commit and its record, before the next step
 
 Usage: inprocess_worker.py DIR --node N [--sleep 0.05] [--max_steps 100000] [--fail R:S]
+                           [--hold MOMENT:S]
 """
 import time
 
@@ -38,13 +47,37 @@ out_dir = sys.argv[1]
 node = int(arg("--node", "0"))
 pause, max_steps = float(arg("--sleep", "0.05")), int(arg("--max_steps", "100000"))
 fail = [int(v) for v in arg("--fail", "-1:-1").split(":")]
+hold_moment, hold_step = arg("--hold", ":-1").split(":")
+hold_step = int(hold_step)
 records = open(os.path.join(out_dir, f"records_n{node}_p{os.getpid()}.jsonl"), "a", buffering=1)
+print(f"inprocess_worker: pid {os.getpid()} started", file=sys.stderr, flush=True)  # log checks
 
 
 def record(kind, **fields):
     fields.update(kind=kind, time=time.time(), pid=os.getpid(), node=node,
-                  rank=dist.get_rank(), world=dist.get_world_size())
+                  rank=dist.get_rank(), world=dist.get_world_size(),
+                  local_rank=int(os.environ["LOCAL_RANK"]))
     records.write(json.dumps(fields) + "\n")
+
+
+def hold_at(moment, step):
+    """Blocks for good when this is the --hold moment and step: the test kills this process."""
+    if (moment, step) != (hold_moment, hold_step):
+        return
+    path = os.path.join(out_dir, f"held_n{node}")
+    with open(path + ".tmp", "w") as f:
+        f.write(str(os.getpid()))
+    os.rename(path + ".tmp", path)
+    while True:
+        time.sleep(1)
+
+
+class HoldingState(elastic.TorchState):
+    """A TorchState whose commit of step --hold S holds before its snapshot (--hold commit:S)."""
+
+    def save(self):
+        hold_at("commit", getattr(self, "step", 0) - 1)  # state.step is S + 1 once S is done
+        super().save()
 
 
 def checksum_range(model):
@@ -60,7 +93,7 @@ def checksum_range(model):
 torch.manual_seed(0)
 model = torch.nn.Linear(8, 1)
 optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-state = elastic.TorchState(model=model, optimizer=optimizer, step=0)
+state = HoldingState(model=model, optimizer=optimizer, step=0)
 
 
 @elastic.run(backend="gloo")
@@ -79,12 +112,14 @@ def train(state):
             return
         x = torch.randn(16, 8, generator=torch.Generator().manual_seed(step * 1000 + rank))
         loss = ((ddp(x) - x.sum(dim=1, keepdim=True)) ** 2).mean()
+        hold_at("step", step)
         state.optimizer.zero_grad()
         loss.backward()
         state.optimizer.step()
         state.step = step + 1
         state.commit()
         record("step", step=step)
+        hold_at("between", step)
         time.sleep(pause)
 
 

@@ -7,7 +7,13 @@ worker's node, peer_failed on the other). The new worker receives the state from
 enters train() past step 8), the job trains on at world 4, no committed step is done twice,
 every rank holds the same parameter bits after each entry, both agents exit 0 and no process
 is left behind. With the argument `forkserver` the workers, the new one too, are forked from
-the forkserver's template (--start_method=forkserver)."""
+the forkserver's template (--start_method=forkserver). With the argument `sigstop` rank 1 is
+instead stopped with SIGSTOP after step 5, under --hang_timeout=2: its agent names the hang
+(event hang), stops that process alone (worker_exited, stopped_by_agent) and starts it again
+as above, while its sibling keeps its PID.
+
+Either way the logs stay apart (--log_dir, --redirects=3): the failed process's stderr.log
+still holds its own lines after its replacement started, and the new process writes its own."""
 
 import os
 import signal
@@ -16,20 +22,26 @@ import uuid
 
 import ddptest
 from ddptest import check
-from inprocess_rig import WORKER, check_trained_once, events, records, wait_steps
+from inprocess_rig import (WORKER, LoopbackAgents, check_trained_once, events, records,
+                           stderr_logs, wait_steps)
+from netns_rig import check_no_processes
 
 NODES = (0, 1)
 FORKSERVER = "forkserver" in sys.argv[1:]
+SIGSTOP = "sigstop" in sys.argv[1:]
 
 
 def agent_cmd(port, out_dir, node):
     log = os.path.join(out_dir, f"events_n{node}.jsonl")
     start = ["--start_method=forkserver"] if FORKSERVER else []
-    return [ddptest.bin_path("ddprun"), *start, "--nnodes=2", "--nproc_per_node=2", "--max_restarts=1",
-            "--rdzv_backend=c10d", f"--rdzv_endpoint=127.0.0.1:{port}", "--rdzv_id=replace",
-            "--rdzv_conf=reform_timeout=90", "--recovery=inprocess", f"--event_log={log}",
-            "--python", ddptest.TORCH_PYTHON, WORKER, out_dir, "--node", str(node),
-            "--fail", "1:8"]
+    fault = ["--hang_timeout=2"] if SIGSTOP else []
+    worker_fault = [] if SIGSTOP else ["--fail", "1:8"]
+    return [ddptest.bin_path("ddprun"), *start, *fault, "--nnodes=2", "--nproc_per_node=2",
+            "--max_restarts=1", "--rdzv_backend=c10d", f"--rdzv_endpoint=127.0.0.1:{port}",
+            "--rdzv_id=replace", "--rdzv_conf=reform_timeout=90", "--recovery=inprocess",
+            f"--event_log={log}", f"--log_dir={os.path.join(out_dir, f'logs_n{node}')}",
+            "--redirects=3", "--python", ddptest.TORCH_PYTHON, WORKER, out_dir,
+            "--node", str(node), *worker_fault]
 
 
 def pids_by_rank_at_start(out_dir):
@@ -47,31 +59,29 @@ def main():
     env = {"GLOO_SOCKET_IFNAME": "lo", "DDP_TEST_TAG": tag}
     out_dir = ddptest.temp_dir()
     port = ddptest.free_port()
-    agents = {}
+    agents = LoopbackAgents(out_dir, env)
     try:
-        for node in NODES:  # output to files: a full pipe nobody reads would stall the agent
-            with open(os.path.join(out_dir, f"agent_n{node}.log"), "w") as out:
-                agents[node] = ddptest.spawn(agent_cmd(port, out_dir, node), env=env, stdout=out,
-                                             stderr=ddptest.subprocess.STDOUT)
+        for node in NODES:
+            agents.start(node, agent_cmd(port, out_dir, node))
         wait_steps(out_dir, 4, 5, 0.0, "world 4")
         started = pids_by_rank_at_start(out_dir)
         check(len(started) == 4, f"ranks at the start: {started}")
         failed_node, failed_pid = started[1]
         initial = {pid for _, pid in started.values()}
+        if SIGSTOP:
+            os.kill(failed_pid, signal.SIGSTOP)
 
         fresh = lambda: [r for r in records(out_dir) if r["pid"] not in initial]
         check(ddptest.wait_until(fresh, 120, 0.05), "the failed worker was not started again")
         entry = fresh()[0]
-        check(entry["kind"] == "entry" and entry["node"] == failed_node and entry["step"] >= 8,
+        # It resumes at the newest commit: past step 8 (the exit), or the 5 before the SIGSTOP.
+        check(entry["kind"] == "entry" and entry["node"] == failed_node and
+              entry["step"] >= (5 if SIGSTOP else 8),
               f"the new worker did not receive the state: {entry}")
         wait_steps(out_dir, 4, 3, entry["time"], "world 4 after the replacement")
 
         open(os.path.join(out_dir, "stop"), "w").close()
-        for node, proc in agents.items():
-            proc.wait(timeout=120)
-            with open(os.path.join(out_dir, f"agent_n{node}.log")) as f:
-                output = f.read()
-            check(proc.returncode == 0, f"agent {node} exited {proc.returncode}\n{output[-3000:]}")
+        agents.finish(NODES, "worker fault")
 
         check_trained_once(out_dir, "worker exit")
         # Every worker but the failed one kept its process from the first step to the end.
@@ -96,6 +106,19 @@ def main():
               f"node {failed_node} worker_replaced events: {replaced}")
         reforms = [e["cause"] for e in log if e["event"] == "reform"]
         check(reforms == ["worker_failed"], f"node {failed_node} reform causes: {reforms}")
+        hangs = [e for e in log if e["event"] == "hang"]
+        check(len(hangs) == (1 if SIGSTOP else 0), f"node {failed_node} hang events: {hangs}")
+        exits = [e for e in log if e["event"] == "worker_exited" and e["pid"] == failed_pid]
+        check(len(exits) == 1 and exits[0]["stopped_by_agent"] == (1 if SIGSTOP else 0),
+              f"node {failed_node}: the failed worker's exit: {exits}")
+
+        # The failed process's log and its replacement's are two files, each with its own lines
+        # (inprocess_worker.py names its pid on stderr).
+        logs = stderr_logs(out_dir, failed_node, 1)
+        check(len(logs) == 2, f"node {failed_node} local rank 1's stderr logs: {list(logs)}")
+        for pid in (failed_pid, entry["pid"]):
+            holders = [path for path, text in logs.items() if f"pid {pid} started" in text]
+            check(len(holders) == 1, f"the lines of pid {pid} are in {holders}: {logs}")
 
         other = 1 - failed_node
         log = events(out_dir, other)
@@ -105,18 +128,11 @@ def main():
         reforms = [e["cause"] for e in log if e["event"] == "reform"]
         check(reforms == ["peer_failed"], f"node {other} reform causes: {reforms}")
 
-        gone = ddptest.wait_until(lambda: not ddptest.processes_with_env(f"DDP_TEST_TAG={tag}"),
-                                  30)
-        check(gone, f"processes left: {ddptest.processes_with_env(f'DDP_TEST_TAG={tag}')}")
+        check_no_processes(tag, "at the end")
         print("ok rank 1 exited 3: only it started again (one restart); its sibling and the "
               "other node's workers kept their PIDs, re-formed, and trained on at world 4")
-    except ddptest.subprocess.TimeoutExpired:
-        ddptest.fail("the agents did not finish in 120 s")
     finally:
-        for proc in agents.values():
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+        agents.kill_all()
         ddptest.remove_tree(out_dir)
 
 

@@ -190,6 +190,7 @@ TEST_CASE("the log tree is <base>/<run_id>_<random>/attempt_<n>/<local_rank>", "
   CHECK(create_run_log_dir(base.string(), "a/b", {}) != run_dir);
   const std::string attempt = attempt_log_dir(run_dir, 2);
   CHECK(attempt == run_dir + "/attempt_2");
+  CHECK(attempt_log_dir(run_dir, 2, 1) == run_dir + "/attempt_2.1");  // a further start
   CHECK(worker_log_dir(attempt, 1) == attempt + "/1");
   prepare_attempt_log_dir(attempt, 2);
   std::ofstream(attempt + "/1/stale.log") << "old";

@@ -126,6 +126,10 @@ TEST_CASE(
   CHECK(stuck.stop_signals == std::vector<int>{SIGTERM});
   CHECK(has_env(stuck.launched[1][0], "GROUP_WORLD_SIZE=2"));
   CHECK(has_env(stuck.launched[1][0], "TORCHELASTIC_RESTART_COUNT=0"));
+  // The same restart count, but a folder of their own: the stopped workers' logs stay.
+  CHECK(stuck.launched[0][0].log_dir.ends_with("/attempt_0/0"));
+  CHECK(stuck.launched[1][0].log_dir.ends_with("/attempt_0.1/0"));
+  CHECK(stuck.launched[1][0].stderr_path.find("/attempt_0.1/0/") != std::string::npos);
   // Round 0 at the start, round 1 at the hand-over and again for the newcomer.
   REQUIRE(job.handovers[0].published.size() == 3);
   CHECK(job.handovers[0].published[2].at(0).round == job.handovers[0].published[1].at(0).round);
@@ -191,6 +195,42 @@ TEST_CASE(
   REQUIRE(exits.size() == 3);
   CHECK(field<std::int64_t>(exits[0], "exit_code") == 3);
   for (const auto& exit : exits) CHECK(field<std::int64_t>(exit, "stopped_by_agent") == 0);
+}
+
+TEST_CASE("inprocess: a hung worker is stopped and started again alone; its sibling re-forms",
+          "[elastic_agent][inprocess]") {
+  // Local rank 0 waits in all_reduce #5, local rank 1 made no progress after #4 (an hour
+  // already): the detector names rank 1. Its new process exits 5, with the restarts spent.
+  const FakeAttempt hung{FakeOutcome::stuck_at(5, 4, 3600s), FakeOutcome::stuck_at(4, 4, 3600s)};
+  test::StaticRun job({hung}, 1, {FakeOutcome::exits(5, 50ms)});
+  job.config.recovery = "inprocess";
+  job.config.hang_timeout = 1s;
+  FakeHandover handover;
+  job.handover = &handover;
+  job.run();
+
+  CHECK(job.exit_code == 5);  // the new process's failure: the hung one was replaced
+  CHECK(job.launcher.launched.size() == 1);
+  CHECK(job.launcher.worker_stops == std::vector<int>{1});  // only the hung rank
+  CHECK(job.launcher.sent_signals.empty());                 // no SIGCONT to every worker
+  REQUIRE(job.launcher.replaced.size() == 1);
+  CHECK(job.launcher.replaced[0].local_rank == 1);
+  CHECK(handover.waited_rounds.size() == 1);  // the sibling was handed its place
+  const auto& events = job.events;
+  REQUIRE(events.named("hang").size() == 1);
+  const auto restarts = events.named("restart");
+  REQUIRE(restarts.size() == 1);
+  CHECK_THAT(field<std::string>(restarts[0], "reason"), Catch::StartsWith("hang: rank 1"));
+  REQUIRE(events.named("reform").size() == 1);
+  CHECK(field<std::string>(events.named("reform")[0], "cause") == "worker_failed");
+  const auto exits = events.named("worker_exited");
+  REQUIRE(!exits.empty());
+  CHECK(field<std::int64_t>(exits[0], "local_rank") == 1);
+  CHECK(field<std::int64_t>(exits[0], "stopped_by_agent") == 1);
+  // The sibling was stopped only when the restarts were spent, after the new process failed.
+  const auto stopped = events.named("workers_stopped");
+  REQUIRE(stopped.size() == 1);
+  CHECK(field<std::string>(stopped[0], "reason") == "failure");
 }
 
 TEST_CASE("restart: a worker that exits 3 stops its sibling and both start again",

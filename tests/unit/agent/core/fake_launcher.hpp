@@ -82,13 +82,14 @@ class FakeWorkers final : public AttemptWorkers {
  public:
   FakeWorkers(std::vector<WorkerSpec> specs, FakeAttempt script, pid_t first_pid,
               std::vector<int>& stop_signals, std::vector<int>& sent_signals,
-              FakeReplacer replacer)
+              std::vector<int>& worker_stops, FakeReplacer replacer)
       : specs_(std::move(specs)),
         script_(std::move(script)),
         exited_(specs_.size(), false),
         started_(specs_.size(), std::chrono::steady_clock::now()),
         stop_signals_(stop_signals),
         sent_signals_(sent_signals),
+        worker_stops_(worker_stops),
         replacer_(std::move(replacer)) {
     for (std::size_t i = 0; i < specs_.size(); ++i) {
       pids_.push_back(first_pid + static_cast<pid_t>(i));
@@ -140,6 +141,16 @@ class FakeWorkers final : public AttemptWorkers {
 
   void signal_all(int signal) override { sent_signals_.push_back(signal); }
 
+  boost::asio::awaitable<void> stop_worker(int local_rank, int signal,
+                                           std::chrono::milliseconds) override {
+    for (std::size_t i = 0; i < specs_.size(); ++i) {
+      if (specs_[i].local_rank != local_rank || exited_[i]) continue;
+      worker_stops_.push_back(local_rank);
+      record(i, 0, signal, true);
+    }
+    co_return;
+  }
+
   boost::asio::awaitable<std::vector<WorkerExit>> stop(int signal,
                                                        std::chrono::milliseconds) override {
     stop_signals_.push_back(signal);
@@ -178,6 +189,7 @@ class FakeWorkers final : public AttemptWorkers {
   std::vector<WorkerExit> exits_;
   std::vector<int>& stop_signals_;
   std::vector<int>& sent_signals_;
+  std::vector<int>& worker_stops_;
   FakeReplacer replacer_;
 };
 
@@ -207,7 +219,7 @@ class FakeLauncher final : public WorkerLauncher {
     // /proc or signals for a fake worker (stack reports, hang checks) finds nothing.
     const auto first_pid = static_cast<pid_t>(10'000'000 + 1000 * attempt);
     return std::make_unique<FakeWorkers>(
-        specs, attempts_[attempt], first_pid, stop_signals, sent_signals,
+        specs, attempts_[attempt], first_pid, stop_signals, sent_signals, worker_stops,
         [this](const WorkerSpec& spec) { return next_replacement(spec); });
   }
 
@@ -215,6 +227,7 @@ class FakeLauncher final : public WorkerLauncher {
   std::vector<WorkerSpec> replaced;               // each replace()'s spec, in order
   std::vector<int> stop_signals;                  // each stop()'s signal, over all attempts
   std::vector<int> sent_signals;                  // each signal_all()'s signal
+  std::vector<int> worker_stops;                  // each stop_worker()'s local rank that ran
 
  private:
   std::pair<FakeOutcome, pid_t> next_replacement(const WorkerSpec& spec) {

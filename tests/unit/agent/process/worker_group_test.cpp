@@ -132,6 +132,46 @@ TEST_CASE("stop sends SIGKILL once the grace period is over", "[worker_group]") 
   CHECK(exits[0].stopped_by_agent);
 }
 
+// stop_worker() with a value, as run_until_done() needs.
+boost::asio::awaitable<bool> stop_worker_done(WorkerGroup& group, int local_rank, int signal,
+                                              std::chrono::milliseconds grace) {
+  co_await group.stop_worker(local_rank, signal, grace);
+  co_return true;
+}
+
+TEST_CASE("stop_worker ends one stopped worker alone, and SIGKILLs one that ignores the signal",
+          "[worker_group]") {
+  Fixture f;
+  WorkerGroup group(f.io, f.options());
+  group.start({sh_worker("exec sleep 30", 0), sh_worker("exec sleep 30", 1),
+               sh_worker("trap '' TERM; echo ready; while :; do sleep 0.05; done", 2)});
+  const std::vector<pid_t> pids = group.pids();
+  REQUIRE(run_until(f.io, [&] { return f.out.text() == "ready\n"; }));
+  REQUIRE(::kill(pids[1], SIGSTOP) == 0);  // a hung worker: it takes SIGTERM only once continued
+
+  run_until_done(f.io, stop_worker_done(group, 1, SIGTERM, 5s));
+  REQUIRE(group.exits().size() == 1);
+  CHECK(group.exits()[0].pid == pids[1]);
+  CHECK(group.exits()[0].signal == SIGTERM);
+  CHECK(group.exits()[0].stopped_by_agent);
+  CHECK(group.running());  // its siblings run on
+
+  run_until_done(f.io, stop_worker_done(group, 2, SIGTERM, 100ms));
+  REQUIRE(group.exits().size() == 2);
+  CHECK(group.exits()[1].pid == pids[2]);
+  CHECK(group.exits()[1].signal == SIGKILL);
+  run_until_done(f.io, stop_worker_done(group, 2, SIGTERM, 100ms));  // exited already: nothing to do
+  CHECK(group.exits().size() == 2);
+
+  // The stopped one can be started again; the untouched one still runs.
+  const pid_t fresh = group.replace(sh_worker("exit 0", 1));
+  CHECK(group.pids() == std::vector<pid_t>{pids[0], fresh, pids[2]});
+  run_until_done(f.io, group.stop(SIGTERM, 5s));
+  REQUIRE(exit_of(group, 0) != nullptr);
+  CHECK(exit_of(group, 0)->pid == pids[0]);
+  CHECK(exit_of(group, 0)->signal == SIGTERM);
+}
+
 TEST_CASE("signal_all reaches every worker's process group", "[worker_group]") {
   Fixture f;
   WorkerGroup group(f.io, f.options());
