@@ -229,8 +229,15 @@ std::optional<ServerConnection::Turn> ServerConnection::admit(std::span<const st
 void ServerConnection::start_check() {
   auto check = admission_.check();
   auto refusal = std::make_shared<std::optional<std::string>>();
+  auto work = [check = std::move(check), refusal] {
+    try {
+      *refusal = check();
+    } catch (const std::exception& e) {  // no munge context (out of memory): refused
+      *refusal = fmt::format("a munge credential not checked: {}", e.what());
+    }
+  };
   check_ = auth::BlockingCall::start(
-      socket_.get_executor(), [check = std::move(check), refusal] { *refusal = check(); },
+      socket_.get_executor(), std::move(work),
       [self = shared_from_this(), refusal] { self->finish_check(*refusal); });
 }
 
