@@ -154,7 +154,9 @@ std::unique_ptr<rdzv::Rendezvous> make_etcd(const LaunchConfig& config,
         {member.host, static_cast<std::uint16_t>(member.port.value_or(2379))});
   }
   options.local_addr = config.local_addr ? config.local_addr : conf.get("local_addr");
-  options.worker_store_members_only = conf.worker_store_members_only();
+  const rdzv::JobSecurity security = job_security(config);
+  options.worker_store_members_only = security.worker_store_members_only;
+  options.credentials = security.credentials;
   return rdzv::etcd::make_etcd_rendezvous(options, io);
 }
 

@@ -1,5 +1,8 @@
-// Members are kept as text of the canonical address: IPv6 scope ids and v4-mapped forms would
-// otherwise make one node two members. A hold's deleter keeps only a weak reference, so a
+// Members are kept as text of the canonical address: v4-mapped forms and the scope ids of
+// addresses that need none would otherwise make one node two members. A link-local IPv6 address
+// keeps its scope (the interface, on this machine, that the peer is on): the same fe80:: address
+// on another interface is another machine. One given without a scope (a member record from
+// another node, whose interface names mean nothing here) matches on any interface. A hold's deleter keeps only a weak reference, so a
 // connection that outlives the list (a store closing after the agent dropped the list) is safe.
 
 #include "rendezvous/auth/member_list.hpp"
@@ -11,10 +14,11 @@ namespace ddp::rdzv::auth {
 namespace ip = boost::asio::ip;
 
 ip::address canonical_address(const ip::address& address) {
-  if (address.is_v6() && address.to_v6().is_v4_mapped()) {
-    return ip::make_address_v4(ip::v4_mapped, address.to_v6());
-  }
-  return address;
+  if (!address.is_v6()) return address;
+  const ip::address_v6 v6 = address.to_v6();
+  if (v6.is_v4_mapped()) return ip::make_address_v4(ip::v4_mapped, v6);
+  if (v6.is_link_local() || v6.scope_id() == 0) return address;
+  return ip::address_v6(v6.to_bytes());
 }
 
 void MemberList::add_fixed(const ip::address& address) {
@@ -38,8 +42,13 @@ void MemberList::release(const std::string& key) {
 bool MemberList::admits(const ip::address& address) const {
   const ip::address canonical = canonical_address(address);
   if (canonical.is_loopback()) return true;
-  const std::string key = canonical.to_string();
-  return fixed_.count(key) > 0 || held_.count(key) > 0;
+  const auto is_member = [&](const std::string& key) {
+    return fixed_.count(key) > 0 || held_.count(key) > 0;
+  };
+  if (is_member(canonical.to_string())) return true;
+  // A scoped link-local peer is also admitted by the address given without a scope.
+  return canonical.is_v6() && canonical.to_v6().scope_id() != 0 &&
+         is_member(ip::address_v6(canonical.to_v6().to_bytes()).to_string());
 }
 
 void MemberList::settle() {

@@ -28,7 +28,9 @@ class MemberList : public std::enable_shared_from_this<MemberList> {
   // one address (an agent's three connections, several agents on one node) count up.
   Hold hold(const boost::asio::ip::address& address);
 
-  // True for loopback addresses and for every fixed or held address.
+  // True for loopback addresses and for every fixed or held address. A link-local IPv6 member
+  // with a scope (fe80::1%veth0) admits that address on that interface only; one without a
+  // scope admits it on every interface.
   bool admits(const boost::asio::ip::address& address) const;
 
   // A list is settled unless told otherwise. One still being filled (an etcd round's, until its
@@ -54,7 +56,8 @@ class MemberList : public std::enable_shared_from_this<MemberList> {
 };
 
 // The form members are kept in: an IPv4-mapped IPv6 address (an IPv4 peer of a "::" listener)
-// as IPv4, so that the same node is one member whichever socket it reached.
+// as IPv4, so that the same node is one member whichever socket it reached; an IPv6 address
+// without its scope unless it is link-local (where the scope names the interface).
 boost::asio::ip::address canonical_address(const boost::asio::ip::address& address);
 
 }  // namespace ddp::rdzv::auth

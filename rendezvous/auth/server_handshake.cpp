@@ -16,12 +16,9 @@ namespace ddp::rdzv::auth {
 namespace ip = boost::asio::ip;
 
 ServerHandshake::ServerHandshake(std::shared_ptr<const Credentials> credentials,
-                                 std::vector<std::uint8_t> challenge, MungeCheck munge_check)
-    : credentials_(std::move(credentials)),
-      challenge_(std::move(challenge)),
-      munge_check_(std::move(munge_check)) {
+                                 std::vector<std::uint8_t> challenge)
+    : credentials_(std::move(credentials)), challenge_(std::move(challenge)) {
   assert(!credentials_ || challenge_.size() == kChallengeBytes);
-  assert(!credentials_ || !credentials_->uses_munge() || munge_check_);
 }
 
 bool ServerHandshake::gather(std::span<const std::uint8_t> data, std::size_t& pos,
@@ -109,17 +106,23 @@ ServerHandshake::Result ServerHandshake::check_tag(std::size_t pos,
   return accept(pos, out);
 }
 
-ServerHandshake::Result ServerHandshake::check_munge(std::size_t pos,
-                                                     std::vector<std::uint8_t>& out) {
-  const std::string credential(got_.begin(), got_.end());
-  const auto refusal = munge_check_(credential, munge_payload(credentials_->run_id, challenge_));
-  if (refusal) return refuse(*refusal, pos, out);
-  return accept(pos, out);
+ServerHandshake::Result ServerHandshake::ask_munge(std::size_t pos) {
+  munge_query_.credential.assign(got_.begin(), got_.end());
+  munge_query_.payload = munge_payload(credentials_->run_id, challenge_);
+  step_ = Step::kMungeCheck;
+  return {Status::kCheckMunge, pos};
+}
+
+ServerHandshake::Result ServerHandshake::finish_munge(const std::optional<std::string>& refusal,
+                                                      std::vector<std::uint8_t>& out) {
+  assert(step_ == Step::kMungeCheck);
+  if (refusal) return refuse(*refusal, 0, out);
+  return accept(0, out);
 }
 
 ServerHandshake::Result ServerHandshake::feed(std::span<const std::uint8_t> data,
                                               std::vector<std::uint8_t>& out) {
-  assert(step_ != Step::kDone);
+  assert(step_ != Step::kDone && step_ != Step::kMungeCheck);
   std::size_t pos = 0;
   if (step_ == Step::kFirst) {
     if (data.empty()) return {Status::kNeedMore, 0};
@@ -157,7 +160,7 @@ ServerHandshake::Result ServerHandshake::feed(std::span<const std::uint8_t> data
     step_ = Step::kMungeCredential;
   }
   if (!gather(data, pos, field_bytes_)) return {Status::kNeedMore, pos};
-  return check_munge(pos, out);
+  return ask_munge(pos);
 }
 
 }  // namespace ddp::rdzv::auth

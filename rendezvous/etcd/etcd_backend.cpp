@@ -13,6 +13,7 @@
 
 #include "common/log.hpp"
 #include "ddp/error.hpp"
+#include "rendezvous/etcd/etcd_link_guard.hpp"
 #include "rendezvous/etcd/etcd_rendezvous.hpp"
 #include "rendezvous/etcd/etcd_tls.hpp"
 #include "rendezvous/etcd/etcd_worker_guard.hpp"
@@ -48,7 +49,8 @@ class EtcdBackend final : public Rendezvous {
     bind_host_ = wildcard_like(self_.addr);
     // The link store: the members of a round this node hosts hold their leases here, so that
     // it learns of a member's death from its closed connection (etcd_links.hpp).
-    links_ = std::make_unique<TcpStoreServer>(io_, bind_host_, 0);
+    links_ = std::make_unique<TcpStoreServer>(io_, bind_host_, 0, StoreLimits{},
+                                              link_guard_.guard());
     links_->start();
     self_.link_port = links_->port();
     std::vector<std::string> members;
@@ -60,6 +62,7 @@ class EtcdBackend final : public Rendezvous {
     core_ = std::make_unique<EtcdRendezvous>(
         io_.get_executor(), client_, options_.settings, self_, [this](int round) {
           worker_store_.reset();  // the previous round's workers are gone
+          link_guard_.open_round();
           worker_store_ = std::make_unique<TcpStoreServer>(io_, bind_host_, 0, StoreLimits{},
                                                            worker_guard_.open_round());
           worker_store_->start();
@@ -78,7 +81,13 @@ class EtcdBackend final : public Rendezvous {
 
   asio::awaitable<RendezvousInfo> next_round(int local_world_size) override {
     RendezvousInfo info = co_await core_->next_round(local_world_size);
-    co_await worker_guard_.admit_round(*client_, options_.settings.run_id, info);
+    // The round's host (group rank 0) serves the workers' store and the members' links.
+    std::vector<boost::asio::ip::address> nodes;
+    if (info.group_rank == 0 && (worker_guard_.needs_members() || link_guard_.needs_members())) {
+      nodes = co_await round_node_addresses(*client_, options_.settings.run_id, info.round);
+    }
+    worker_guard_.admit_round(info, nodes);
+    link_guard_.admit_round(nodes);
     co_return info;
   }
   asio::awaitable<RoundEvent> watch_round() override { return core_->watch_round(); }
@@ -130,6 +139,7 @@ class EtcdBackend final : public Rendezvous {
   std::shared_ptr<TlsContext> tls_;  // https: shared by every connection
   std::shared_ptr<EtcdClient> client_;
   RoundWorkerGuard worker_guard_{options_.worker_store_members_only};
+  LinkStoreGuard link_guard_{options_.credentials, options_.worker_store_members_only};
   std::unique_ptr<TcpStoreServer> worker_store_;
   std::unique_ptr<TcpStoreServer> links_;  // for this agent's whole life
   std::unique_ptr<EtcdRendezvous> core_;  // declared last: destroyed before the stores

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "rendezvous/auth/credentials.hpp"
 #include "rendezvous/etcd/etcd_client.hpp"
 #include "rendezvous/etcd/etcd_settings.hpp"
 #include "rendezvous/rendezvous.hpp"
@@ -28,9 +29,12 @@ struct EtcdOptions {
   // join_timeout)), and how long one member gets for one call.
   std::chrono::milliseconds failover_window{std::chrono::seconds(60)};
   std::chrono::milliseconds attempt_timeout{std::chrono::seconds(5)};
-  // The round's workers' store admits the round's nodes only (docs/security.md); false:
-  // --rdzv_conf worker_store_allow=any.
+  // The round's workers' store and this agent's link store admit the round's nodes only
+  // (docs/security.md); false: --rdzv_conf worker_store_allow=any.
   bool worker_store_members_only = true;
+  // The job's secret (token file, or munge under SLURM): the agents authenticate to the link
+  // store instead. Null: none.
+  std::shared_ptr<const auth::Credentials> credentials;
 };
 
 // Throws IoError when no address routes to the first member, ConfigError when a TLS file cannot

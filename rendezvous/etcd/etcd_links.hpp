@@ -8,7 +8,8 @@
 // new ones: a member whose connection closed and whose reconnects are refused for the grace
 // reports the host. Whoever reports a loss declares it in etcd (declare_lost), which every
 // survivor's watch carries at once; etcd's lease stays the judge of a silent (cut) link, which
-// closes nothing. Runs on the agent's io_context; owned by EtcdRendezvous, one per running round.
+// closes nothing. The link store admits the job's agents only (etcd_link_guard.hpp). Runs on the
+// agent's io_context; owned by EtcdRendezvous, one per running round.
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>

@@ -33,30 +33,35 @@ StoreGuard RoundWorkerGuard::open_round() {
   return StoreGuard{nullptr, members_, nullptr};
 }
 
-boost::asio::awaitable<void> RoundWorkerGuard::admit_round(EtcdClient& client,
-                                                           const std::string& run_id,
-                                                           const RendezvousInfo& info) {
-  const auto members = members_;  // a new round may replace members_ while we read
-  if (!members) co_return;
+void RoundWorkerGuard::admit_round(const RendezvousInfo& info,
+                                   const std::vector<boost::asio::ip::address>& nodes) {
+  if (!members_) return;
   if (info.group_rank == 0) {
-    RangeRequest joins;
-    joins.key = keys::joins(keys::job(run_id), info.round);
-    joins.range_end = prefix_end(joins.key);
-    const RangeResponse records = co_await client.range(std::move(joins));
-    const auto admit = [&](const std::string& text) {
-      boost::system::error_code ec;
-      const auto address = boost::asio::ip::make_address(text, ec);
-      if (!ec) members->add_fixed(address);
-    };
-    for (const KeyValue& kv : records.kvs) {
-      const NodeDesc desc = decode_node_desc(kv.value, kv.key);
-      admit(desc.addr);
-      for (const std::string& text : desc.addresses) admit(text);
-    }
+    for (const auto& address : nodes) members_->add_fixed(address);
     log::get("rdzv")->debug("workers' store of round {} admits {}", info.round,
-                            fmt::join(members->addresses(), ","));
+                            fmt::join(members_->addresses(), ","));
   }
-  members->settle();
+  members_->settle();
+}
+
+boost::asio::awaitable<std::vector<boost::asio::ip::address>> round_node_addresses(
+    EtcdClient& client, const std::string& run_id, int round) {
+  RangeRequest joins;
+  joins.key = keys::joins(keys::job(run_id), round);
+  joins.range_end = prefix_end(joins.key);
+  const RangeResponse records = co_await client.range(std::move(joins));
+  std::vector<boost::asio::ip::address> out;
+  const auto add = [&](const std::string& text) {
+    boost::system::error_code ec;
+    const auto address = boost::asio::ip::make_address(text, ec);
+    if (!ec) out.push_back(address);
+  };
+  for (const KeyValue& kv : records.kvs) {
+    const NodeDesc desc = decode_node_desc(kv.value, kv.key);
+    add(desc.addr);
+    for (const std::string& text : desc.addresses) add(text);
+  }
+  co_return out;
 }
 
 }  // namespace ddp::rdzv::etcd

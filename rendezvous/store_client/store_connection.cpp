@@ -26,6 +26,7 @@
 #include "common/log.hpp"
 #include "ddp/error.hpp"
 #include "rendezvous/auth/auth_protocol.hpp"
+#include "rendezvous/auth/blocking_call.hpp"
 #include "rendezvous/auth/munge_credential.hpp"
 #include "rendezvous/net_address.hpp"
 
@@ -276,37 +277,47 @@ asio::awaitable<void> StoreConnection::handshake() {
 
 namespace {
 
+// Throws ConfigError when the server asks for the other kind of credentials than this agent
+// holds: the agents of one job disagree on how the job authenticates, which only the user can
+// fix.
+void require_credentials(bool munge, const auth::Credentials* credentials,
+                         const std::string& address) {
+  if (credentials != nullptr && credentials->uses_munge() == munge) return;
+  throw ConfigError(fmt::format(
+      "store at {} asks for {}, but this agent has {}: give every agent of the job the same "
+      "--rdzv_conf token_file (or DDPRUN_TOKEN_FILE), or none under SLURM with munge "
+      "(docs/security.md)",
+      address, munge ? "munge credentials" : "the job secret",
+      credentials == nullptr ? "no credentials"
+      : credentials->uses_munge() ? "munge credentials (no token file)"
+                                  : "a token file"));
+}
+
 // The answer to the server's challenge: the tag for a secret, or a munge credential (u16
-// length, then the text) over the challenge and the run id. Throws ConfigError when the server
-// asks for the other kind than this agent holds: the agents of one job disagree on how the job
-// authenticates, which only the user can fix.
-wire::ByteVec answer_for(auth::Verdict asked, const auth::Credentials* credentials,
-                         std::span<const std::uint8_t> challenge, const std::string& address) {
-  const bool munge = asked == auth::Verdict::kMungeChallenge;
-  if (credentials == nullptr || credentials->uses_munge() != munge) {
-    throw ConfigError(fmt::format(
-        "store at {} asks for {}, but this agent has {}: give every agent of the job the same "
-        "--rdzv_conf token_file (or DDPRUN_TOKEN_FILE), or none under SLURM with munge "
-        "(docs/security.md)",
-        address, munge ? "munge credentials" : "the job secret",
-        credentials == nullptr ? "no credentials"
-        : credentials->uses_munge() ? "munge credentials (no token file)"
-                                    : "a token file"));
-  }
+// length, then the text) over the challenge and the run id. munged is asked off the loop (it
+// may be slow): the agent's other connections go on meanwhile.
+asio::awaitable<wire::ByteVec> answer_for(bool munge, const auth::Credentials& credentials,
+                                          std::span<const std::uint8_t> challenge) {
   if (!munge) {
-    const auth::Tag tag = auth::auth_tag(*credentials, challenge);
-    return wire::ByteVec(tag.begin(), tag.end());
+    const auth::Tag tag = auth::auth_tag(credentials, challenge);
+    co_return wire::ByteVec(tag.begin(), tag.end());
   }
-  const std::string credential = auth::munge_encode(
-      *credentials->munge_socket, auth::munge_payload(credentials->run_id, challenge));
+  // (Built before the co_await: GCC 12 destroys a lambda temporary in a co_await twice.)
+  std::function<std::string()> encode = [socket = *credentials.munge_socket,
+                                         payload = auth::munge_payload(credentials.run_id,
+                                                                       challenge)] {
+    return auth::munge_encode(socket, payload);
+  };
+  const std::string credential = co_await auth::off_loop(std::move(encode));
   if (credential.size() > auth::kMaxMungeCredentialBytes) {
     throw IoError(fmt::format("munge made a credential of {} bytes; at most {} are sent",
                               credential.size(), auth::kMaxMungeCredentialBytes));
   }
-  wire::ByteVec out{static_cast<std::uint8_t>(credential.size() >> 8),
-                    static_cast<std::uint8_t>(credential.size() & 0xFF)};
-  out.insert(out.end(), credential.begin(), credential.end());
-  return out;
+  wire::ByteVec out(2 + credential.size());
+  out[0] = static_cast<std::uint8_t>(credential.size() >> 8);
+  out[1] = static_cast<std::uint8_t>(credential.size() & 0xFF);
+  std::copy(credential.begin(), credential.end(), out.begin() + 2);
+  co_return out;
 }
 
 }  // namespace
@@ -337,13 +348,14 @@ asio::awaitable<bool> StoreConnection::authenticate(const auth::Credentials* cre
   }
   std::array<std::uint8_t, auth::kChallengeBytes> challenge{};
   co_await receive_exact(challenge);
-  wire::ByteVec out;
+  const bool munge = verdict == static_cast<std::uint8_t>(auth::Verdict::kMungeChallenge);
   try {
-    out = answer_for(static_cast<auth::Verdict>(verdict), credentials, challenge, address_);
+    require_credentials(munge, credentials, address_);
   } catch (const ConfigError&) {
     close();
     throw;
   }
+  wire::ByteVec out = co_await answer_for(munge, *credentials, challenge);
   out.insert(out.end(), after.begin(), after.end());
   co_await send(out);
   end_call();

@@ -31,7 +31,8 @@ auth::ServerHandshake::MungeCheck munge_check_for(const StoreGuard& guard) {
 ServerAdmission::ServerAdmission(const StoreGuard& guard, const boost::asio::ip::address& peer)
     : guard_(guard),
       peer_(auth::canonical_address(peer)),
-      handshake_(guard.credentials, challenge_for(guard), munge_check_for(guard)) {
+      handshake_(guard.credentials, challenge_for(guard)),
+      munge_check_(munge_check_for(guard)) {
   // Without a secret every connection of the store that learns is one of the job's (the
   // rendezvous store is open: anyone who can join is a member, as before).
   if (guard_.learn_into && !guard_.credentials) held_ = guard_.learn_into->hold(peer_);
@@ -44,11 +45,27 @@ bool ServerAdmission::may_skip_handshake() const {
 
 ServerAdmission::Result ServerAdmission::feed(std::span<const std::uint8_t> data,
                                               std::vector<std::uint8_t>& out) {
-  const auto step = handshake_.feed(data, out);
+  return decide(handshake_.feed(data, out));
+}
+
+std::function<std::optional<std::string>()> ServerAdmission::check() const {
+  return [check = munge_check_, query = handshake_.munge_query()] {
+    return check(query.credential, query.payload);
+  };
+}
+
+ServerAdmission::Result ServerAdmission::finish_check(const std::optional<std::string>& refusal,
+                                                      std::vector<std::uint8_t>& out) {
+  return decide(handshake_.finish_munge(refusal, out));
+}
+
+ServerAdmission::Result ServerAdmission::decide(auth::ServerHandshake::Result step) {
   using Status = auth::ServerHandshake::Status;
   switch (step.status) {
     case Status::kNeedMore:
       return {Outcome::kNeedMore, step.consumed};
+    case Status::kCheckMunge:
+      return {Outcome::kChecking, step.consumed};
     case Status::kAuthenticated:
       open_ = true;
       ServerStats::add(server_stats().connections_authenticated);

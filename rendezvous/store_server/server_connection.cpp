@@ -72,6 +72,7 @@ void ServerConnection::close() {
   drained_.cancel();
   partial_.cancel();
   if (handshake_) handshake_->cancel();
+  if (auto check = std::exchange(check_, nullptr)) check->cancel();
   out_ = OutputQueue();
   unread_ = {};
   if (auto on_close = std::exchange(on_close_, nullptr)) on_close();
@@ -127,6 +128,7 @@ asio::awaitable<void> ServerConnection::serve() {
 }
 
 ServerConnection::Turn ServerConnection::read_turn() {
+  if (admission_.is_refused()) return Turn::kClosed;  // by a munge check, while paused
   if (!unread_.empty()) {
     const wire::Buffer input = std::exchange(unread_, {});
     const Turn turn = serve_input(input);
@@ -167,7 +169,9 @@ void ServerConnection::after_read(std::size_t n) {
 }
 
 ServerConnection::Turn ServerConnection::serve_input(std::span<const std::uint8_t> data) {
-  if (!admission_.is_open() && !admit(data)) return Turn::kClosed;
+  if (!admission_.is_open()) {
+    if (const auto stop = admit(data)) return *stop;
+  }
   in_turn_ = true;
   Turn turn = Turn::kDrained;
   while (!data.empty()) {
@@ -197,17 +201,58 @@ ServerConnection::Turn ServerConnection::serve_input(std::span<const std::uint8_
 
 // The handshake's replies go out with the turn's flush; a refused connection's serve() ends, and
 // the connection closes once the refusal byte is written.
-bool ServerConnection::admit(std::span<const std::uint8_t>& data) {
+std::optional<ServerConnection::Turn> ServerConnection::admit(std::span<const std::uint8_t>& data) {
   wire::Buffer reply;
   const auto result = admission_.feed(data, reply);
   data = data.subspan(result.consumed);
   if (!reply.empty()) out_.append(reply);
+  switch (result.outcome) {
+    case ServerAdmission::Outcome::kRefused:
+      log_refusal_once(admission_.peer().to_string(), admission_.refusal());
+      return Turn::kClosed;
+    case ServerAdmission::Outcome::kChecking:
+      unread_.assign(data.begin(), data.end());  // TCPStore requests sent with the credential
+      start_check();
+      return Turn::kPaused;
+    case ServerAdmission::Outcome::kOpen:
+      if (handshake_) handshake_->cancel();
+      break;
+    case ServerAdmission::Outcome::kNeedMore:
+      break;  // then `data` is empty
+  }
+  return std::nullopt;
+}
+
+// munged may be slow or gone (libmunge then waits out its own timeout): the check runs off the
+// loop, so only this connection waits. The handshake deadline still runs and closes a
+// connection whose check outlasts it.
+void ServerConnection::start_check() {
+  auto check = admission_.check();
+  auto refusal = std::make_shared<std::optional<std::string>>();
+  auto work = [check = std::move(check), refusal] {
+    try {
+      *refusal = check();
+    } catch (const std::exception& e) {  // no munge context (out of memory): refused
+      *refusal = fmt::format("a munge credential not checked: {}", e.what());
+    }
+  };
+  check_ = auth::BlockingCall::start(
+      socket_.get_executor(), std::move(work),
+      [self = shared_from_this(), refusal] { self->finish_check(*refusal); });
+}
+
+void ServerConnection::finish_check(const std::optional<std::string>& refusal) {
+  check_.reset();
+  if (closed_) return;
+  wire::Buffer reply;
+  const auto result = admission_.finish_check(refusal, reply);
+  out_.append(reply);
   if (result.outcome == ServerAdmission::Outcome::kRefused) {
     log_refusal_once(admission_.peer().to_string(), admission_.refusal());
-    return false;
+  } else if (handshake_) {
+    handshake_->cancel();
   }
-  if (result.outcome == ServerAdmission::Outcome::kOpen && handshake_) handshake_->cancel();
-  return true;  // open, or the handshake needs more (then `data` is empty)
+  drained_.cancel();  // serve() resumes: it writes the verdict, then serves or closes
 }
 
 // A stranger that connects and sends nothing holds a descriptor until this deadline; members

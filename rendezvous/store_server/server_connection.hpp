@@ -5,6 +5,7 @@
 // wake-ups go out through an OutputQueue. A client that does not read its replies stops being
 // read once max_queued_bytes are queued for it.
 
+#include "rendezvous/auth/blocking_call.hpp"
 #include "rendezvous/store/key_table.hpp"
 #include "rendezvous/store_server/server_admission.hpp"
 #include "rendezvous/store_server/server_output_queue.hpp"
@@ -76,12 +77,18 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   // Serves every complete request in data, stopping at the queue limit (the rest is kept in
   // unread_). False (after logging) when the input is bad or a request cannot be served.
   Turn serve_input(std::span<const std::uint8_t> data);
-  // Passes input to the admission stage until the connection is open; false when refused.
-  bool admit(std::span<const std::uint8_t>& data);
+  // Passes input to the admission stage until the connection is open. Returns the turn to end
+  // with when it must stop here: refused (kClosed), or a munge check started (kPaused: the rest
+  // of `data` waits in unread_).
+  std::optional<Turn> admit(std::span<const std::uint8_t>& data);
+  // Runs the admission's munge check off the loop; its answer resumes the connection.
+  void start_check();
+  void finish_check(const std::optional<std::string>& refusal);
   void watch_handshake();
   bool serve_request(wire::Request request);
   void after_write(std::size_t n);
-  bool is_paused() const { return out_.size() >= limits_.max_queued_bytes; }
+  // Not read meanwhile: its output is over the limit, or a munge check is running.
+  bool is_paused() const { return check_ || out_.size() >= limits_.max_queued_bytes; }
 
   // Output pushed by the table (a woken WAIT, a watch event), not in reply to a request.
   void push(wire::Buffer bytes);
@@ -113,6 +120,7 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   boost::asio::steady_timer partial_;  // armed while part of a request is held
   bool partial_armed_ = false;
   std::optional<boost::asio::steady_timer> handshake_;  // armed while a handshake is owed
+  std::shared_ptr<auth::BlockingCall> check_;  // the munge check running off the loop
   std::chrono::steady_clock::time_point last_input_;
   std::function<void()> on_close_;
 };

@@ -63,14 +63,21 @@ std::optional<std::string> stand_in_munged(const std::string& credential,
 
 Outcome run(std::span<const std::uint8_t> data, std::size_t chunk, bool with_secret, bool munge) {
   ServerHandshake handshake(with_secret ? (munge ? munge_job() : job()) : nullptr,
-                            with_secret ? challenge() : std::vector<std::uint8_t>{},
-                            stand_in_munged);
+                            with_secret ? challenge() : std::vector<std::uint8_t>{});
   Outcome outcome;
   stand_in_accepted = false;
   for (std::size_t at = 0; at < data.size(); at += chunk) {
     const auto piece = data.subspan(at, std::min(chunk, data.size() - at));
-    const auto result = handshake.feed(piece, outcome.out);
+    auto result = handshake.feed(piece, outcome.out);
     if (result.consumed > piece.size()) std::abort();
+    if (result.status == Status::kCheckMunge) {
+      if (!munge || !with_secret) std::abort();
+      const auto& query = handshake.munge_query();
+      const auto verdict = handshake.finish_munge(stand_in_munged(query.credential, query.payload),
+                                                  outcome.out);
+      if (verdict.consumed != 0 || verdict.status == Status::kCheckMunge) std::abort();
+      result.status = verdict.status;
+    }
     outcome.consumed += result.consumed;
     outcome.status = result.status;
     if (result.status == Status::kNeedMore) {

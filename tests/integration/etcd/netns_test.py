@@ -10,7 +10,9 @@ one line naming etcd. The first job speaks plain http to etcd, the second https 
 First, the round's workers' store admits the round's nodes only: a 3-node job whose workers all
 meet in group rank 0's store (admitted by the addresses in their nodes' member records), while
 an outsider in a fourth namespace on the same bridge (no etcd member, no agent) tries a SET and
-a GET there and is refused; the job finishes.
+a GET there, and at the host's link store where the other agents hold their links, and is
+refused at both (logged once, counted in /metrics); the job finishes. The same with a job
+secret: the agents authenticate to the link store, the outsider is refused there.
 
 Needs root; run under `flock /tmp/ddprun-netns.lock` (ctest's RESOURCE_LOCK netns only orders
 the tests of one ctest run).
@@ -126,40 +128,94 @@ OUTSIDER = os.path.join(ddptest.SOURCE_DIR, "tests/integration/security/outsider
 OUTSIDER_NODE = 4
 
 
-def outsider_refused(rig, work, run_id):
-    """Three agents' workers meet in group rank 0's store; the outsider node is refused there."""
+def link_port_of(run_id, host_addr):
+    """The link store port of the round's host, as the round's header in etcd names it."""
+    got = subprocess.run(["etcdctl", f"--endpoints={endpoints(CLIENT)}", "get", "--prefix",
+                          f"/ddprun/{run_id}/", "--print-value-only"],
+                         env=dict(os.environ, ETCDCTL_API="3"), capture_output=True, text=True,
+                         timeout=10)
+    for line in got.stdout.splitlines():
+        try:
+            doc = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(doc, dict) and "round" in doc and doc.get("master_addr") == host_addr:
+            return doc["link_port"]
+    check(False, f"{run_id}: no round header names {host_addr}:\n{got.stdout}{got.stderr}")
+
+
+def scrape(node, port):
+    code = ("import urllib.request; print(urllib.request.urlopen("
+            f"'http://127.0.0.1:{port}/metrics', timeout=5).read().decode())")
+    return ddptest.run(["ip", "netns", "exec", f"ddpn{node}", sys.executable, "-c", code],
+                       timeout=20, check_rc=0).stdout
+
+
+def counted(metrics, name):
+    return sum(float(l.split()[-1]) for l in metrics.splitlines() if l.startswith(name))
+
+
+def attack_from_outsider(run_id, host, port):
+    attack = ddptest.run(["ip", "netns", "exec", f"ddpn{OUTSIDER_NODE}", sys.executable, OUTSIDER,
+                          host, "0", host, str(port), run_id, "-", "0"], timeout=60)
+    check(attack.returncode == 0, f"{run_id}: the outsider failed\n{attack.stderr}")
+    return json.loads(attack.stdout)
+
+
+def outsider_refused(rig, work, run_id, token=None):
+    """Three agents' workers meet in group rank 0's store; the outsider node is refused there and
+    at the host's link store, where the other agents hold their links (token: with a secret,
+    which the agents present to the link store)."""
     out = os.path.join(work, run_id)
     os.makedirs(out)
     hold = os.path.join(out, "release")
+    conf = "lease_ttl=2,join_timeout=30,read_timeout=10" + (f",token_file={token}" if token else "")
     args = ["--nnodes=3", "--nproc_per_node=1", "--rdzv_backend=etcd",
             f"--rdzv_endpoint={endpoints(CLIENT)}", f"--rdzv_id={run_id}", "--max_restarts=0",
-            "--rdzv_conf=lease_ttl=2,join_timeout=30,read_timeout=10", "--log_level=info",
+            f"--rdzv_conf={conf}", "--log_level=info", "--metrics_port=9400",
             "--python", sys.executable, PEER_WORKER, out]
     agents = {i: rig.start(i, args, env={"DDP_TEST_HOLD_FILE": hold}) for i in NODES}
     records = [os.path.join(out, f"peer_rank{r}.json") for r in range(3)]
     check(ddptest.wait_until(lambda: all(os.path.exists(p) for p in records), 40),
           f"{run_id}: the workers did not all meet in the workers' store")
     env = json.load(open(records[0]))["env"]
-    attack = ddptest.run(["ip", "netns", "exec", f"ddpn{OUTSIDER_NODE}", sys.executable, OUTSIDER,
-                          env["MASTER_ADDR"], "0", env["MASTER_ADDR"], env["MASTER_PORT"], run_id,
-                          "-", "0"], timeout=60)
-    check(attack.returncode == 0, f"{run_id}: the outsider failed\n{attack.stderr}")
-    verdicts = json.loads(attack.stdout)
+    host_addr = env["MASTER_ADDR"]
+    host = next(i for i in NODES if netns_rig.addr(i) == host_addr)
+    verdicts = attack_from_outsider(run_id, host_addr, env["MASTER_PORT"])
+    link = attack_from_outsider(run_id, host_addr, link_port_of(run_id, host_addr))
+    verdicts.update({"link_key_set": link["worker_key_set"],
+                     "link_key_read": link["worker_key_read"]})
+    metrics = scrape(host, 9400)
     open(hold, "w").close()
-    errs = []
+    errs = {}
     for i in NODES:
         rc, err = netns_rig.finish(agents[i], 60, f"{run_id}: the agent on node {i}")
         check(rc == 0, f"{run_id}: the agent on node {i} exited {rc}:\n{err}")
-        errs.append(err)
-    check(verdicts == {"worker_key_set": "refused", "worker_key_read": "refused"},
-          f"{run_id}: the outsider was served by the workers' store: {verdicts}")
+        errs[i] = err
+    check(set(verdicts.values()) == {"refused"}, f"{run_id}: the outsider was served: {verdicts}")
     joined = sorted(json.load(open(p))["joined"] for p in records)
     check(joined == [1, 2, 3], f"{run_id}: the store's counter saw {joined}")
-    logged = [l for errs_of in errs for l in errs_of.splitlines()
-              if "store refused" in l and netns_rig.addr(OUTSIDER_NODE) in l]
-    check(len(logged) == 1, f"{run_id}: the outsider logged {len(logged)} times")
-    print(f"ok the workers' store of {env['MASTER_ADDR']} admitted the 3 nodes' workers and refused "
-          f"the outsider: {verdicts}")
+    refusals = [l for l in errs[host].splitlines() if "store refused" in l]
+    check(len(refusals) == 1 and netns_rig.addr(OUTSIDER_NODE) in refusals[0],
+          f"{run_id}: the host logged refusals other than the outsider's once:\n" +
+          "\n".join(refusals))
+    check(counted(metrics, "ddp_store_refused_total") >= 4,
+          f"{run_id}: the host counted too few refusals:\n{metrics}")
+    if token:
+        # Under etcd the link store is the one store of ddprun's that agents connect to: each of
+        # the other two agents authenticates its two connections there.
+        check(counted(metrics, "ddp_store_authenticated_total") >= 4,
+              f"{run_id}: the members' links did not authenticate:\n{metrics}")
+    print(f"ok {run_id}: the workers' store of {host_addr} admitted the 3 nodes' workers, its "
+          f"link store the other agents, and both refused the outsider: {verdicts}")
+
+
+def token_file(work):
+    path = os.path.join(work, "job.token")
+    with open(path, "w") as f:
+        f.write("the-etcd-job-secret-of-issue-31-0123456789\n")
+    os.chmod(path, 0o600)
+    return path
 
 
 netns_rig.require_rig()
@@ -173,6 +229,7 @@ try:
                                         *(netns_rig.addr(i) for i in NODES))
             start_etcd(rig, work, certs, etcds)
             outsider_refused(rig, work, "netns-outsider")
+            outsider_refused(rig, work, "netns-outsider-secret", token=token_file(work))
             lose_store_host(rig, work, "netns-kill", "kill", ttl=2)
             lose_store_host(rig, work, "netns-cut", "cut", ttl=5, certs=certs)
         finally:

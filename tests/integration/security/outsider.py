@@ -8,33 +8,28 @@ An attack counts as refused when the store closes the connection without answeri
 is never served) or answers the handshake with its refusal byte (03)."""
 
 import json
+import os
 import socket
 import sys
 import time
 
-from tcpstore_wire import connect, text
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from tcpstore_wire import (DELETE_KEY, GET, GETNUMKEYS, HELLO, SET, connect,  # noqa: E402
+                           read_some, text)
 
 rdzv = (sys.argv[1], int(sys.argv[2]))
 worker = (sys.argv[3], int(sys.argv[4]))
 run_id = sys.argv[5]
 captured = bytes.fromhex(sys.argv[6]) if sys.argv[6] != "-" else b""
 flood = int(sys.argv[7])
-HELLO = bytes([0xDD]) + b"ddprun" + bytes([2]) + bytes([0])  # reporting no address
 
 
 def answer(s, n):
     """Up to n reply bytes; b"" when the store closed (or reset) the connection first."""
-    got = b""
     try:
-        while len(got) < n:
-            chunk = s.recv(n - len(got))
-            if not chunk:
-                break
-            got += chunk
-    except (ConnectionResetError, socket.timeout) as e:
-        if isinstance(e, socket.timeout):
-            return b"TIMEOUT"
-    return got
+        return read_some(s, n, timeout_is_error=True)
+    except socket.timeout:
+        return b"TIMEOUT"
 
 
 def served(address, request):
@@ -44,7 +39,7 @@ def served(address, request):
     except OSError as e:
         return "refused" if isinstance(e, ConnectionRefusedError) else f"error {e}"
     try:
-        s.sendall(request + bytes([6]))
+        s.sendall(request + bytes([GETNUMKEYS]))
     except OSError:
         return "refused"
     reply = answer(s, 8)
@@ -107,14 +102,15 @@ if flood:
         flood=flood_all([rdzv, worker] if rdzv[1] else [worker])))
     flooder.start()
 if rdzv[1]:
-    results["forged_close"] = served(rdzv, bytes([0]) + text(f"{prefix}/closed") + text("failed"))
-    results["take_rank"] = served(rdzv, bytes([0]) + text(f"{prefix}/r0/place/1") + text("9"))
-    results["read_keys"] = served(rdzv, bytes([2]) + text(f"{prefix}/latest"))
-    results["delete"] = served(rdzv, bytes([8]) + text(f"{prefix}/latest"))
+    results["forged_close"] = served(rdzv, bytes([SET]) + text(f"{prefix}/closed") +
+                                     text("failed"))
+    results["take_rank"] = served(rdzv, bytes([SET]) + text(f"{prefix}/r0/place/1") + text("9"))
+    results["read_keys"] = served(rdzv, bytes([GET]) + text(f"{prefix}/latest"))
+    results["delete"] = served(rdzv, bytes([DELETE_KEY]) + text(f"{prefix}/latest"))
     if captured:
         results["replay"] = replay(rdzv)
-results["worker_key_set"] = served(worker, bytes([0]) + text("/probe") + text("evil"))
-results["worker_key_read"] = served(worker, bytes([2]) + text("/probe"))
+results["worker_key_set"] = served(worker, bytes([SET]) + text("/probe") + text("evil"))
+results["worker_key_read"] = served(worker, bytes([GET]) + text("/probe"))
 if flood:
     flooder.join()
     results.update(flood_result)

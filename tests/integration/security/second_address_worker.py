@@ -11,7 +11,8 @@ import struct
 import sys
 import time
 
-from tcpstore_wire import GET, SET, connect, read_exact, text
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from tcpstore_wire import GET, SET, connect, read_exact, text  # noqa: E402
 
 
 out_dir = sys.argv[1]

@@ -18,10 +18,7 @@ import ddptest
 import slurmtest
 from ddptest import check
 
-sys.path.insert(0, os.path.join(ddptest.SOURCE_DIR, "tests/integration/security"))
-from tcpstore_wire import GET, SET, connect, read_some, text  # noqa: E402
-
-HELLO = bytes([0xDD]) + b"ddprun" + bytes([2]) + bytes([0])  # reporting no address
+from tcpstore_wire import GET, HELLO, SET, connect, read_some, text
 MUNGE_CONTEXT = b"ddprun store munge v1\0"
 NOBODY = "nobody"
 

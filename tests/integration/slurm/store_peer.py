@@ -16,22 +16,8 @@ import struct
 import sys
 import time
 
-SET, GET, ADD, WAIT = 0, 2, 3, 5  # the 1.13 dialect's command bytes
-
-
-def string(text):
-    data = text.encode()
-    return struct.pack("<Q", len(data)) + data
-
-
-def read_exact(sock, count):
-    data = b""
-    while len(data) < count:
-        chunk = sock.recv(count - len(data))
-        if not chunk:
-            raise ConnectionError("store closed the connection")
-        data += chunk
-    return data
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from tcpstore_wire import ADD, GET, SET, WAIT, connect, i64, read_exact, text  # noqa: E402
 
 
 out_dir = sys.argv[1]
@@ -39,16 +25,16 @@ env = dict(os.environ)
 rank, world = int(env["RANK"]), int(env["WORLD_SIZE"])
 host = socket.gethostname()
 keys = [f"/slurm_test/host{r}" for r in range(world)]
-with socket.create_connection((env["MASTER_ADDR"], int(env["MASTER_PORT"])), timeout=30) as sock:
-    sock.sendall(bytes([SET]) + string(keys[rank]) + string(host))
-    sock.sendall(bytes([ADD]) + string("/slurm_test/joined") + struct.pack("<q", 1))
+with connect((env["MASTER_ADDR"], int(env["MASTER_PORT"])), 30) as sock:
+    sock.sendall(bytes([SET]) + text(keys[rank]) + text(host))
+    sock.sendall(bytes([ADD]) + text("/slurm_test/joined") + i64(1))
     joined = struct.unpack("<q", read_exact(sock, 8))[0]
-    sock.sendall(bytes([WAIT]) + struct.pack("<Q", world) + b"".join(string(k) for k in keys))
+    sock.sendall(bytes([WAIT]) + struct.pack("<Q", world) + b"".join(text(k) for k in keys))
     if read_exact(sock, 1) != b"\x00":
         raise RuntimeError("WAIT did not answer STOP_WAITING")
     peers = []
     for key in keys:
-        sock.sendall(bytes([GET]) + string(key))
+        sock.sendall(bytes([GET]) + text(key))
         size = struct.unpack("<Q", read_exact(sock, 8))[0]
         peers.append(read_exact(sock, size).decode())
 

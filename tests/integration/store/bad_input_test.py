@@ -3,42 +3,25 @@ command. Each offending connection gets one log line naming its peer and is clos
 keeps talking throughout is served every time. Also: a taken port, and SIGINT."""
 
 import os
-import socket
 import struct
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
 import ddptest  # noqa: E402
 import store_servers  # noqa: E402
-
-
-def string(text):
-    data = text.encode()
-    return struct.pack("<Q", len(data)) + data
+import tcpstore_wire  # noqa: E402
+from tcpstore_wire import VALIDATE_MAGIC, closed_by_server, i64, read_exact, text  # noqa: E402
 
 
 def connect(port):
-    sock = socket.create_connection(("127.0.0.1", port), timeout=5)
-    return sock
+    return tcpstore_wire.connect(("127.0.0.1", port))
 
 
 def recv_exact(sock, n):
-    data = b""
-    while len(data) < n:
-        chunk = sock.recv(n - len(data))
-        if not chunk:
-            ddptest.fail(f"server closed a good connection after {len(data)} of {n} bytes")
-        data += chunk
-    return data
-
-
-def closed_by_server(sock):
     try:
-        return sock.recv(1) == b""
-    except ConnectionResetError:
-        return True
-    except socket.timeout:
-        return False
+        return read_exact(sock, n)
+    except ConnectionError as e:
+        ddptest.fail(f"server closed a good connection: {e}")
 
 
 class GoodClient:
@@ -46,11 +29,11 @@ class GoodClient:
 
     def __init__(self, port):
         self.sock = connect(port)
-        self.sock.sendall(b"\x00" + struct.pack("<I", 0x3C85F7CE))
+        self.sock.sendall(b"\x00" + struct.pack("<I", VALIDATE_MAGIC))
         self.count = 0
 
     def round_trip(self):
-        self.sock.sendall(b"\x04" + string("/good") + struct.pack("<q", 1))
+        self.sock.sendall(b"\x04" + text("/good") + i64(1))
         self.count += 1
         value = struct.unpack("<q", recv_exact(self.sock, 8))[0]
         ddptest.check(value == self.count, f"good client got {value}, expected {self.count}")
@@ -58,10 +41,10 @@ class GoodClient:
 
 BAD_INPUTS = {
     "garbage": b"\xff\xfe\xfd\xfc garbage",
-    "2^60 length": b"\x00" + string("/k") + struct.pack("<Q", 1 << 60),
+    "2^60 length": b"\x00" + text("/k") + struct.pack("<Q", 1 << 60),
     "2^60 key length": b"\x02" + struct.pack("<Q", 1 << 60),
-    "unknown 2.x command": b"\x00" + struct.pack("<I", 0x3C85F7CE) + b"\x13",
-    "2.x QUEUE_PUSH on a 1.13 connection": b"\x0e" + string("/q") + string("v"),
+    "unknown 2.x command": b"\x00" + struct.pack("<I", VALIDATE_MAGIC) + b"\x13",
+    "2.x QUEUE_PUSH on a 1.13 connection": b"\x0e" + text("/q") + text("v"),
     "2^60 keys in a WAIT": b"\x05" + struct.pack("<Q", 1 << 60),
 }
 
@@ -85,7 +68,7 @@ def main():
         truncated.close()
         # A truncated frame that stays open does not stall anybody else (no blocking reads).
         stalled = connect(server.port)
-        stalled.sendall(b"\x04" + string("/good")[:5])
+        stalled.sendall(b"\x04" + text("/good")[:5])
         for _ in range(3):
             good.round_trip()
         stalled.close()

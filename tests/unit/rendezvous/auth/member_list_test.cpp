@@ -1,6 +1,8 @@
 // MemberList and ServerAdmission without sockets: who a workers' store admits (loopback, the
 // host's own addresses, agents while connected), who is refused at accept, and which
-// connections must authenticate.
+// connections must authenticate; IPv6 members, link-local ones with their interface.
+
+#include <net/if.h>
 
 #include <catch2/catch.hpp>
 
@@ -106,5 +108,50 @@ TEST_CASE("with a secret, strangers must authenticate and members may speak TCPS
     ServerAdmission admission(StoreGuard{job, nullptr, nullptr}, make_address("127.0.0.1"));
     Bytes out;
     CHECK(admission.feed(set_request, out).outcome == ServerAdmission::Outcome::kRefused);
+  }
+}
+
+TEST_CASE("IPv6 members match the peer address of an accepted connection, scopes included",
+          "[auth][members][ipv6]") {
+  namespace ip = boost::asio::ip;
+  // What accept gives for a peer: the address, and for a link-local one the index of the
+  // interface it came in on ("lo" exists everywhere; the scope is the point, not the interface).
+  const unsigned lo = ::if_nametoindex("lo");
+  REQUIRE(lo != 0);
+  const auto peer = [](const char* text, unsigned scope) {
+    return ip::address(ip::address_v6(ip::make_address_v6(text).to_bytes(), scope));
+  };
+  auto list = MemberList::create();
+  SECTION("a global address, given in any spelling") {
+    list->add_fixed(make_address("2001:db8::1"));
+    CHECK(list->admits(peer("2001:db8:0:0::1", 0)));
+    CHECK(list->admits(peer("2001:db8::1", lo)));  // a scope on a global address is no scope
+    CHECK_FALSE(list->admits(peer("2001:db8::2", 0)));
+  }
+  SECTION("a link-local member with an interface admits it there only") {
+    list->add_fixed(make_address("fe80::1%lo"));
+    CHECK(list->admits(peer("fe80::1", lo)));
+    CHECK_FALSE(list->admits(peer("fe80::1", lo + 1000)));  // the same address on another link
+    CHECK_FALSE(list->admits(peer("fe80::2", lo)));
+  }
+  SECTION("a link-local member with a numeric scope is the same member") {
+    list->add_fixed(make_address("fe80::1%" + std::to_string(lo)));
+    CHECK(list->admits(peer("fe80::1", lo)));
+  }
+  SECTION("a link-local member without a scope admits it on every interface") {
+    list->add_fixed(make_address("fe80::1"));
+    CHECK(list->admits(peer("fe80::1", lo)));
+    CHECK(list->admits(peer("fe80::1", lo + 1000)));
+  }
+  SECTION("an agent's connection over link-local makes its address a member on that link") {
+    auto hold = list->hold(peer("fe80::7", lo));
+    CHECK(list->admits(peer("fe80::7", lo)));
+    CHECK_FALSE(list->admits(peer("fe80::7", lo + 1000)));
+    hold.reset();
+    CHECK_FALSE(list->admits(peer("fe80::7", lo)));
+  }
+  SECTION("an IPv4 peer of a dual-stack listener is its IPv4 member") {
+    list->add_fixed(make_address("10.0.0.5"));
+    CHECK(list->admits(make_address("::ffff:10.0.0.5")));
   }
 }

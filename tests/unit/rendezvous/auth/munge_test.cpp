@@ -59,9 +59,16 @@ struct Fed {
 
 Fed feed(const std::shared_ptr<const auth::Credentials>& job, const Bytes& challenge,
          const std::string& credential) {
-  auth::ServerHandshake handshake(job, challenge, auth::munge_check_for(*job));
+  auth::ServerHandshake handshake(job, challenge);
   Fed fed{Status::kNeedMore, {}, {}};
   fed.status = handshake.feed(answer(credential), fed.out).status;
+  if (fed.status == Status::kCheckMunge) {
+    const auto& query = handshake.munge_query();
+    fed.status = handshake.finish_munge(auth::munge_check_for(*job)(query.credential,
+                                                                    query.payload),
+                                        fed.out)
+                     .status;
+  }
   fed.error = handshake.error();
   return fed;
 }
