@@ -73,7 +73,8 @@ MungeDaemon::MungeDaemon() {
 
 MungeDaemon::~MungeDaemon() {
   if (dir_.empty()) return;
-  // SIGTERM, then wait for the exit on a pidfd (munged --stop polls for it once a second).
+  // SIGTERM, then wait for the exit on a pidfd (munged --stop polls for it once a second);
+  // SIGKILL when it has not gone within 5 s, so no munged outlives its test.
   std::ifstream pid_file(dir_ + "/munged.pid");
   pid_t pid = 0;
   if (running_ && pid_file >> pid && pid > 0) {
@@ -81,8 +82,13 @@ MungeDaemon::~MungeDaemon() {
     ::kill(pid, SIGTERM);
     if (pidfd >= 0) {
       pollfd exited{pidfd, POLLIN, 0};
-      ::poll(&exited, 1, 5000);
+      if (::poll(&exited, 1, 5000) != 1) {
+        ::kill(pid, SIGKILL);
+        ::poll(&exited, 1, 5000);
+      }
       ::close(pidfd);
+    } else {
+      ::kill(pid, SIGKILL);
     }
   }
   std::error_code ignored;
