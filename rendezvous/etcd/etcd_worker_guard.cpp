@@ -33,7 +33,7 @@ StoreGuard RoundWorkerGuard::open_round() {
   return StoreGuard{nullptr, members_, nullptr};
 }
 
-boost::asio::awaitable<void> RoundWorkerGuard::admit_round(EtcdClient& client,
+boost::asio::awaitable<void> RoundWorkerGuard::admit_round(EtcdKv& client,
                                                            const std::string& run_id,
                                                            const RendezvousInfo& info) {
   const auto members = members_;  // a new round may replace members_ while we read

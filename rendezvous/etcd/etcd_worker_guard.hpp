@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "rendezvous/auth/member_list.hpp"
-#include "rendezvous/etcd/etcd_client.hpp"
+#include "rendezvous/etcd/etcd_kv.hpp"
 #include "rendezvous/rendezvous.hpp"
 #include "rendezvous/store_server/store_guard.hpp"
 
@@ -29,7 +29,7 @@ class RoundWorkerGuard {
   StoreGuard open_round();
   // After the round closed with `info`: on group rank 0, reads the round's member records and
   // admits their addresses; then settles the list. Throws IoError when etcd cannot be read.
-  boost::asio::awaitable<void> admit_round(EtcdClient& client, const std::string& run_id,
+  boost::asio::awaitable<void> admit_round(EtcdKv& client, const std::string& run_id,
                                            const RendezvousInfo& info);
 
  private:
