@@ -421,7 +421,7 @@ asio::awaitable<RoundEvent> C10dRendezvous::watch_round() {
   return watch_running_round(monitor_);
 }
 
-asio::awaitable<void> C10dRendezvous::exit_barrier() {
+asio::awaitable<bool> C10dRendezvous::exit_barrier() {
   const std::shared_ptr<Monitor> m = monitor_;
   if (!m) throw InternalError("c10d exit barrier outside a running round");
   ExitBarrier barrier;
@@ -436,6 +436,7 @@ asio::awaitable<void> C10dRendezvous::exit_barrier() {
   barrier.close_timeout = settings_.close_timeout;
   StoreCoordination coordination(store_);
   co_await pass_exit_barrier(coordination, *m, std::move(barrier));
+  co_return !m->stopped;
 }
 
 asio::awaitable<std::optional<RoundEvent>> C10dRendezvous::failure_verdict(

@@ -427,7 +427,8 @@ asio::awaitable<void> C10dRendezvous::finish(bool success) {
   if (current_ && !self_.is_host) {
     co_await store_.delete_key(lease_key(keys::lease_base(self_.name)));
   }
-  if (current_) co_await exit_barrier();
+  // The agent gave up on this barrier (another node failed) and has moved on: leave it be.
+  if (current_ && !co_await exit_barrier()) co_return;
   stop_monitor();
   // Nodes still waiting for a next round learn that the job is over. A store host in the round
   // does it alone: the exit barrier keeps it until every member has passed, so the others leave

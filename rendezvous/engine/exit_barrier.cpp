@@ -25,7 +25,8 @@ asio::awaitable<void> pass_exit_barrier(Coordination& coordination, RoundMonitor
   std::int64_t done = co_await coordination.arrive(barrier.finished, barrier.node);
   std::int64_t lost = 0;
   for (;;) {
-    if (m.stopped || m.passed) break;
+    if (m.stopped) co_return;  // the agent gave up on this barrier and moved on
+    if (m.passed) break;
     if (m.error || (other_error && other_error())) {
       logger->warn("exit barrier abandoned: the round's store, watch or lease failed");
       co_return;

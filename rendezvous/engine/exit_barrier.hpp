@@ -32,6 +32,8 @@ struct ExitBarrier {
   std::chrono::milliseconds close_timeout{std::chrono::seconds(30)};
 };
 
+// Returns at once, leaving the barrier, once the monitor stops (the agent gave up on the barrier,
+// say for another node's failure, and moved on: its caller must then leave the job be).
 // REQUIRES: `monitor` is the round's running monitor. `other_error`: a backend's reason to give
 // up besides the monitor's error (etcd: its lease is lost); may be empty.
 asio::awaitable<void> pass_exit_barrier(Coordination& coordination, RoundMonitor& monitor,
