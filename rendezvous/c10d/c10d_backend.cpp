@@ -19,6 +19,7 @@
 #include "ddp/error.hpp"
 #include "rendezvous/c10d/c10d_keys.hpp"
 #include "rendezvous/c10d/c10d_rendezvous.hpp"
+#include "rendezvous/engine/round_worker_store.hpp"
 #include "rendezvous/net_address.hpp"
 #include "rendezvous/store/memory_store.hpp"
 #include "rendezvous/store_client/lease_holder.hpp"
@@ -177,13 +178,7 @@ class C10dBackend final : public Rendezvous {
     WorkerStoreOpener opener;
     if (server_) {
       opener = [this](int round) {
-        worker_store_.reset();  // the previous round's workers are gone
-        worker_store_ = std::make_unique<TcpStoreServer>(io_, bind_host_, 0, StoreLimits{},
-                                                         guards_.worker_store());
-        worker_store_->start();
-        logger()->debug("worker store for round {} at {}:{}", round, self_.addr,
-                        worker_store_->port());
-        return std::make_pair(self_.addr, worker_store_->port());
+        return worker_store_.open(round, bind_host_, self_.addr, guards_.worker_store());
       };
     }
     core_ = std::make_unique<C10dRendezvous>(io_.get_executor(), *store, s, self_,
@@ -209,7 +204,7 @@ class C10dBackend final : public Rendezvous {
   std::unique_ptr<TcpStoreClient> lease_client_;
   std::unique_ptr<TcpStoreClient> watch_client_;  // the change log's wait
   std::unique_ptr<LeaseHolder> lease_holder_;
-  std::unique_ptr<TcpStoreServer> worker_store_;
+  RoundWorkerStore worker_store_{io_};
   std::unique_ptr<C10dRendezvous> core_;  // declared last: destroyed before the stores
 };
 

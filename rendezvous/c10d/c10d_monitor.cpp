@@ -24,7 +24,10 @@
 #include "ddp/error.hpp"
 #include "rendezvous/c10d/c10d_keys.hpp"
 #include "rendezvous/c10d/c10d_rendezvous.hpp"
+#include "rendezvous/engine/exit_barrier.hpp"
+#include "rendezvous/engine/failure_verdict.hpp"
 #include "rendezvous/engine/round_monitor.hpp"
+#include "rendezvous/engine/store_coordination.hpp"
 
 namespace ddp::rdzv {
 
@@ -32,9 +35,14 @@ namespace keys = c10d_keys;
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-// RoundMonitor's changes are the round's change log as last read.
+// RoundMonitor's changes are the round's change log as last read. The log's wait ends at its
+// first line, so refresh() reads later lines itself (the exit barrier, the failure verdict).
 struct C10dRendezvous::Monitor : RoundMonitor {
-  explicit Monitor(asio::any_io_executor ex) : RoundMonitor(ex), tick(ex) {}
+  Monitor(asio::any_io_executor ex, Store& s) : RoundMonitor(ex), tick(ex), store(s) {}
+
+  // Waits `period` (in the exit barrier: for the barrier's key, at most `period`), then reads
+  // the change log.
+  asio::awaitable<void> refresh(std::chrono::milliseconds period) override;
 
   asio::steady_timer tick;  // the next beat or read
   int index = 0;  // this node's arrival index
@@ -42,6 +50,9 @@ struct C10dRendezvous::Monitor : RoundMonitor {
   std::optional<C10dDerivedRound> derived;  // the plan, when the round was derived
   std::optional<Bytes> plan;  // the next round's plan, once read or written
   bool may_derive = true;     // false once this node spent a restart in the round
+  Store& store;             // the rendezvous's (prefixed) store
+  std::string change_key;   // r<N>/change
+  std::string passed_key;   // r<N>/all_finished
 };
 
 namespace {
@@ -144,6 +155,23 @@ std::optional<Bytes> carried_loss(const RoundChanges& before, const C10dDerivedR
 
 }  // namespace
 
+asio::awaitable<void> C10dRendezvous::Monitor::refresh(milliseconds period) {
+  if (finishing) {
+    // A bounded wait, not a poll: it returns as soon as the last node finishes, and it holds the
+    // connection at most `period`, so the monitor's heartbeats still go out.
+    if (co_await store.wait_for(c10d_keys::one(passed_key), period)) {
+      passed = true;
+      co_return;
+    }
+  } else if (period > milliseconds(0)) {
+    asio::steady_timer pause(tick.get_executor(), period);
+    boost::system::error_code ec;
+    co_await pause.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+  }
+  if (stopped || error) co_return;
+  changes = parse_changes(co_await read_change_log(store, change_key));
+}
+
 C10dWatched c10d_watched(int index, int size) {
   if (size < 2 || index < 1 || index > size) return {};
   const int group = std::min(kC10dWatchGroup, (size + 1) / 2);
@@ -163,8 +191,10 @@ void C10dRendezvous::watch_changes_on(Store& store) {
 }
 
 void C10dRendezvous::start_monitor(const Member& member, bool beaten) {
-  auto m = std::make_shared<Monitor>(executor_);
+  auto m = std::make_shared<Monitor>(executor_, store_);
   m->round = member.header.round;
+  m->change_key = keys::change(m->round);
+  m->passed_key = keys::all_finished(m->round);
   m->index = current_index_;
   m->size = member.header.size;
   m->derived = member.derived;
@@ -391,69 +421,33 @@ asio::awaitable<RoundEvent> C10dRendezvous::watch_round() {
   return watch_running_round(monitor_);
 }
 
-asio::awaitable<void> C10dRendezvous::exit_barrier() {
-  const int round = current_->header.round;
-  const auto size = static_cast<std::int64_t>(current_->header.size);
+asio::awaitable<bool> C10dRendezvous::exit_barrier() {
   const std::shared_ptr<Monitor> m = monitor_;
-  if (m) m->finishing = true;
-  if (co_await store_.add(keys::finished(round), 1) == size) {
-    co_await store_.set(keys::all_finished(round), to_bytes("1"));
-  }
-  asio::steady_timer tick(executor_);
-  // A bounded wait, not a poll: it returns as soon as the last node finishes, and it holds the
-  // connection at most half a heartbeat interval, so the monitor's heartbeats still go out.
-  const milliseconds period =
-      std::min(c10d_read_period(settings_.keep_alive_interval), milliseconds(1000));
-  std::int64_t lost = 0;
-  for (;;) {
-    if (co_await store_.wait_for(c10d_keys::one(keys::all_finished(round)), period)) break;
-    if (m && m->error) {
-      logger()->warn("exit barrier abandoned: the store is gone");
-      co_return;
-    }
-    // The monitor's wait on the change log ends at its first line; later lines (a failure, the
-    // job's end, more lost nodes) are read here.
-    if (m) m->changes = parse_changes(co_await read_change_log(store_, keys::change(round)));
-    if (m && m->changes.closed && !m->changes.finished()) {
-      logger()->warn("exit barrier short-circuited: job closed: {}", *m->changes.closed);
-      co_return;
-    }
-    // A lost node never finishes: the barrier waits only for the live ones.
-    lost = m ? static_cast<std::int64_t>(m->changes.lost.size()) : 0;
-    if (lost > 0 && co_await store_.add(keys::finished(round), 0) + lost >= size) {
-      logger()->warn("exit barrier passed without lost node(s): {}",
-                     fmt::format("{}", fmt::join(m->changes.lost, ", ")));
-      break;
-    }
-  }
-  const auto left = co_await store_.add(keys::left(round), 1);
-  if (!self_.is_host) co_return;
-  // The host keeps the store up until every live member has read the barrier's result (bounded).
-  const auto live = size - lost;
-  const Clock::time_point until = Clock::now() + settings_.close_timeout;
-  for (auto n = left; n < live && Clock::now() < until;
-       n = co_await store_.add(keys::left(round), 0)) {
-    tick.expires_after(milliseconds(20));
-    co_await tick.async_wait(asio::use_awaitable);
-  }
+  if (!m) throw InternalError("c10d exit barrier outside a running round");
+  ExitBarrier barrier;
+  barrier.node = self_.name;
+  barrier.size = current_->header.size;
+  barrier.finished = keys::finished(m->round);
+  barrier.passed = keys::all_finished(m->round);
+  // The store host keeps the store up until every live member has read the barrier's result.
+  barrier.left = keys::left(m->round);
+  barrier.keeps_store = self_.is_host;
+  barrier.period = std::min(c10d_read_period(settings_.keep_alive_interval), milliseconds(1000));
+  barrier.close_timeout = settings_.close_timeout;
+  StoreCoordination coordination(store_);
+  co_await pass_exit_barrier(coordination, *m, std::move(barrier));
+  co_return !m->stopped;
 }
 
 asio::awaitable<std::optional<RoundEvent>> C10dRendezvous::failure_verdict(
     Clock::time_point failed_at) {
-  if (!current_ || current_->header.size == 1) co_return std::nullopt;  // no peer to lose
+  const std::shared_ptr<Monitor> m = monitor_;
+  if (!current_ || !m || current_->header.size == 1) co_return std::nullopt;  // no peer to lose
   // A dead node's connection closes when it dies, before its workers (parent-death signal) and
   // so before ours notice; its lease then expires `connection_grace` later. The margin covers a
   // loaded store host; only a failure with every node alive waits it out.
-  const Clock::time_point until = failed_at + settings_.connection_grace + settings_.verdict_margin;
-  const std::string change_key = keys::change(current_->header.round);
-  asio::steady_timer tick(executor_);
-  for (;;) {
-    const RoundChanges changes = parse_changes(co_await read_change_log(store_, change_key));
-    if (auto cause = changes.failure_cause()) co_return cause;
-    if (Clock::now() >= until) co_return std::nullopt;
-    tick.expires_after(kVerdictPoll);
-    co_await tick.async_wait(asio::use_awaitable);
-  }
+  co_return co_await judge_failure(
+      *m, failed_at + settings_.connection_grace + settings_.verdict_margin, kVerdictPoll);
 }
 
 }  // namespace ddp::rdzv

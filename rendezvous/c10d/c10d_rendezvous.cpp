@@ -17,6 +17,8 @@
 #include "common/parse_number.hpp"
 #include "ddp/error.hpp"
 #include "rendezvous/c10d/c10d_keys.hpp"
+#include "rendezvous/engine/exit_barrier.hpp"
+#include "rendezvous/engine/store_coordination.hpp"
 #include "rendezvous/store/store_lease.hpp"
 
 namespace ddp::rdzv {
@@ -425,7 +427,8 @@ asio::awaitable<void> C10dRendezvous::finish(bool success) {
   if (current_ && !self_.is_host) {
     co_await store_.delete_key(lease_key(keys::lease_base(self_.name)));
   }
-  if (current_) co_await exit_barrier();
+  // The agent gave up on this barrier (another node failed) and has moved on: leave it be.
+  if (current_ && !co_await exit_barrier()) co_return;
   stop_monitor();
   // Nodes still waiting for a next round learn that the job is over. A store host in the round
   // does it alone: the exit barrier keeps it until every member has passed, so the others leave
@@ -436,13 +439,9 @@ asio::awaitable<void> C10dRendezvous::finish(bool success) {
 asio::awaitable<void> C10dRendezvous::wait_until_read(int round) {
   // The other members learn why the job failed from this store: keep it up until each has read
   // it (they count themselves in r<N>/left), at most close_timeout.
-  const auto others = static_cast<std::int64_t>(current_->header.size) - 1;
-  const Clock::time_point until = Clock::now() + settings_.close_timeout;
-  asio::steady_timer tick(executor_);
-  while (co_await store_.add(keys::left(round), 0) < others && Clock::now() < until) {
-    tick.expires_after(milliseconds(20));
-    co_await tick.async_wait(asio::use_awaitable);
-  }
+  StoreCoordination coordination(store_);
+  co_await wait_for_tally(coordination, keys::left(round), current_->header.size - 1,
+                          settings_.close_timeout);
 }
 
 }  // namespace ddp::rdzv

@@ -115,7 +115,8 @@ class C10dRendezvous final : public Rendezvous {
   Seen seen() const;
   // This node spent a restart in the running round: its monitor proposes no derived plan.
   void forbid_derived_plan();
-  asio::awaitable<void> exit_barrier();
+  // False when the agent gave up on the barrier and moved on (the monitor stopped meanwhile).
+  asio::awaitable<bool> exit_barrier();
   asio::awaitable<void> wait_until_read(int round);
   asio::awaitable<void> close_job(const std::string& why);
 

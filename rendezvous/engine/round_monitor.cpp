@@ -3,6 +3,8 @@
 
 #include "rendezvous/engine/round_monitor.hpp"
 
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -13,6 +15,7 @@
 namespace ddp::rdzv {
 
 using Clock = std::chrono::steady_clock;
+using namespace boost::asio::experimental::awaitable_operators;
 
 namespace {
 
@@ -34,6 +37,11 @@ void RoundMonitor::part_ended(std::exception_ptr failure, const char* backend) {
     error = failure;
   }
   wake();
+}
+
+asio::awaitable<void> RoundMonitor::refresh(std::chrono::milliseconds period) {
+  asio::steady_timer timeout(signal.get_executor(), period);
+  co_await (wait_signal(signal) || timeout.async_wait(asio::as_tuple(asio::use_awaitable)));
 }
 
 asio::awaitable<bool> wait_signal(asio::steady_timer& timer) {

@@ -1,13 +1,15 @@
 #pragma once
 // RoundMonitor: what every backend's monitor of a running round shares. A backend's monitor (its
 // detached coroutines: c10d's heartbeats and change-log wait, etcd's watch) fills `changes` and
-// wakes the signal; watch_round, the failure verdict and the exit barrier wait on the signal and
-// read `changes`. Runs on the agent's io_context; shared (shared_ptr) between the rendezvous and
+// wakes the signal; watch_round, the failure verdict and the exit barrier (exit_barrier.hpp,
+// failure_verdict.hpp) wait on it through refresh() and read `changes`. Runs on the agent's io_context; shared (shared_ptr) between the rendezvous and
 // the monitor's coroutines, which end once `stopped` is set.
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/steady_timer.hpp>
+
+#include <chrono>
 
 #include <exception>
 #include <functional>
@@ -21,6 +23,7 @@ namespace ddp::rdzv {
 
 struct RoundMonitor {
   explicit RoundMonitor(asio::any_io_executor executor);
+  virtual ~RoundMonitor() = default;
 
   void wake() { signal.cancel(); }
   // Ends the monitor: its coroutines stop at their next step, and every waiter wakes.
@@ -33,11 +36,17 @@ struct RoundMonitor {
   // A detached part of the monitor ended: its error (unless the monitor stopped first) becomes
   // the round's error, which watch_round throws; logged as "<backend> round N monitor failed".
   void part_ended(std::exception_ptr error, const char* backend);
+  // Waits at most `period` for news of the round (`changes`, `passed`, `all_present`). Here: for
+  // the signal, where a backend's watch pushes every change (etcd). A backend whose monitor
+  // stops reading at the round's first change (c10d) reads the news itself.
+  virtual asio::awaitable<void> refresh(std::chrono::milliseconds period);
 
   asio::steady_timer signal;  // never expires; cancelled to wake watch_round, the barrier, verdict
   bool stopped = false;
   bool finishing = false;  // this node is in the exit barrier
   RoundChanges changes;    // what the round's log or watch said so far
+  bool passed = false;       // the round's exit barrier passed: every live member finished
+  bool all_present = false;  // every member answered a roll call made after a failure (etcd)
   std::exception_ptr error;
   int round = 0;
 };

@@ -14,6 +14,7 @@
 #include "common/log.hpp"
 #include "ddp/error.hpp"
 #include "rendezvous/etcd/etcd_link_guard.hpp"
+#include "rendezvous/engine/round_worker_store.hpp"
 #include "rendezvous/etcd/etcd_rendezvous.hpp"
 #include "rendezvous/etcd/etcd_tls.hpp"
 #include "rendezvous/etcd/etcd_worker_guard.hpp"
@@ -60,15 +61,10 @@ class EtcdBackend final : public Rendezvous {
                    options_.local_addr ? "--local_addr" : "the interface routing to etcd",
                    fmt::join(members, ","), tls_ ? "https" : "http");
     core_ = std::make_unique<EtcdRendezvous>(
-        io_.get_executor(), client_, options_.settings, self_, [this](int round) {
-          worker_store_.reset();  // the previous round's workers are gone
+        io_.get_executor(), client_, options_.settings, self_,
+        [this](int round) {
           link_guard_.open_round();
-          worker_store_ = std::make_unique<TcpStoreServer>(io_, bind_host_, 0, StoreLimits{},
-                                                           worker_guard_.open_round());
-          worker_store_->start();
-          logger()->debug("worker store for round {} at {}:{}", round, self_.addr,
-                          worker_store_->port());
-          return std::make_pair(self_.addr, worker_store_->port());
+          return worker_store_.open(round, bind_host_, self_.addr, worker_guard_.open_round());
         },
         &links_->store());
   }
@@ -140,7 +136,7 @@ class EtcdBackend final : public Rendezvous {
   std::shared_ptr<EtcdClient> client_;
   RoundWorkerGuard worker_guard_{options_.worker_store_members_only};
   LinkStoreGuard link_guard_{options_.credentials, options_.worker_store_members_only};
-  std::unique_ptr<TcpStoreServer> worker_store_;
+  RoundWorkerStore worker_store_{io_};
   std::unique_ptr<TcpStoreServer> links_;  // for this agent's whole life
   std::unique_ptr<EtcdRendezvous> core_;  // declared last: destroyed before the stores
 };

@@ -280,8 +280,8 @@ asio::awaitable<void> EtcdClient::lease_revoke(std::int64_t id, milliseconds win
   }
 }
 
-std::shared_ptr<EtcdWatch> EtcdClient::watch(std::string key, std::string range_end,
-                                             std::int64_t start_revision, bool prev_kv) {
+std::shared_ptr<KvWatch> EtcdClient::watch(std::string key, std::string range_end,
+                                           std::int64_t start_revision, bool prev_kv) {
   auto w = std::make_shared<EtcdWatch>(shared_from_this(), std::move(key), std::move(range_end),
                                        start_revision, prev_kv);
   watches_.push_back(w);

@@ -19,12 +19,9 @@
 #include <string>
 #include <vector>
 
-#include "rendezvous/etcd/etcd_json.hpp"
+#include "rendezvous/etcd/etcd_kv.hpp"
 
 namespace ddp::rdzv::etcd {
-
-namespace asio = boost::asio;
-using Clock = std::chrono::steady_clock;
 
 struct TlsContext;
 namespace detail {
@@ -52,31 +49,34 @@ struct ClientOptions {
 
 class EtcdWatch;
 
-class EtcdClient : public std::enable_shared_from_this<EtcdClient> {
+class EtcdClient final : public EtcdKv, public std::enable_shared_from_this<EtcdClient> {
  public:
   // REQUIRES: options.members is not empty.
   EtcdClient(asio::any_io_executor executor, ClientOptions options);
-  ~EtcdClient();
+  ~EtcdClient() override;
 
   // Each operation throws IoError naming the operation and every member's last error when no
   // member answered within the failover window (or `window` where given), and IoError naming
   // the member when one answered with a non-retryable error.
-  asio::awaitable<RangeResponse> range(RangeRequest request);
-  asio::awaitable<std::int64_t> put(PutRequest request);  // returns the put's revision
-  asio::awaitable<TxnResponse> txn(TxnRequest request, std::string what);
-  asio::awaitable<LeaseGrant> lease_grant(std::int64_t ttl_seconds);
+  asio::awaitable<RangeResponse> range(RangeRequest request) override;
+  asio::awaitable<std::int64_t> put(PutRequest request) override;  // returns the put's revision
+  asio::awaitable<TxnResponse> txn(TxnRequest request, std::string what) override;
+  asio::awaitable<LeaseGrant> lease_grant(std::int64_t ttl_seconds) override;
   // The remaining TTL; 0 when the lease is gone (expired or revoked). One member gets at most
   // `per_member` of the window, so that a silent member leaves time to reach another before the
   // lease expires.
   asio::awaitable<std::int64_t> lease_keepalive(std::int64_t id, std::chrono::milliseconds window,
-                                                std::chrono::milliseconds per_member);
+                                                std::chrono::milliseconds per_member) override;
   // A lease that is already gone counts as revoked.
-  asio::awaitable<void> lease_revoke(std::int64_t id, std::chrono::milliseconds window);
+  asio::awaitable<void> lease_revoke(std::int64_t id, std::chrono::milliseconds window) override;
 
   // Starts watching [key, range_end) from start_revision (0: from now). The watch reconnects to
   // another member on its own, resuming after the last revision it delivered.
-  std::shared_ptr<EtcdWatch> watch(std::string key, std::string range_end,
-                                   std::int64_t start_revision, bool prev_kv);
+  std::shared_ptr<KvWatch> watch(std::string key, std::string range_end,
+                                 std::int64_t start_revision, bool prev_kv) override;
+
+  std::chrono::milliseconds failover_window() const override { return options_.failover_window; }
+  std::string endpoint() const override { return current_member().to_string(); }
 
   const Member& current_member() const { return options_.members[current_]; }
   const ClientOptions& options() const { return options_; }
@@ -109,18 +109,18 @@ class EtcdClient : public std::enable_shared_from_this<EtcdClient> {
 };
 
 // One watch stream. Responses queue up until next() takes them.
-class EtcdWatch : public std::enable_shared_from_this<EtcdWatch> {
+class EtcdWatch final : public KvWatch, public std::enable_shared_from_this<EtcdWatch> {
  public:
   EtcdWatch(std::shared_ptr<EtcdClient> client, std::string key, std::string range_end,
             std::int64_t start_revision, bool prev_kv);
-  ~EtcdWatch();
+  ~EtcdWatch() override;
 
   // The next response with events, or nullopt once `deadline` passes or the watch is cancelled.
   // Throws IoError when the watch failed for good (every member unreachable for the failover
   // window, or history compacted). One waiter at a time.
-  asio::awaitable<std::optional<WatchResponse>> next(Clock::time_point deadline);
+  asio::awaitable<std::optional<WatchResponse>> next(Clock::time_point deadline) override;
   // Stops the stream; a waiting next() returns nullopt. Idempotent.
-  void cancel();
+  void cancel() override;
 
  private:
   friend class EtcdClient;

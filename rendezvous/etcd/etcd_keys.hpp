@@ -45,17 +45,13 @@ inline std::string roll_call(const std::string& job, int n) { return events(job,
 inline std::string all_present(const std::string& job, int n) {
   return events(job, n) + "all_present";
 }
+// The answers' tally (a node's answer is presents(...) + <node>, EtcdCoordination::arrive).
 inline std::string presents(const std::string& job, int n) {
   return job + "present/r" + std::to_string(n) + "/";
 }
-inline std::string present(const std::string& job, int n, const std::string& name) {
-  return presents(job, n) + name;
-}
+// The exit barrier's tally of finished members (done/r<N>/<node>).
 inline std::string dones(const std::string& job, int n) {
   return job + "done/r" + std::to_string(n) + "/";
-}
-inline std::string done(const std::string& job, int n, const std::string& name) {
-  return dones(job, n) + name;
 }
 
 // The value of r<N>/assignment for a round the job ended before.

@@ -11,21 +11,23 @@
 #include <memory>
 #include <string>
 
-#include "rendezvous/etcd/etcd_client.hpp"
+#include "rendezvous/etcd/etcd_kv.hpp"
 #include "rendezvous/etcd/etcd_rendezvous.hpp"
 
 namespace ddp::rdzv::etcd {
 
 struct EtcdRendezvous::Lease : std::enable_shared_from_this<Lease> {
-  Lease(asio::any_io_executor executor, std::shared_ptr<EtcdClient> client, LeaseGrant grant,
+  Lease(asio::any_io_executor executor, std::shared_ptr<EtcdKv> client, LeaseGrant grant,
         std::string node);
 
   // Starts the keep-alives (a detached coroutine that shares this object).
   void start();
   // Ends them; a later error is not reported. Idempotent.
   void stop();
+  // The keep-alive loop (start() spawns it).
+  static asio::awaitable<void> keep_alive(std::shared_ptr<Lease> self);
 
-  std::shared_ptr<EtcdClient> client;
+  std::shared_ptr<EtcdKv> client;
   std::int64_t id = 0;
   std::chrono::seconds ttl;
   std::string node;

@@ -263,7 +263,7 @@ asio::awaitable<void> RoundLink::Member::withdraw() {
   control.reset();
 }
 
-asio::awaitable<bool> declare_lost(std::shared_ptr<EtcdClient> client, std::string job,
+asio::awaitable<bool> declare_lost(std::shared_ptr<EtcdKv> client, std::string job,
                                    RoundHeader header, std::string node, int group_rank,
                                    milliseconds after) {
   const std::optional<std::int64_t> revision = revision_of(header, group_rank);

@@ -20,7 +20,7 @@
 #include <memory>
 #include <string>
 
-#include "rendezvous/etcd/etcd_client.hpp"
+#include "rendezvous/etcd/etcd_kv.hpp"
 #include "rendezvous/etcd/etcd_documents.hpp"
 
 namespace ddp::rdzv {
@@ -76,7 +76,7 @@ class RoundLink {
 // and the job is not closed: puts r<N>/ev/lost/<node> ("<after_ms>") and deletes the join key.
 // Then revokes the node's lease, so its other keys go too. Returns whether this call declared it
 // (false: the conditions did not hold, or another node declared it first).
-asio::awaitable<bool> declare_lost(std::shared_ptr<EtcdClient> client, std::string job,
+asio::awaitable<bool> declare_lost(std::shared_ptr<EtcdKv> client, std::string job,
                                    RoundHeader header, std::string node, int group_rank,
                                    std::chrono::milliseconds after);
 

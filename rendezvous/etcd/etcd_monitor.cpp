@@ -17,7 +17,10 @@
 
 #include "common/log.hpp"
 #include "ddp/error.hpp"
+#include "rendezvous/engine/exit_barrier.hpp"
+#include "rendezvous/engine/failure_verdict.hpp"
 #include "rendezvous/engine/round_monitor.hpp"
+#include "rendezvous/etcd/etcd_coordination.hpp"
 #include "rendezvous/etcd/etcd_keys.hpp"
 #include "rendezvous/etcd/etcd_lease.hpp"
 #include "rendezvous/etcd/etcd_rendezvous.hpp"
@@ -28,10 +31,8 @@ namespace ddp::rdzv::etcd {
 struct EtcdRendezvous::Monitor : RoundMonitor {
   explicit Monitor(asio::any_io_executor ex) : RoundMonitor(std::move(ex)) {}
 
-  std::shared_ptr<EtcdWatch> watch;
-  bool all_finished = false;  // ev/all_finished exists
-  bool roll_call = false;     // ev/roll_call exists (this node has answered it)
-  bool all_present = false;   // ev/all_present exists: every member answered the roll call
+  std::shared_ptr<KvWatch> watch;
+  bool roll_call = false;  // ev/roll_call exists (this node has answered it)
 };
 
 namespace {
@@ -66,35 +67,21 @@ std::chrono::milliseconds milliseconds_in(const std::string& text) {
 }
 
 struct RollCall {
-  std::string present;      // this node's answer key
-  std::string presents;     // every answer's prefix
+  std::string node;         // this node
+  std::string presents;     // the answers' tally (present/r<N>/)
   std::string all_present;  // the event that every member answered
   std::int64_t lease = 0;
   std::int64_t size = 0;  // the round's members
 };
 
-// Puts `key` (bound to `lease`) and counts the keys under `prefix` in one transaction, so the
-// count sees the put: an arrival and the arrivals so far. nullopt when etcd sent no count.
-asio::awaitable<std::optional<std::int64_t>> put_and_count(EtcdClient& client, std::string key,
-                                                           std::string prefix,
-                                                           std::int64_t lease, std::string what) {
-  TxnRequest txn;
-  txn.success.push_back({std::move(key), "1", lease});
-  txn.success_reads.push_back(prefix_count(prefix));
-  const TxnResponse counted = co_await client.txn(std::move(txn), std::move(what));
-  if (counted.ranges.size() != 1) co_return std::nullopt;
-  co_return counted.ranges[0].count;
-}
-
-// This node's answer to a roll call, and the count of answers. The answers have increasing
-// revisions, so the last one counts them all and says so.
-asio::awaitable<void> answer_roll_call(std::shared_ptr<EtcdClient> client, RollCall call) {
-  const std::optional<std::int64_t> answers =
-      co_await put_and_count(*client, call.present, call.presents, call.lease,
-                             "answer " + call.present);
-  if (answers && *answers >= call.size) {
-    PutRequest all{call.all_present, "1", 0};
-    co_await client->put(std::move(all));
+// This node's answer to a roll call: an arrival at the answers' tally, bound to its lease. The
+// answers have increasing revisions, so the last one counts them all and says so.
+asio::awaitable<void> answer_roll_call(std::shared_ptr<EtcdKv> client, RollCall call) {
+  EtcdCoordination answers(*client, [lease = call.lease] { return lease; });
+  if (co_await answers.arrive(call.presents, call.node) >= call.size) {
+    std::vector<std::pair<std::string, Bytes>> all;
+    all.emplace_back(call.all_present, to_bytes("1"));
+    co_await answers.put(std::move(all));
   }
 }
 
@@ -119,9 +106,9 @@ void EtcdRendezvous::start_monitor(const Member& member) {
   const std::string all_finished = keys::all_finished(job_, m->round);
   const std::string roll_call = keys::roll_call(job_, m->round);
   const std::string all_present = keys::all_present(job_, m->round);
-  const RollCall answer{keys::present(job_, m->round, self_.name), keys::presents(job_, m->round),
+  const RollCall answer{self_.name, keys::presents(job_, m->round),
                         all_present, lease_ ? lease_->id : 0, member.header.size};
-  const std::shared_ptr<EtcdClient> client = client_;
+  const std::shared_ptr<EtcdKv> client = client_;
   const auto lease_ttl = std::chrono::duration_cast<std::chrono::milliseconds>(settings_.lease_ttl);
   const RoundHeader header = member.header;
   const std::string self = self_.name;
@@ -160,7 +147,7 @@ void EtcdRendezvous::start_monitor(const Member& member) {
             } else if (key == closed && !m->changes.closed) {
               m->changes.closed = e.kv.value;
             } else if (key == all_finished) {
-              m->all_finished = true;
+              m->passed = true;
             } else if (key == roll_call && !m->roll_call) {
               m->roll_call = true;  // a member's workers failed: say that this node is alive
               asio::co_spawn(m->signal.get_executor(), answer_roll_call(client, answer),
@@ -302,25 +289,18 @@ asio::awaitable<std::optional<RoundEvent>> EtcdRendezvous::failure_verdict(
       "failure verdict round={}: waiting up to {:.1f} s for a lost node, a peer's failure or "
       "every member's answer to the roll call",
       round, seconds(until - Clock::now()));
-  asio::steady_timer deadline(executor_, until);
-  deadline.async_wait([weak = std::weak_ptr<Monitor>(m)](const boost::system::error_code& ec) {
-    if (const auto monitor = weak.lock(); monitor && !ec) monitor->wake();
-  });
-  for (;;) {
-    if (auto cause = m->changes.failure_cause()) co_return cause;
-    if (m->all_present) {
-      logger()->info(
-          "failure verdict round={}: all {} members answered the roll call, so none was lost: "
-          "the failure is this node's own",
-          round, current_->header.size);
-      co_return std::nullopt;
-    }
-    if (m->stopped || m->error || Clock::now() >= until) {
-      logger()->info("failure verdict round={}: no loss seen within the lease TTL + margin", round);
-      co_return std::nullopt;
-    }
-    if (!co_await wait_signal(m->signal)) co_return std::nullopt;  // the agent is stopping
+  // (The watch wakes the monitor on every change; the poll only bounds the wait.)
+  std::optional<RoundEvent> cause = co_await judge_failure(*m, until, std::chrono::seconds(1));
+  if (cause) co_return cause;
+  if (m->all_present) {
+    logger()->info(
+        "failure verdict round={}: all {} members answered the roll call, so none was lost: "
+        "the failure is this node's own",
+        round, current_->header.size);
+  } else if (!m->stopped && !m->error) {
+    logger()->info("failure verdict round={}: no loss seen within the lease TTL + margin", round);
   }
+  co_return std::nullopt;
 }
 
 asio::awaitable<void> EtcdRendezvous::close_job(const std::string& why) {
@@ -341,49 +321,16 @@ asio::awaitable<void> EtcdRendezvous::close_job(const std::string& why) {
 }
 
 asio::awaitable<void> EtcdRendezvous::exit_barrier() {
-  const int round = current_->header.round;
-  const std::int64_t size = current_->header.size;
   const std::shared_ptr<Monitor> m = monitor_;
-  m->finishing = true;
-  // Our arrival and the count of arrivals so far in one transaction (the count sees our put).
-  const std::string mine = keys::done(job_, round, self_.name);
-  std::optional<std::int64_t> counted =
-      co_await put_and_count(*client_, mine, keys::dones(job_, round), lease_->id, "done " + mine);
-  for (;;) {
-    if (m->stopped || m->all_finished) co_return;
-    if (m->error || lease_->error) {
-      logger()->warn("exit barrier abandoned: the round's watch or lease failed");
-      co_return;
-    }
-    if (m->changes.closed && !m->changes.finished()) {
-      logger()->warn("exit barrier short-circuited: job closed: {}", *m->changes.closed);
-      co_return;
-    }
-    // A lost node never finishes: the barrier waits only for the live ones. The last node to
-    // arrive (or the first to see the last loss) says so for all.
-    std::int64_t done = 0;
-    if (counted) {
-      done = *counted;
-      counted.reset();
-    } else {
-      done = co_await count(keys::dones(job_, round));
-    }
-    const auto lost = static_cast<std::int64_t>(m->changes.lost.size());
-    if (done + lost >= size) {
-      if (lost > 0) {
-        logger()->warn("exit barrier passed without lost node(s): {}",
-                       fmt::format("{}", fmt::join(m->changes.lost, ", ")));
-      }
-      PutRequest passed{keys::all_finished(job_, round), "1", 0};
-      co_await client_->put(std::move(passed));
-      co_return;
-    }
-    const std::size_t lost_before = m->changes.lost.size();
-    while (!m->stopped && !m->all_finished && !m->error && !lease_->error && !m->changes.closed &&
-           m->changes.lost.size() == lost_before) {
-      co_await wait_signal(m->signal);
-    }
-  }
+  const std::shared_ptr<Lease> lease = lease_;
+  ExitBarrier barrier;
+  barrier.node = self_.name;
+  barrier.size = current_->header.size;
+  barrier.finished = keys::dones(job_, m->round);  // outside the round's prefix: no watch sees them
+  barrier.passed = keys::all_finished(job_, m->round);
+  EtcdCoordination coordination(*client_, [lease] { return lease->id; });
+  co_await pass_exit_barrier(coordination, *m, std::move(barrier),
+                             [lease] { return lease->error; });
 }
 
 asio::awaitable<void> EtcdRendezvous::finish(bool success) {

@@ -40,7 +40,7 @@ std::int64_t leading_int(const std::string& text) {
 
 }  // namespace
 
-EtcdRendezvous::EtcdRendezvous(asio::any_io_executor executor, std::shared_ptr<EtcdClient> client,
+EtcdRendezvous::EtcdRendezvous(asio::any_io_executor executor, std::shared_ptr<EtcdKv> client,
                                EtcdSettings settings, EtcdNode self,
                                WorkerStoreOpener open_worker_store, MemoryStore* links)
     : executor_(std::move(executor)),
@@ -65,7 +65,7 @@ asio::awaitable<void> EtcdRendezvous::ensure_lease() {
   lease_->start();
   logger()->info("etcd rendezvous run={}: node {} holds lease {:x} (ttl {} s) via etcd member {}",
                  settings_.run_id, self_.name, grant.id, grant.ttl,
-                 client_->current_member().to_string());
+                 client_->endpoint());
 }
 
 asio::awaitable<std::int64_t> EtcdRendezvous::count(const std::string& prefix,
@@ -203,7 +203,7 @@ asio::awaitable<RoundHeader> EtcdRendezvous::wait_closed(const Joined& joined, i
   // revision reaches us.
   const auto watch = client_->watch(assignment_key, "", joined.revision + 1, false);
   struct Cancel {
-    std::shared_ptr<EtcdWatch> watch;
+    std::shared_ptr<KvWatch> watch;
     ~Cancel() { watch->cancel(); }
   } cancel{watch};
   if (joined.index == settings_.max_nodes ||

@@ -20,7 +20,7 @@
 #include <string>
 #include <utility>
 
-#include "rendezvous/etcd/etcd_client.hpp"
+#include "rendezvous/etcd/etcd_kv.hpp"
 #include "rendezvous/etcd/etcd_documents.hpp"
 #include "rendezvous/etcd/etcd_links.hpp"
 #include "rendezvous/etcd/etcd_settings.hpp"
@@ -36,7 +36,7 @@ class EtcdRendezvous final : public Rendezvous {
  public:
   // `links`: this agent's link store (self.link_port serves it), whose leases tell this node of
   // a member's death while it hosts a round (etcd_links.hpp); null: no loss by connection.
-  EtcdRendezvous(asio::any_io_executor executor, std::shared_ptr<EtcdClient> client,
+  EtcdRendezvous(asio::any_io_executor executor, std::shared_ptr<EtcdKv> client,
                  EtcdSettings settings, EtcdNode self, WorkerStoreOpener open_worker_store,
                  MemoryStore* links = nullptr);
   ~EtcdRendezvous() override;
@@ -104,7 +104,7 @@ class EtcdRendezvous final : public Rendezvous {
   asio::awaitable<void> exit_barrier();
 
   asio::any_io_executor executor_;
-  std::shared_ptr<EtcdClient> client_;
+  std::shared_ptr<EtcdKv> client_;
   EtcdSettings settings_;
   EtcdNode self_;
   WorkerStoreOpener open_worker_store_;

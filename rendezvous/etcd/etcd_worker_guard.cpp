@@ -45,7 +45,7 @@ void RoundWorkerGuard::admit_round(const RendezvousInfo& info,
 }
 
 boost::asio::awaitable<std::vector<boost::asio::ip::address>> round_node_addresses(
-    EtcdClient& client, const std::string& run_id, int round) {
+    EtcdKv& client, const std::string& run_id, int round) {
   RangeRequest joins;
   joins.key = keys::joins(keys::job(run_id), round);
   joins.range_end = prefix_end(joins.key);

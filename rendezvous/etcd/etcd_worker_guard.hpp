@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "rendezvous/auth/member_list.hpp"
-#include "rendezvous/etcd/etcd_client.hpp"
+#include "rendezvous/etcd/etcd_kv.hpp"
 #include "rendezvous/rendezvous.hpp"
 #include "rendezvous/store_server/store_guard.hpp"
 
@@ -46,6 +46,6 @@ std::vector<std::string> node_addresses();
 // Every address the member records of `round` name: each node's advertised address and every
 // one its node holds. One range read; throws IoError when etcd cannot be read.
 boost::asio::awaitable<std::vector<boost::asio::ip::address>> round_node_addresses(
-    EtcdClient& client, const std::string& run_id, int round);
+    EtcdKv& client, const std::string& run_id, int round);
 
 }  // namespace ddp::rdzv::etcd

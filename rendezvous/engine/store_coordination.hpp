@@ -1,0 +1,27 @@
+#pragma once
+// StoreCoordination: Coordination over a TCPStore (any rdzv::Store, usually the c10d
+// rendezvous's PrefixStore). A tally is a counter key (ADD), create is COMPARE_SET from absent,
+// get is a CHECK and one MULTI_GET, put one MULTI_SET, wait_for a WAIT. The store must outlive
+// it; runs on the store's io_context.
+
+#include "rendezvous/engine/coordination.hpp"
+
+namespace ddp::rdzv {
+
+class StoreCoordination final : public Coordination {
+ public:
+  explicit StoreCoordination(Store& store) : store_(store) {}
+
+  // One ADD of 1 to the counter `tally` (`node` is not stored: the counter counts calls).
+  asio::awaitable<std::int64_t> arrive(std::string tally, std::string node) override;
+  asio::awaitable<std::int64_t> count(std::string tally) override;  // an ADD of 0
+  asio::awaitable<Bytes> create(std::string key, Bytes value) override;
+  asio::awaitable<std::vector<std::optional<Bytes>>> get(std::vector<std::string> keys) override;
+  asio::awaitable<void> put(std::vector<std::pair<std::string, Bytes>> kvs) override;
+  asio::awaitable<bool> wait_for(std::string key, std::chrono::milliseconds timeout) override;
+
+ private:
+  Store& store_;
+};
+
+}  // namespace ddp::rdzv

@@ -1,0 +1,230 @@
+// The elastic rendezvous's scenarios, one test list run against both backends: c10d over a
+// MemoryStore and etcd over a MemoryEtcd, every node on one io_context. A node is killed as a
+// SIGKILLed agent is: its rendezvous goes without a word; c10d finds it by its silent
+// heartbeat, etcd by its lease running out on the fake's clock.
+
+#include <boost/asio/io_context.hpp>
+#include <catch2/catch.hpp>
+
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ddp/error.hpp"
+#include "rendezvous/c10d/c10d_rendezvous.hpp"
+#include "rendezvous/etcd/etcd_rendezvous.hpp"
+#include "rendezvous/etcd/memory_etcd.hpp"
+#include "rendezvous/store/memory_store.hpp"
+#include "tests/unit/rendezvous/c10d/c10d_test_util.hpp"
+
+namespace {
+
+namespace asio = boost::asio;
+using namespace ddp::rdzv;
+using namespace ddp::rdzv::test;
+using namespace std::chrono_literals;
+
+// The nodes of one job on one backend.
+class ScenarioNodes {
+ public:
+  ScenarioNodes(std::string backend, int min_nodes, int max_nodes) : backend_(std::move(backend)) {
+    if (backend_ == "c10d") {
+      c10d_ = fast_settings(min_nodes, max_nodes);
+      c10d_.verdict_margin = 200ms;
+      store_ = std::make_unique<MemoryStore>(io.get_executor());
+    } else {
+      etcd_.run_id = "test";
+      etcd_.min_nodes = min_nodes;
+      etcd_.max_nodes = max_nodes;
+      etcd_.join_timeout = 5s;
+      etcd_.last_call_timeout = 100ms;
+      etcd_.progress_interval = 50ms;
+      etcd_.verdict_margin = 200ms;
+      etcd_.lease_ttl = 1s;
+      fake_ = std::make_shared<etcd::MemoryEtcd>(io.get_executor());
+    }
+  }
+
+  // Adds node "n<i>".
+  Rendezvous& add_node() {
+    const std::string i = std::to_string(nodes_.size());
+    if (store_) {
+      nodes_.push_back(std::make_unique<C10dRendezvous>(
+          io.get_executor(), *store_, c10d_, C10dNode{"10.0.0." + i, "n" + i, false}));
+    } else {
+      nodes_.push_back(std::make_unique<etcd::EtcdRendezvous>(
+          io.get_executor(), fake_, etcd_, etcd::EtcdNode{"10.0.0." + i, "n" + i}, nullptr));
+    }
+    return *nodes_.back();
+  }
+  Rendezvous& node(int i) { return *nodes_.at(static_cast<std::size_t>(i)); }
+
+  // Node i dies without a word. etcd: the test's clock then moves on in steps of 400 ms, with
+  // 400 ms on the loop between them for the live nodes' keep-alives (every third of the 1 s TTL),
+  // until the dead node's lease has run out.
+  void kill(int i) {
+    Rendezvous& dead = node(i);
+    const std::int64_t lease =
+        fake_ ? static_cast<etcd::EtcdRendezvous&>(dead).lease_id() : 0;
+    nodes_.at(static_cast<std::size_t>(i)).reset();
+    for (int step = 0; fake_ && fake_->has_lease(lease) && step < 10; ++step) {
+      run_for(io, 400ms);
+      fake_->advance(400ms);
+    }
+    if (fake_) REQUIRE_FALSE(fake_->has_lease(lease));
+  }
+
+  // The listed nodes enter next_round(1); runs until every one returns.
+  std::vector<std::shared_ptr<Outcome<RendezvousInfo>>> next_round(const std::vector<int>& which) {
+    std::vector<std::shared_ptr<Outcome<RendezvousInfo>>> out;
+    for (int i : which) out.push_back(spawn(io, node(i).next_round(1)));
+    run_until(io, [&] { return all_done(out); });
+    return out;
+  }
+
+  asio::io_context io;
+
+ private:
+  std::string backend_;
+  C10dSettings c10d_;
+  etcd::EtcdSettings etcd_;
+  std::unique_ptr<MemoryStore> store_;
+  std::shared_ptr<etcd::MemoryEtcd> fake_;
+  std::vector<std::unique_ptr<Rendezvous>> nodes_;
+};
+
+std::set<int> group_ranks(const std::vector<std::shared_ptr<Outcome<RendezvousInfo>>>& round) {
+  std::set<int> ranks;
+  for (const auto& o : round) ranks.insert(o->get().group_rank);
+  return ranks;
+}
+
+}  // namespace
+
+TEST_CASE("scenario: three nodes get group ranks 0..2 once each and pass the exit barrier",
+          "[engine][scenario]") {
+  ScenarioNodes c(GENERATE(std::string("c10d"), std::string("etcd")), 3, 3);
+  for (int i = 0; i < 3; ++i) c.add_node();
+  const auto round = c.next_round({0, 1, 2});
+  REQUIRE(all_done(round));
+  CHECK(group_ranks(round) == std::set<int>{0, 1, 2});
+  CHECK(round[0]->get().world_size == 3);
+  auto f0 = spawn(c.io, c.node(0).finish(true));
+  auto f1 = spawn(c.io, c.node(1).finish(true));
+  run_for(c.io, 200ms);
+  CHECK_FALSE(f0->done);  // the barrier holds them until the last one finishes
+  auto f2 = spawn(c.io, c.node(2).finish(true));
+  REQUIRE(run_until(c.io, [&] { return f0->done && f1->done && f2->done; }));
+  CHECK_FALSE(f0->error);
+  CHECK_FALSE(f2->error);
+}
+
+TEST_CASE("scenario: the survivors of a lost node re-form without it, spending no restart",
+          "[engine][scenario]") {
+  ScenarioNodes c(GENERATE(std::string("c10d"), std::string("etcd")), 2, 3);
+  for (int i = 0; i < 3; ++i) c.add_node();
+  REQUIRE(all_done(c.next_round({0, 1, 2})));
+  auto w0 = spawn(c.io, c.node(0).watch_round());
+  auto w1 = spawn(c.io, c.node(1).watch_round());
+  c.kill(2);
+  REQUIRE(run_until(c.io, [&] { return w0->done && w1->done; }));
+  CHECK(w0->get().change == RoundChange::kNodeLost);
+  CHECK_THAT(w1->get().detail, Catch::Contains("n2"));
+  const auto again = c.next_round({0, 1});
+  REQUIRE(all_done(again));
+  CHECK(group_ranks(again) == std::set<int>{0, 1});
+  CHECK(again[0]->get().group_world_size == 2);
+  CHECK(again[0]->get().restart_count == 0);
+}
+
+TEST_CASE("scenario: a lost node does not hold the exit barrier", "[engine][scenario]") {
+  ScenarioNodes c(GENERATE(std::string("c10d"), std::string("etcd")), 2, 3);
+  for (int i = 0; i < 3; ++i) c.add_node();
+  REQUIRE(all_done(c.next_round({0, 1, 2})));
+  auto f0 = spawn(c.io, c.node(0).finish(true));
+  auto f1 = spawn(c.io, c.node(1).finish(true));
+  c.kill(2);
+  REQUIRE(run_until(c.io, [&] { return f0->done && f1->done; }));
+  CHECK_FALSE(f0->error);
+  CHECK_FALSE(f1->error);
+}
+
+TEST_CASE("scenario: a failure with every node alive is this node's own and spends one restart",
+          "[engine][scenario]") {
+  ScenarioNodes c(GENERATE(std::string("c10d"), std::string("etcd")), 2, 2);
+  c.add_node();
+  c.add_node();
+  REQUIRE(all_done(c.next_round({0, 1})));
+  auto w1 = spawn(c.io, c.node(1).watch_round());
+  auto verdict = spawn(c.io, c.node(0).failure_verdict(std::chrono::steady_clock::now()));
+  REQUIRE(run_until(c.io, [&] { return verdict->done; }));
+  CHECK_FALSE(verdict->get());
+  auto report = spawn(c.io, c.node(0).report_failure("local_rank 0 exited with 3"));
+  REQUIRE(run_until(c.io, [&] { return report->done && w1->done; }));
+  CHECK(report->get() == 1);
+  CHECK(w1->get().change == RoundChange::kPeerFailed);
+  // The peer's own failure in the same round finds the restart spent.
+  auto verdict1 = spawn(c.io, c.node(1).failure_verdict(std::chrono::steady_clock::now()));
+  REQUIRE(run_until(c.io, [&] { return verdict1->done; }));
+  REQUIRE(verdict1->get());
+  CHECK(verdict1->get()->change == RoundChange::kPeerFailed);
+  const auto next = c.next_round({0, 1});
+  REQUIRE(all_done(next));
+  CHECK(next[0]->get().restart_count == 1);
+  CHECK(next[1]->get().round == 1);
+}
+
+TEST_CASE("scenario: a loss that leaves fewer than MIN nodes closes the job",
+          "[engine][scenario]") {
+  ScenarioNodes c(GENERATE(std::string("c10d"), std::string("etcd")), 3, 3);
+  for (int i = 0; i < 3; ++i) c.add_node();
+  REQUIRE(all_done(c.next_round({0, 1, 2})));
+  auto w0 = spawn(c.io, c.node(0).watch_round());
+  c.kill(2);
+  REQUIRE(run_until(c.io, [&] { return w0->done; }));
+  CHECK(w0->get().change == RoundChange::kNodeLost);
+  const auto next = c.next_round({0, 1});
+  REQUIRE(all_done(next));
+  CHECK_THROWS_AS(next[0]->get(), ddp::RendezvousClosedError);
+  CHECK_THAT(next[1]->error_text(), Catch::Contains("--nnodes min is 3"));
+}
+
+TEST_CASE("scenario: a newcomer at a round with room makes the members re-form with it",
+          "[engine][scenario]") {
+  ScenarioNodes c(GENERATE(std::string("c10d"), std::string("etcd")), 2, 3);
+  for (int i = 0; i < 3; ++i) c.add_node();
+  REQUIRE(all_done(c.next_round({0, 1})));  // closes at two after the last call
+  auto w0 = spawn(c.io, c.node(0).watch_round());
+  auto late = spawn(c.io, c.node(2).next_round(1));
+  REQUIRE(run_until(c.io, [&] { return w0->done; }));
+  CHECK(w0->get().change == RoundChange::kNodeWaiting);
+  CHECK_THAT(w0->get().detail, Catch::Contains("n2"));
+  auto again = c.next_round({0, 1});
+  REQUIRE(run_until(c.io, [&] { return late->done; }));
+  again.push_back(late);
+  REQUIRE(all_done(again));
+  CHECK(group_ranks(again) == std::set<int>{0, 1, 2});
+  CHECK(late->get().restart_count == 0);  // scale-up spends no restart
+}
+
+TEST_CASE("scenario: a spare at a full round takes the slot a lost node frees",
+          "[engine][scenario]") {
+  ScenarioNodes c(GENERATE(std::string("c10d"), std::string("etcd")), 2, 2);
+  for (int i = 0; i < 3; ++i) c.add_node();
+  REQUIRE(all_done(c.next_round({0, 1})));
+  auto w0 = spawn(c.io, c.node(0).watch_round());
+  auto spare = spawn(c.io, c.node(2).next_round(1));
+  run_for(c.io, 200ms);
+  CHECK_FALSE(w0->done);  // a full round only learns that a spare stands by
+  CHECK_FALSE(spare->done);
+  c.kill(1);
+  REQUIRE(run_until(c.io, [&] { return w0->done; }));
+  CHECK(w0->get().change == RoundChange::kNodeLost);
+  auto again = c.next_round({0});
+  REQUIRE(run_until(c.io, [&] { return spare->done; }));
+  again.push_back(spare);
+  REQUIRE(all_done(again));
+  CHECK(group_ranks(again) == std::set<int>{0, 1});
+  CHECK(spare->get().group_world_size == 2);
+}
