@@ -1,5 +1,6 @@
 # Build options shared by every target: warnings, -Werror (CI), sanitizers.
 option(DDP_WERROR "Treat warnings as errors" OFF)
+option(DDP_UNITY_BUILD "Compile a target's C++ files as unity units where ddp_unity_build asks" ON)
 set(DDP_SANITIZE "" CACHE STRING "Sanitizers: address (with undefined), thread, or undefined")
 
 add_compile_options(
@@ -33,6 +34,28 @@ function(ddp_optimize_for_build)
   foreach(target ${ARGN})
     target_compile_options(${target} PRIVATE "$<$<AND:$<COMPILE_LANGUAGE:CXX>,$<CONFIG:Release>>:-O1>")
   endforeach()
+endfunction()
+
+# ddp_unity_build(target [BATCH n]): compiles the target's C++ files as unity translation units
+# (CMake's UNITY_BUILD), so the headers they share (Asio, Beast, fmt, spdlog, JSON) are parsed
+# and their templates instantiated once a unit instead of once a file. BATCH 0 (the default) puts
+# every file in one unit; BATCH n, n files a unit, for a target big enough to keep two cores busy.
+# File-local names must then be unique within the target (docs/testing.md). CUDA files stay out
+# (CMake builds only C and C++ files as unity units). GCC's -Wsubobject-linkage, which is silent
+# for a type of the compiled file's own anonymous namespace, warns once that file is #included
+# into a unit; each file is included into exactly one unit, once, so it is silenced there.
+# -DDDP_UNITY_BUILD=OFF compiles file by file (to see which file a message is about, or to time one).
+function(ddp_unity_build target)
+  if(NOT DDP_UNITY_BUILD)
+    return()
+  endif()
+  cmake_parse_arguments(ARG "" "BATCH" "" ${ARGN})
+  if(NOT DEFINED ARG_BATCH)
+    set(ARG_BATCH 0)
+  endif()
+  set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE ${ARG_BATCH})
+  target_compile_options(${target} PRIVATE
+    "$<$<AND:$<COMPILE_LANGUAGE:CXX>,$<CXX_COMPILER_ID:GNU>>:-Wno-subobject-linkage>")
 endfunction()
 
 if(DDP_SANITIZE STREQUAL "address")

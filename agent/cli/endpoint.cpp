@@ -14,8 +14,6 @@
 namespace ddp::agent {
 namespace {
 
-constexpr int kMaxPort = 65535;
-
 using detail::strip;
 
 bool is_valid_host(std::string_view host) {

@@ -8,6 +8,8 @@
 
 namespace ddp::agent {
 
+inline constexpr int kMaxPort = 65535;  // the largest TCP port
+
 struct Endpoint {
   std::string host;         // without brackets; "localhost" when the input was empty
   std::optional<int> port;  // nullopt when neither given nor defaulted

@@ -14,6 +14,7 @@
 #include <csignal>
 
 #include "agent/cli/cli_args.hpp"
+#include "agent/cli/endpoint.hpp"
 #include "agent/cli/nproc.hpp"
 #include "agent/cli/program_search.hpp"
 #include "agent/cli/run_id_hash.hpp"
@@ -30,7 +31,6 @@ namespace {
 constexpr int kDefaultMasterPort = 29500;  // torchrun / TCPStore default
 constexpr int kC10dDefaultPort = 29400;
 constexpr int kEtcdDefaultPort = 2379;
-constexpr int kMaxPort = 65535;
 constexpr double kDefaultShutdownSeconds = 30.0;
 constexpr std::array kBackends = {"static", "c10d", "etcd", "etcd-v2", "etcd-v3"};
 constexpr std::array kStartMethods = {"spawn", "fork", "forkserver"};

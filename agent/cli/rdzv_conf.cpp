@@ -37,7 +37,7 @@ constexpr IntKey kIntKeys[] = {
 };
 
 
-std::string strip(std::string_view text) { return std::string(detail::strip(text)); }
+std::string strip_copy(std::string_view text) { return std::string(detail::strip(text)); }
 
 const IntKey& int_key(std::string_view name) {
   for (const IntKey& key : kIntKeys) {
@@ -66,12 +66,12 @@ RdzvConf RdzvConf::parse(std::string_view text, std::string_view flag) {
   std::size_t start = 0;
   while (start <= text.size()) {
     const std::size_t comma = std::min(text.find(',', start), text.size());
-    const std::string item = strip(text.substr(start, comma - start));
+    const std::string item = strip_copy(text.substr(start, comma - start));
     start = comma + 1;
     if (item.empty()) continue;  // "a=1," and "" are fine, as in torchrun
     const std::size_t eq = item.find('=');
-    const std::string key = strip(item.substr(0, eq));
-    const std::string value = eq == std::string::npos ? "" : strip(item.substr(eq + 1));
+    const std::string key = strip_copy(item.substr(0, eq));
+    const std::string value = eq == std::string::npos ? "" : strip_copy(item.substr(eq + 1));
     if (eq == std::string::npos || key.empty() || value.empty()) {
       throw ConfigError(
           fmt::format("{}: expected key=value pairs separated by ',', got '{}'", flag, item));

@@ -1,6 +1,6 @@
 // HangPeers over the store. One lazily connected client per round. Its calls are awaited, not
 // abandoned: when the agent's race ends for another reason, the race waits the few milliseconds
-// a store call takes (at most kStoreTimeout), and no call, connect included, is left in flight
+// a store call takes (at most kPeerStoreTimeout), and no call, connect included, is left in flight
 // to outlive the agent; a client destroyed with the io_context would close its socket in a
 // reactor that is already gone.
 
@@ -19,7 +19,7 @@ namespace {
 
 namespace asio = boost::asio;
 using nlohmann::json;
-constexpr auto kStoreTimeout = std::chrono::seconds(5);
+constexpr auto kPeerStoreTimeout = std::chrono::seconds(5);
 
 class StoreHangPeers final : public HangPeers,
                              public std::enable_shared_from_this<StoreHangPeers> {
@@ -80,10 +80,10 @@ class StoreHangPeers final : public HangPeers,
     if (closed_) throw IoError("the agent is closing");
     if (!client_) {
       rdzv::ConnectOptions options;
-      options.connect_timeout = kStoreTimeout;
-      options.call_timeout = kStoreTimeout;
+      options.connect_timeout = kPeerStoreTimeout;
+      options.call_timeout = kPeerStoreTimeout;
       client_ = co_await rdzv::TcpStoreClient::connect(addr_, port_, options);
-      client_->set_timeout(kStoreTimeout);
+      client_->set_timeout(kPeerStoreTimeout);
     }
     co_return client_.get();
   }

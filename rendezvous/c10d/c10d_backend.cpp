@@ -14,11 +14,11 @@
 
 #include <cerrno>
 
-#include "common/log.hpp"
 #include "common/unique_fd.hpp"
 #include "ddp/error.hpp"
 #include "rendezvous/c10d/c10d_keys.hpp"
 #include "rendezvous/c10d/c10d_rendezvous.hpp"
+#include "rendezvous/engine/rdzv_log.hpp"
 #include "rendezvous/engine/round_worker_store.hpp"
 #include "rendezvous/net_address.hpp"
 #include "rendezvous/store/memory_store.hpp"
@@ -29,8 +29,6 @@
 namespace ddp::rdzv {
 
 namespace {
-
-std::shared_ptr<spdlog::logger> logger() { return log::get("rdzv"); }
 
 // True when binding host:port fails because the address is in use (port 0 is never taken). A
 // bare socket: every agent but one on a machine asks, and an io_context for one bind would cost

@@ -20,12 +20,12 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
-#include "common/log.hpp"
 #include "ddp/error.hpp"
 #include "rendezvous/c10d/c10d_keys.hpp"
 #include "rendezvous/c10d/c10d_rendezvous.hpp"
 #include "rendezvous/engine/exit_barrier.hpp"
 #include "rendezvous/engine/failure_verdict.hpp"
+#include "rendezvous/engine/rdzv_log.hpp"
 #include "rendezvous/engine/round_monitor.hpp"
 #include "rendezvous/engine/store_coordination.hpp"
 
@@ -56,8 +56,6 @@ struct C10dRendezvous::Monitor : RoundMonitor {
 };
 
 namespace {
-
-std::shared_ptr<spdlog::logger> logger() { return log::get("rdzv"); }
 
 // How often failure_verdict reads the change log.
 constexpr milliseconds kVerdictPoll{50};

@@ -9,18 +9,16 @@
 
 #include <fmt/format.h>
 
-#include "common/log.hpp"
 #include "ddp/error.hpp"
 #include "rendezvous/c10d/c10d_keys.hpp"
 #include "rendezvous/c10d/c10d_rendezvous.hpp"
+#include "rendezvous/engine/rdzv_log.hpp"
 
 namespace ddp::rdzv {
 
 namespace keys = c10d_keys;
 
 namespace {
-
-std::shared_ptr<spdlog::logger> logger() { return log::get("rdzv"); }
 
 // The closer named in a size value ("<size> <closer> ...", "join <closer>").
 std::string closer_of(const Bytes& value) {

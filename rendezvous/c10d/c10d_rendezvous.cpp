@@ -13,11 +13,11 @@
 
 #include <algorithm>
 
-#include "common/log.hpp"
 #include "common/parse_number.hpp"
 #include "ddp/error.hpp"
 #include "rendezvous/c10d/c10d_keys.hpp"
 #include "rendezvous/engine/exit_barrier.hpp"
+#include "rendezvous/engine/rdzv_log.hpp"
 #include "rendezvous/engine/store_coordination.hpp"
 #include "rendezvous/store/store_lease.hpp"
 
@@ -28,8 +28,6 @@ using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 namespace {
-
-std::shared_ptr<spdlog::logger> logger() { return log::get("rdzv"); }
 
 // Leading decimal integer of a value ("3 node_name" -> 3); nullopt when there is none.
 std::optional<std::int64_t> leading_int(const Bytes& value) {
@@ -48,10 +46,6 @@ std::string closed_message(const std::string& run_id, const std::string& why) {
 
 // How many of a round's first arrivals re-count a re-forming round (wait_closed).
 constexpr int kRecounters = 32;
-
-double seconds(Clock::duration d) {
-  return std::chrono::duration<double>(d).count();
-}
 
 }  // namespace
 

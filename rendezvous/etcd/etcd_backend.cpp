@@ -11,10 +11,10 @@
 
 #include <boost/asio/co_spawn.hpp>
 
-#include "common/log.hpp"
 #include "ddp/error.hpp"
-#include "rendezvous/etcd/etcd_link_guard.hpp"
+#include "rendezvous/engine/rdzv_log.hpp"
 #include "rendezvous/engine/round_worker_store.hpp"
+#include "rendezvous/etcd/etcd_link_guard.hpp"
 #include "rendezvous/etcd/etcd_rendezvous.hpp"
 #include "rendezvous/etcd/etcd_tls.hpp"
 #include "rendezvous/etcd/etcd_worker_guard.hpp"
@@ -24,8 +24,6 @@
 namespace ddp::rdzv::etcd {
 
 namespace {
-
-std::shared_ptr<spdlog::logger> logger() { return log::get("rdzv"); }
 
 class EtcdBackend final : public Rendezvous {
  public:

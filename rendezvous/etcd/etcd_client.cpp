@@ -13,8 +13,8 @@
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
-#include "common/log.hpp"
 #include "ddp/error.hpp"
+#include "rendezvous/engine/rdzv_log.hpp"
 #include "rendezvous/etcd/etcd_connect.hpp"
 #include "rendezvous/etcd/etcd_http.hpp"
 #include "rendezvous/etcd/etcd_tls.hpp"
@@ -24,8 +24,6 @@ namespace ddp::rdzv::etcd {
 namespace {
 
 using std::chrono::milliseconds;
-
-std::shared_ptr<spdlog::logger> logger() { return log::get("rdzv"); }
 
 std::string key_text(const std::string& key) {  // keys are our own text: printable
   return key;

@@ -28,8 +28,8 @@
 #include <optional>
 #include <sstream>
 
-#include "common/log.hpp"
 #include "ddp/error.hpp"
+#include "rendezvous/engine/rdzv_log.hpp"
 #include "rendezvous/etcd/etcd_keys.hpp"
 #include "rendezvous/store/key_table.hpp"
 #include "rendezvous/store/memory_store.hpp"
@@ -42,8 +42,6 @@ using namespace asio::experimental::awaitable_operators;
 using std::chrono::milliseconds;
 
 namespace {
-
-std::shared_ptr<spdlog::logger> logger() { return log::get("rdzv"); }
 
 // Keys of the link store (each agent's own, so no job prefix): the lease of a member of round N
 // lives at "r<N>/<member>"; expired leases append their lines to "lost/r<N>".

@@ -15,10 +15,10 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
-#include "common/log.hpp"
 #include "ddp/error.hpp"
 #include "rendezvous/engine/exit_barrier.hpp"
 #include "rendezvous/engine/failure_verdict.hpp"
+#include "rendezvous/engine/rdzv_log.hpp"
 #include "rendezvous/engine/round_monitor.hpp"
 #include "rendezvous/etcd/etcd_coordination.hpp"
 #include "rendezvous/etcd/etcd_keys.hpp"
@@ -36,10 +36,6 @@ struct EtcdRendezvous::Monitor : RoundMonitor {
 };
 
 namespace {
-
-std::shared_ptr<spdlog::logger> logger() { return log::get("rdzv"); }
-
-double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
 bool starts_with(const std::string& text, const std::string& prefix) {
   return text.compare(0, prefix.size(), prefix) == 0;

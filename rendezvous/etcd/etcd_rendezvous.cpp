@@ -17,8 +17,8 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <charconv>
 
-#include "common/log.hpp"
 #include "ddp/error.hpp"
+#include "rendezvous/engine/rdzv_log.hpp"
 #include "rendezvous/etcd/etcd_keys.hpp"
 #include "rendezvous/etcd/etcd_lease.hpp"
 
@@ -27,10 +27,6 @@ namespace ddp::rdzv::etcd {
 using std::chrono::milliseconds;
 
 namespace {
-
-std::shared_ptr<spdlog::logger> logger() { return log::get("rdzv"); }
-
-double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
 std::int64_t leading_int(const std::string& text) {
   std::int64_t n = 0;

@@ -11,8 +11,8 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
-#include "common/log.hpp"
 #include "ddp/error.hpp"
+#include "rendezvous/engine/rdzv_log.hpp"
 #include "rendezvous/etcd/etcd_client.hpp"
 #include "rendezvous/etcd/etcd_connect.hpp"
 #include "rendezvous/etcd/etcd_http.hpp"
@@ -22,8 +22,6 @@ namespace ddp::rdzv::etcd {
 namespace {
 
 using std::chrono::milliseconds;
-
-std::shared_ptr<spdlog::logger> logger() { return log::get("rdzv"); }
 
 // A failure that no other member can fix.
 struct PermanentWatchError : IoError {
