@@ -45,6 +45,10 @@ class WorkerHandover {
   // Cancellable (per-operation cancellation).
   virtual boost::asio::awaitable<std::vector<int>> wait_reformed(
       int round, const std::vector<int>& local_ranks, std::chrono::milliseconds timeout) = 0;
+
+  // The pid that the latest process to connect as `local_rank` said hello with (it may have
+  // exited since); 0 when no process has connected as that local rank.
+  virtual int connected_pid(int local_rank) const = 0;
 };
 
 }  // namespace ddp::agent

@@ -376,6 +376,13 @@ asio::awaitable<int> ElasticAgent::run() {
         newcomers.insert(dead.begin(), dead.end());
         dead.clear();
       }
+      // A process started for an earlier round that has not connected yet reads this round's
+      // place when it does: it joins as a newcomer rather than being stopped for not re-forming.
+      if (const auto waiting = recovery->not_connected(group->pids()); !waiting.empty()) {
+        log->info("local ranks {} have not connected yet; they join round {} from their start",
+                  fmt::join(waiting, ","), info.round);
+        newcomers.insert(waiting.begin(), waiting.end());
+      }
       // The round may end again during the hand-over (a second node lost, one the workers now
       // wait for in their init): the kept workers then wait for the next round's places.
       auto handed = co_await (caught(recovery->hand_over(info.round, specs, newcomers)) ||

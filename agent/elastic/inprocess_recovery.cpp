@@ -125,6 +125,15 @@ void InprocessRecovery::keep_workers_after_failure(const std::string& detail) {
   pending_ = Pending{"worker_failed", detail, std::chrono::steady_clock::now()};
 }
 
+std::set<int> InprocessRecovery::not_connected(const std::vector<pid_t>& pids) const {
+  std::set<int> out;
+  for (std::size_t local_rank = 0; local_rank < pids.size(); ++local_rank) {
+    const int seen = handover_.connected_pid(static_cast<int>(local_rank));
+    if (seen != 0 && seen != pids[local_rank]) out.insert(static_cast<int>(local_rank));
+  }
+  return out;
+}
+
 boost::asio::awaitable<bool> InprocessRecovery::hand_over(int round,
                                                           const std::vector<WorkerSpec>& specs,
                                                           const std::set<int>& newcomers) {

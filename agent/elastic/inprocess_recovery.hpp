@@ -15,6 +15,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <sys/types.h>
 #include <vector>
 
 #include "agent/core/event_log.hpp"
@@ -58,6 +59,13 @@ class InprocessRecovery {
   // leaves it pending.
   boost::asio::awaitable<bool> hand_over(int round, const std::vector<WorkerSpec>& specs,
                                          const std::set<int>& newcomers = {});
+
+  // The local ranks whose processes (`pids`, by local rank) have not connected to the channel
+  // while an earlier process of the same local rank did: started for an earlier round, they
+  // read the newest place when they connect, so they join the next round from their start as
+  // newcomers do. A local rank that no process ever connected as is not among them (its
+  // script may not use ddprun.elastic).
+  std::set<int> not_connected(const std::vector<pid_t>& pids) const;
 
   // One line per hand-over that ended in a start, for the failure report's notes.
   const std::vector<std::string>& notes() const { return notes_; }

@@ -35,6 +35,7 @@ struct Connection {
   explicit Connection(stream_protocol::socket s) : socket(std::move(s)) {}
   stream_protocol::socket socket;
   int local_rank = -1;  // set by hello
+  int pid = 0;          // set by hello
   int reformed = -1;    // the last round it reported re-formed in
   bool closed = false;
   std::deque<std::string> outbox;  // lines not written yet; the front one is being written
@@ -97,6 +98,7 @@ struct ReformChannel::Impl : std::enable_shared_from_this<Impl> {
     switch (parsed.kind) {
       case reform::WorkerLine::Kind::kHello:
         c->local_rank = parsed.local_rank;
+        c->pid = parsed.pid;
         by_rank[parsed.local_rank] = c;
         log::get("agent")->debug("reform channel: hello local_rank={} pid={}", parsed.local_rank,
                                  parsed.pid);
@@ -205,6 +207,11 @@ void ReformChannel::publish(const std::vector<WorkerPlace>& places) {
       g.send(it->second, encode_place_line(place));
     }
   }
+}
+
+int ReformChannel::connected_pid(int local_rank) const {
+  const auto it = impl_->by_rank.find(local_rank);
+  return it == impl_->by_rank.end() ? 0 : it->second->pid;
 }
 
 asio::awaitable<std::vector<int>> ReformChannel::wait_reformed(int round,

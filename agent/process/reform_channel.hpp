@@ -34,6 +34,7 @@ class ReformChannel final : public WorkerHandover {
   void publish(const std::vector<WorkerPlace>& places) override;
   boost::asio::awaitable<std::vector<int>> wait_reformed(
       int round, const std::vector<int>& local_ranks, std::chrono::milliseconds timeout) override;
+  int connected_pid(int local_rank) const override;
 
  private:
   struct Impl;

@@ -51,6 +51,10 @@ _SOCKET_ENV = "DDPRUN_REFORM_SOCKET"
 _LOCAL_RANK_ENV = "DDPRUN_REFORM_LOCAL_RANK"
 _STATE_DIR_ENV = "DDPRUN_REFORM_STATE_DIR"  # where a worker that gives up leaves its commit
 
+# One try at connecting to a round's store, and the pause between tries (connect_store()).
+_STORE_TRY = datetime.timedelta(seconds=1)
+_STORE_RETRY_PAUSE = 0.1
+
 # The exit code of a worker that gave up its place (EX_TEMPFAIL): its commit is in its file.
 GIVE_UP_EXIT = 75
 
@@ -193,12 +197,35 @@ class _Context:
         """Joins the group of `place`'s round: its variables go into os.environ, its keys under
         a prefix of the round, since torch's env:// prefix stays the same across re-forms."""
         os.environ.update(place["env"])
-        store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]),
-                              is_master=False, timeout=self.timeout, wait_for_workers=False)
+        store = self.connect_store(place["round"], os.environ["MASTER_ADDR"],
+                                   int(os.environ["MASTER_PORT"]))
         prefixed = dist.PrefixStore(f"/ddprun/reform/round_{place['round']}", store)
         dist.init_process_group(self.backend, store=prefixed, rank=int(os.environ["RANK"]),
                                 world_size=int(os.environ["WORLD_SIZE"]), timeout=self.timeout)
         self.round = place["round"]
+
+    def connect_store(self, round_, host, port):
+        """A client of round `round_`'s store, reached in tries of _STORE_TRY: torch's TCPStore
+        holds the GIL while it retries a refused connection, so one try of the whole timeout
+        (a store whose host left the round) would keep the channel's thread from reading a
+        newer place or giving the process up. Between tries, a newer place ends the wait with
+        a peer-gone error (the round is over); past the timeout, an error of its own."""
+        deadline = time.monotonic() + self.timeout.total_seconds()
+        while True:
+            try:
+                store = dist.TCPStore(host, port, is_master=False, timeout=_STORE_TRY,
+                                      wait_for_workers=False)
+                store.set_timeout(self.timeout)
+                return store
+            except (RuntimeError, OSError) as error:  # 1.13 raises TimeoutError, an OSError
+                if self.channel is not None and self.channel.newer_than(round_) is not None:
+                    raise RuntimeError(f"ddprun.elastic: the store of round {round_} at "
+                                       f"{host}:{port} is gone (Connection refused); a newer "
+                                       f"round is announced") from error
+                if time.monotonic() >= deadline:
+                    raise RuntimeError(f"ddprun.elastic: no store at {host}:{port} for round "
+                                       f"{round_} within {self.timeout}") from error
+                time.sleep(_STORE_RETRY_PAUSE)
 
     def first_group(self):
         if dist.is_initialized():
@@ -206,13 +233,18 @@ class _Context:
         if self.channel is None:
             dist.init_process_group(self.backend, init_method="env://", timeout=self.timeout)
         else:
-            self.init_group(self.channel.wait_newer_than(-1))
+            self.join_newest()
 
     def reform(self):
-        """Tears the group down and joins the next round's. A failure while joining (a peer
-        lost meanwhile) waits for the round after that."""
+        """Tears the group down and joins the next round's."""
+        _destroy_group()
+        self.join_newest()
+
+    def join_newest(self):
+        """Joins the group of the newest place after this worker's round. A failure while
+        joining (a peer or the round's store gone meanwhile: the round is over) waits for the
+        round after that; so does a newcomer's first join."""
         while True:
-            _destroy_group()
             place = self.channel.wait_newer_than(self.round)
             try:
                 self.init_group(place)
@@ -221,6 +253,7 @@ class _Context:
                 if not _PEER_GONE.search(str(error)):
                     raise
                 self.round = place["round"]
+                _destroy_group()  # an init that failed in its barrier left its group behind
 
     def may_abort(self, round_):
         """Whether a main thread that missed round `round_`'s place is freed by aborting the
@@ -318,9 +351,23 @@ def _destroy_group():
             dist.destroy_process_group()
         except RuntimeError:
             pass  # a broken group may fail to say goodbye; it is dropped all the same
+    _reset_group_count()
     # The old group's sockets close when its last reference goes (a DDP reducer in a frame the
     # exception left): peers blocked on them then fail at once instead of at their timeout.
     gc.collect()
+
+
+def _reset_group_count():
+    """Zeroes torch's count of the groups this process made, as destroying the default group
+    does. The count names init_process_group's store barrier key, and torch counts a group
+    before it is built: an init that failed while building it (a peer or the store gone) leaves
+    the count one up, and the next init's barrier would wait on a key its peers never add."""
+    c10d = dist.distributed_c10d
+    world = getattr(c10d, "_world", None)
+    if world is not None and hasattr(type(world), "group_count"):  # torch 2.x
+        world.group_count = 0
+    elif hasattr(c10d, "_group_count"):  # torch 1.13
+        c10d._group_count = 0
 
 
 def _device(backend):

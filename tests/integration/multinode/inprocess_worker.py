@@ -11,6 +11,9 @@ DIR/records_n<NODE>_p<PID>.jsonl (times are time.time()):
   {"kind": "step", ...}   after each commit: world, rank, step (the step just committed)
 Every record also holds time, pid, node and local_rank.
 --fail R:S makes rank R exit 3 before step S when TORCHELASTIC_RESTART_COUNT is 0.
+--delay_newcomer S makes a process started again (TORCHELASTIC_RESTART_COUNT above 0) wait S
+seconds before its first train() (before it connects to its agent's channel), so that a test can
+end the round while that newcomer starts.
 --hold MOMENT:S makes the worker stop at MOMENT of step S until it is killed, having written its
 pid to DIR/held_n<NODE> (a test kills the node then, so the kill lands exactly there):
   step     inside the step: after the forward pass, before the backward (whose gradient
@@ -19,7 +22,7 @@ pid to DIR/held_n<NODE> (a test kills the node then, so the kill lands exactly t
   between  between steps: after the commit and its record, before the next step
 
 Usage: inprocess_worker.py DIR --node N [--sleep 0.05] [--max_steps 100000] [--fail R:S]
-                           [--hold MOMENT:S]
+                           [--hold MOMENT:S] [--delay_newcomer S]
 """
 import time
 
@@ -49,6 +52,7 @@ pause, max_steps = float(arg("--sleep", "0.05")), int(arg("--max_steps", "100000
 fail = [int(v) for v in arg("--fail", "-1:-1").split(":")]
 hold_moment, hold_step = arg("--hold", ":-1").split(":")
 hold_step = int(hold_step)
+delay_newcomer = float(arg("--delay_newcomer", "0"))
 records = open(os.path.join(out_dir, f"records_n{node}_p{os.getpid()}.jsonl"), "a", buffering=1)
 print(f"inprocess_worker: pid {os.getpid()} started", file=sys.stderr, flush=True)  # log checks
 
@@ -123,6 +127,8 @@ def train(state):
         time.sleep(pause)
 
 
+if os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") != "0":
+    time.sleep(delay_newcomer)
 train(state)
 low, high = checksum_range(model)
 record("end", step=state.step, sum_min=low, sum_max=high)

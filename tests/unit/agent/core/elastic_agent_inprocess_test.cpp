@@ -35,11 +35,13 @@ using test::TempLogDir;
 // once every agent has started its workers. The workers exit 0 0.8 s after their start: long
 // after fast_settings' heartbeats (120 ms) find the loss, so they exit in the re-formed round.
 struct LostNodeJob {
-  // `stuck` holds agent 0's local ranks that never re-form.
+  // `stuck` holds agent 0's local ranks that never re-form; `hellos` the pids that agent 0's
+  // channel last heard from, by local rank.
   explicit LostNodeJob(const std::vector<std::vector<FakeAttempt>>& scripts,
-                       std::set<int> stuck = {})
+                       std::set<int> stuck = {}, std::map<int, int> hellos = {})
       : config(inprocess_config(logs)), cluster(c10d_settings(2, 3)), rig(cluster, config, {}) {
     handovers[0].not_reforming = std::move(stuck);
+    handovers[0].hellos = std::move(hellos);
     for (std::size_t i = 0; i < scripts.size(); ++i) {
       rig.add(cluster, config, scripts[i], &handovers[i]);
     }
@@ -109,6 +111,30 @@ TEST_CASE("inprocess: the peers of a lost node keep their workers and hand them 
     CHECK(field<std::string>(reforms[0], "cause") == "node_lost");
     CHECK(field<std::int64_t>(reforms[0], "ms") >= 0);
   }
+}
+
+TEST_CASE(
+    "inprocess: a process that has not connected yet where an earlier one of its local rank did "
+    "joins the next round as a newcomer: not waited for, not stopped",
+    "[elastic_agent][inprocess]") {
+  const FakeAttempt runs_on{FakeOutcome::exits(0, 800ms)};
+  // Local rank 0 never reports a re-form, and its channel last heard from pid 1, an earlier
+  // process: the one running now has not connected yet.
+  LostNodeJob job({{runs_on}, {runs_on}}, {0}, {{0, 1}});
+
+  const auto& launcher = *job.rig.launchers[0];
+  const auto& events = *job.rig.events[0];
+  CHECK(job.rig.runs[0]->get() == 0);
+  CHECK(launcher.launched.size() == 1);
+  CHECK(launcher.stop_signals.empty());
+  CHECK(events.named("reform_failed").empty());
+  CHECK(events.named("workers_stopped").empty());
+  const auto reforms = events.named("reform");
+  REQUIRE(reforms.size() == 1);
+  CHECK(field<std::int64_t>(reforms[0], "workers") == 0);  // nothing kept to wait for
+  // Its place is published for it to read on connecting.
+  REQUIRE(job.handovers[0].published.size() == 2);
+  CHECK(job.handovers[0].published[1].at(0).round == job.handovers[0].published[0].at(0).round + 1);
 }
 
 TEST_CASE(

@@ -5,6 +5,7 @@
 
 #include <boost/asio/awaitable.hpp>
 #include <chrono>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -30,7 +31,13 @@ class FakeHandover final : public WorkerHandover {
     co_return missing;
   }
 
+  int connected_pid(int local_rank) const override {
+    const auto it = hellos.find(local_rank);
+    return it == hellos.end() ? 0 : it->second;
+  }
+
   std::set<int> not_reforming;                      // local ranks that never re-form
+  std::map<int, int> hellos;                        // connected_pid()'s answers by local rank
   std::vector<std::vector<WorkerPlace>> published;  // each publish(), in order
   std::vector<int> waited_rounds;                   // each wait_reformed()'s round
 };

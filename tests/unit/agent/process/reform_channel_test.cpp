@@ -82,9 +82,12 @@ TEST_CASE("reform channel: a hello gets the current place, publish sends the nex
   CHECK(channel.address() == dir.file("reform.sock"));
   channel.publish({place(3, 0, "4"), place(3, 1, "5")});
 
+  CHECK(channel.connected_pid(1) == 0);  // no process has connected as local rank 1 yet
   FakeWorker worker(channel.address());
   worker.send("hello 1 4242\n");
   CHECK(worker.read_line(io) + "\n" == encode_place_line(place(3, 1, "5")));
+  CHECK(channel.connected_pid(1) == 4242);
+  CHECK(channel.connected_pid(0) == 0);
   CHECK(encode_place_line(place(3, 1, "5")) ==
         "place {\"env\":{\"RANK\":\"5\",\"WORLD_SIZE\":\"2\"},\"round\":3}\n");
 
