@@ -39,6 +39,9 @@ _libc = ctypes.CDLL(None, use_errno=True)
 _libc.syscall.restype = ctypes.c_long
 _libc.pthread_self.restype = ctypes.c_void_p
 _COMMAND_LINE = None  # (address, size) of the process's command line, set by main()
+# The template forks a launch's first workers as leaves, so they run at once (no worker waits on
+# forks of others before its first line); every later one forks half of those still waiting.
+_LEAVES_FIRST = 2
 
 
 class _ForkAsAgentsChild:
@@ -209,9 +212,14 @@ def _fork_direct(sock, batch, forker):
     filter, say), after which the template forks through a middle process."""
     mine = None  # in a worker: its own request, run once its share is forked
     pending = list(batch)
+    leaves = _LEAVES_FIRST
     while pending:
         (request, fds), rest = pending[0], pending[1:]
-        kept, handed = rest[:len(rest) // 2], rest[len(rest) // 2:]
+        if mine is None and leaves > 0:  # the template's first forks run at once
+            kept, handed = rest, []
+            leaves -= 1
+        else:
+            kept, handed = rest[:len(rest) // 2], rest[len(rest) // 2:]
         try:
             pid = forker.fork()
         except OSError as error:
