@@ -5,6 +5,7 @@ import glob
 import json
 import os
 import signal
+import uuid
 
 import ddptest
 import netns_rig
@@ -126,6 +127,15 @@ def stderr_logs(out_dir, node, local_rank):
         with open(path) as f:
             result[os.path.basename(os.path.dirname(os.path.dirname(path)))] = f.read()
     return result
+
+
+def loopback_torch_job_env():
+    """For loopback tests of PyTorch jobs: skips without torch; returns (tag, env): the agents'
+    environment, gloo on lo and DDP_TEST_TAG=tag, by which check_no_processes() finds what is
+    left (netns_rig.torch_job_env's twin for one host)."""
+    ddptest.require_torch()
+    tag = uuid.uuid4().hex[:12]
+    return tag, {"GLOO_SOCKET_IFNAME": "lo", "DDP_TEST_TAG": tag}
 
 
 class LoopbackAgents(dict):

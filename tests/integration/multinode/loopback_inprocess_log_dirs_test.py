@@ -11,12 +11,11 @@ world 4 with no committed step done twice and equal parameter bits after each en
 
 import os
 import signal
-import uuid
 
 import ddptest
 from ddptest import check
-from inprocess_rig import (WORKER, LoopbackAgents, check_trained_once, events, held_pid, records,
-                           stderr_logs, wait_committed, wait_steps)
+from inprocess_rig import (WORKER, LoopbackAgents, check_trained_once, events, held_pid,
+                           loopback_torch_job_env, records, stderr_logs, wait_committed, wait_steps)
 from netns_rig import check_no_processes
 
 HOLD_STEP = 6
@@ -34,9 +33,7 @@ def agent_cmd(port, out_dir, node):
 
 
 def main():
-    ddptest.require_torch()
-    tag = uuid.uuid4().hex[:12]
-    env = {"GLOO_SOCKET_IFNAME": "lo", "DDP_TEST_TAG": tag}
+    tag, env = loopback_torch_job_env()
     out_dir = ddptest.temp_dir()
     port = ddptest.free_port()
     agents = LoopbackAgents(out_dir, env)

@@ -18,12 +18,11 @@ still holds its own lines after its replacement started, and the new process wri
 import os
 import signal
 import sys
-import uuid
 
 import ddptest
 from ddptest import check
-from inprocess_rig import (WORKER, LoopbackAgents, check_trained_once, events, records,
-                           stderr_logs, wait_steps)
+from inprocess_rig import (WORKER, LoopbackAgents, check_trained_once, events,
+                           loopback_torch_job_env, records, stderr_logs, wait_steps)
 from netns_rig import check_no_processes
 
 NODES = (0, 1)
@@ -54,9 +53,7 @@ def pids_by_rank_at_start(out_dir):
 
 
 def main():
-    ddptest.require_torch()
-    tag = uuid.uuid4().hex[:12]
-    env = {"GLOO_SOCKET_IFNAME": "lo", "DDP_TEST_TAG": tag}
+    tag, env = loopback_torch_job_env()
     out_dir = ddptest.temp_dir()
     port = ddptest.free_port()
     agents = LoopbackAgents(out_dir, env)
