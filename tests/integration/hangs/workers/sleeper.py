@@ -12,6 +12,10 @@ def sleep_inside_named_function(seconds):
     time.sleep(seconds)
 
 
-with open(os.path.join(OUT, f"ready_rank{RANK}"), "w") as f:
+# Written whole, then renamed: a test that sees the mark reads the full pid.
+ready = os.path.join(OUT, f"ready_rank{RANK}")
+partial = os.path.join(OUT, f".ready_rank{RANK}.partial")
+with open(partial, "w") as f:
     f.write(str(os.getpid()))
+os.replace(partial, ready)
 sleep_inside_named_function(float(sys.argv[2]) if len(sys.argv) > 2 else 1000)
