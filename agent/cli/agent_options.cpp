@@ -4,10 +4,20 @@
 
 namespace ddp::agent {
 
+bool forks_by_default(const LaunchConfig& config) {
+  return config.recovery == "inprocess" &&
+         config.source_of("start_method") == ValueSource::kDefault;
+}
+
 std::optional<ForkServerOptions> forkserver_options(const LaunchConfig& config) {
-  if (config.start_method != "forkserver" || config.no_python) return std::nullopt;
-  return ForkServerOptions{
-      .python = config.python, .preload = config.preload, .fallback = config.preload_fallback};
+  const bool implied = forks_by_default(config);
+  if ((config.start_method != "forkserver" && !implied) || config.no_python) return std::nullopt;
+  // A template the user did not ask for must not fail a launch that exec would run (a Python
+  // without torch, an import that initialises CUDA): it falls back to exec with a warning.
+  return ForkServerOptions{.python = config.python,
+                           .preload = config.preload,
+                           .fallback = config.preload_fallback || implied,
+                           .by_default = implied};
 }
 
 std::pair<std::string, std::uint16_t> stack_store_of(const LaunchConfig& config,

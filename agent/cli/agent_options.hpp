@@ -14,7 +14,14 @@
 
 namespace ddp::agent {
 
-// The forkserver's options, nullopt when workers are exec'd (spawn, fork, --no_python).
+// True when --recovery=inprocess forks Python workers from the forkserver because no
+// --start_method (nor PET_START_METHOD) was given: a joining node's worker then starts with
+// torch already imported (docs/elastic.md says why). An explicit --start_method wins.
+bool forks_by_default(const LaunchConfig& config);
+
+// The forkserver's options, nullopt when workers are exec'd (spawn, fork, --no_python, or
+// restart recovery without --start_method=forkserver). A forkserver implied by
+// forks_by_default() falls back to exec, with a warning, when its template cannot start.
 std::optional<ForkServerOptions> forkserver_options(const LaunchConfig& config);
 
 // The store stack requests go through, the one ddprun-stacks is pointed at: static, the job's

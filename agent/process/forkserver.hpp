@@ -29,6 +29,7 @@ struct ForkServerOptions {
   std::string python;                // the workers' interpreter (--python)
   std::vector<std::string> preload;  // modules the template imports, in order
   bool fallback = false;             // --preload_fallback: exec when the template cannot start
+  bool by_default = false;  // implied by --recovery=inprocess, not asked for (the warning says so)
   std::chrono::milliseconds ready_timeout{std::chrono::minutes(10)};  // the imports' deadline
 };
 

@@ -481,8 +481,11 @@ ForkServer* ProcessLauncher::forkserver_for(const std::vector<WorkerSpec>& specs
   } catch (const IoError& e) {
     forkserver_.reset();
     if (!forkserver_options_->fallback) throw;
-    log::get("agent")->warn("{}; starting workers with exec instead (--preload_fallback)",
-                            e.what());
+    log::get("agent")->warn("{}; starting workers with exec instead ({})", e.what(),
+                            forkserver_options_->by_default
+                                ? "the forkserver is --recovery=inprocess's default; "
+                                  "--start_method=spawn execs without trying it"
+                                : "--preload_fallback");
     forkserver_options_.reset();
     return nullptr;
   }

@@ -7,13 +7,17 @@ through ddprun.elastic, one in-memory commit per step, a 0.05 s sleep after it) 
 --nnodes=3:4 --recovery=inprocess. Once every rank has committed STEPS steps at world 3, a fourth
 node's agent starts; the running workers take it in at a commit (they keep their processes) and
 its worker receives the state from a peer. Figures for the new node, to its worker's first step
-committed at world 4: from its worker's start (the script's first line, before `import torch`),
-from the end of that import, and from its agent's start. Each run is a fresh job; the start
-methods alternate (--start_method=spawn: exec, then --start_method=forkserver: every worker of
-the job forked from a template whose `import torch` ran while the agent joined).
+committed at world 4: from its worker's start (the kernel's start of the process: the exec, or
+the fork from the template), from the end of its `import torch`, and from its agent's start; and
+the phases in between (interpreter start, the imports, the wait for its place, the process
+group, which waits for the running workers to reach a commit and re-form, the state transfer,
+the first step). Each run is a fresh job per start method, the methods alternating
+(--methods, default spawn,default): spawn execs every worker; forkserver, and no --start_method
+at all (default), which under --recovery=inprocess is the forkserver, fork every worker of the
+job from a template whose `import torch` ran while the agent joined.
 
 Usage (root, under flock /tmp/ddp-netns.lock):
-  inprocess_join_bench.py BUILD_BIN [--steps 20] [--runs 3]
+  inprocess_join_bench.py BUILD_BIN [--steps 20] [--runs 3] [--methods spawn,forkserver,default]
 """
 import os
 import subprocess
@@ -31,8 +35,9 @@ from netns_bench import (clean_up, kill_node, print_agent_logs, print_spread,  #
 
 
 def start_agent(bin_dir, out, node, method, index):
-    cmd = [os.path.join(bin_dir, "ddprun"), "--nnodes=3:4", "--nproc_per_node=1",
-           f"--start_method={method}", "--rdzv_backend=c10d", "--rdzv_endpoint=10.213.0.1:29400",
+    start = [] if method == "default" else [f"--start_method={method}"]
+    cmd = [os.path.join(bin_dir, "ddprun"), "--nnodes=3:4", "--nproc_per_node=1", *start,
+           "--rdzv_backend=c10d", "--rdzv_endpoint=10.213.0.1:29400",
            f"--rdzv_id=join{index}_{os.getpid()}", f"--rdzv_conf={CONF}", "--max_restarts=0",
            "--recovery=inprocess", "--python", "/usr/bin/python3", WORKER, out, "--node",
            str(node)]
@@ -42,8 +47,23 @@ def start_agent(bin_dir, out, node, method, index):
                             stderr=subprocess.STDOUT, start_new_session=True)
 
 
+# The new worker's way in, phase by phase (inprocess_worker.py's entry phases): each from the
+# previous mark to this one.
+PHASES = [("forked", "started", "interpreter start"), ("started", "torch", "import torch"),
+          ("torch", "elastic", "import ddprun.elastic"), ("elastic", "called", "model, optimizer"),
+          ("called", "place", "channel, place"),
+          ("place", "group", "init_process_group (peers reach a commit, re-form)"),
+          ("group", "synced", "state transfer"), ("synced", "first", "first step")]
+
+
+def phase_line(entry, first):
+    marks = dict(entry["phases"], first=first["time"])
+    return ", ".join(f"{name} {marks[end] - marks[begin]:.3f}" for begin, end, name in PHASES)
+
+
 def one_join(bin_dir, method, steps, index):
-    """(worker start, import end, agent start) -> the new node's first step at world 4, in s."""
+    """(worker start, import end, agent start, kept, phases) -> the new node's first step at
+    world 4, in s."""
     out = tempfile.mkdtemp(prefix="ddp-bench-join.")
     agents = {}
     try:
@@ -61,8 +81,8 @@ def one_join(bin_dir, method, steps, index):
         open(os.path.join(out, "stop"), "w").close()
         for node in (1, 2, 3, 4):
             agents[node].wait(timeout=120)
-        return (first["time"] - entry["started"], first["time"] - entry["imported"],
-                first["time"] - started_at, kept)
+        return (first["time"] - entry["phases"]["forked"], first["time"] - entry["imported"],
+                first["time"] - started_at, kept, phase_line(entry, first))
     except Exception:
         print_agent_logs(out, f"{method}: ")
         raise
@@ -74,19 +94,21 @@ def one_join(bin_dir, method, steps, index):
 def main():
     args = sys.argv[1:]
     steps, runs = int(arg(args, "--steps", "20")), int(arg(args, "--runs", "3"))
+    methods = arg(args, "--methods", "spawn,default").split(",")
     bin_dir = args[0]
     rig("down")
     rig("up", "4")
-    results = {"spawn": [], "forkserver": []}
+    results = {method: [] for method in methods}
     try:
         for i in range(runs):
             for method in results:
-                worker, imported, agent, kept = one_join(bin_dir, method, steps, f"{i}{method}")
+                worker, imported, agent, kept, phases = one_join(bin_dir, method, steps,
+                                                                 f"{i}{method}")
                 results[method].append(worker)
                 print(f"run {i} {method:10s}: the new node's first step at world 4 {worker:5.2f} s "
                       f"after its worker's start, {imported:4.2f} s after its `import torch`, "
                       f"{agent:5.2f} s after its agent's start; the other workers kept their "
-                      f"processes: {kept}", flush=True)
+                      f"processes: {kept}\n  phases (s): {phases}", flush=True)
     finally:
         rig("down")
     for method, times in results.items():

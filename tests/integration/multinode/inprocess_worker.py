@@ -6,10 +6,14 @@ It prints "inprocess_worker: pid <PID> started" on stderr, and appends JSON line
 DIR/records_n<NODE>_p<PID>.jsonl (times are time.time()):
   {"kind": "entry", ...}  each time train() is entered (after the group formed and the state
       synced): world, rank, round, commits, step, started (the process's start, before
-      `import torch`), imported (after it), and the CRC32 of the parameters' bytes all-reduced as min and max (equal:
+      `import torch`), imported (after it), phases (below), and the CRC32 of the parameters' bytes all-reduced as min and max (equal:
       every rank holds the same bits)
   {"kind": "step", ...}   after each commit: world, rank, step (the step just committed)
-Every record also holds time, pid, node and local_rank.
+Every record also holds time, pid, node and local_rank. An entry's phases are the times of this
+process's way in (the join bench's breakdown): forked (the kernel's start of the process, to
+10 ms), started, torch (`import torch` done), elastic (`import ddprun.elastic` done), called
+(train() first called), place (the place taken from the agent), group (init_process_group
+done), synced (the state sync done); the last three of the latest re-form.
 --fail R:S makes rank R exit 3 before step S when TORCHELASTIC_RESTART_COUNT is 0.
 --delay_newcomer S makes a process started again (TORCHELASTIC_RESTART_COUNT above 0) wait S
 seconds before its first train() (before it connects to its agent's channel), so that a test can
@@ -36,6 +40,8 @@ import zlib  # noqa: E402
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 from torch.nn.parallel import DistributedDataParallel  # noqa: E402
+
+TORCH_IMPORTED = time.time()
 
 import ddprun.elastic as elastic  # noqa: E402
 
@@ -83,6 +89,36 @@ class HoldingState(elastic.TorchState):
         hold_at("commit", getattr(self, "step", 0) - 1)  # state.step is S + 1 once S is done
         super().save()
 
+    def sync(self):
+        root = super().sync()
+        PHASES["synced"] = time.time()
+        return root
+
+
+def process_start_time():
+    """When the kernel started this process (time.time() scale, to a clock tick). The boot time
+    comes from /proc/uptime (to 10 ms), not /proc/stat's btime, which is whole seconds."""
+    with open("/proc/self/stat") as f:
+        ticks = int(f.read().rsplit(")", 1)[1].split()[19])
+    with open("/proc/uptime") as f:
+        boot = time.time() - float(f.read().split()[0])
+    return boot + ticks / os.sysconf("SC_CLK_TCK")
+
+
+PHASES = {"forked": process_start_time(), "started": STARTED, "torch": TORCH_IMPORTED,
+          "elastic": IMPORTED}
+_init_group = elastic._Context.init_group
+
+
+def timed_init_group(context, place):
+    """elastic's group init, timed for the entry record's phases (the bench's breakdown)."""
+    PHASES["place"] = time.time()
+    _init_group(context, place)
+    PHASES["group"] = time.time()
+
+
+elastic._Context.init_group = timed_init_group
+
 
 def checksum_range(model):
     crc = 0
@@ -104,7 +140,7 @@ state = HoldingState(model=model, optimizer=optimizer, step=0)
 def train(state):
     low, high = checksum_range(state.model)
     record("entry", round=elastic.current_round(), commits=state.commits, step=state.step,
-           started=STARTED, imported=IMPORTED, sum_min=low, sum_max=high)
+           started=STARTED, imported=IMPORTED, phases=PHASES, sum_min=low, sum_max=high)
     ddp = DistributedDataParallel(state.model)
     rank = dist.get_rank()
     for step in range(state.step, max_steps):
@@ -129,6 +165,7 @@ def train(state):
 
 if os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") != "0":
     time.sleep(delay_newcomer)
+PHASES["called"] = time.time()
 train(state)
 low, high = checksum_range(model)
 record("end", step=state.step, sum_min=low, sum_max=high)

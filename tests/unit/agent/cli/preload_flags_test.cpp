@@ -1,8 +1,11 @@
 // --start_method=forkserver's flags: --preload (PET_PRELOAD, default torch, module names only)
 // and --preload_fallback.
 
+#include <fmt/format.h>
+
 #include <catch2/catch.hpp>
 
+#include "agent/cli/agent_options.hpp"
 #include "ddp/error.hpp"
 #include "tests/unit/agent/cli/cli_test_util.hpp"
 
@@ -35,6 +38,33 @@ TEST_CASE("issue 30: a --preload entry that is no module name names the flag", "
   }
   CHECK_THROWS_WITH(parse({"s"}, {{"PET_PRELOAD", "x y"}}),
                     Catch::StartsWith("PET_PRELOAD: 'x y' is not a module name"));
+}
+
+TEST_CASE("issue 29: --recovery=inprocess forks Python workers unless --start_method is given",
+          "[cli]") {
+  const auto inprocess = forkserver_options(parse({"--recovery=inprocess", "s.py"}));
+  REQUIRE(inprocess.has_value());
+  CHECK(inprocess->preload == Modules{"torch"});
+  CHECK(inprocess->fallback);  // a template nobody asked for never fails the launch
+  CHECK(inprocess->by_default);
+  CHECK(forkserver_options(parse({"s.py"}, {{"PET_RECOVERY", "inprocess"}})).has_value());
+  CHECK_FALSE(forkserver_options(parse({"s.py"})).has_value());  // restart: exec
+  CHECK_FALSE(forkserver_options(parse({"--recovery=inprocess", "--no_python", "s"})).has_value());
+  for (const char* method : {"spawn", "fork"}) {
+    CAPTURE(method);
+    CHECK_FALSE(forkserver_options(parse({"--recovery=inprocess",
+                                          fmt::format("--start_method={}", method), "s.py"}))
+                    .has_value());
+    CHECK_FALSE(
+        forkserver_options(parse({"--recovery=inprocess", "s.py"}, {{"PET_START_METHOD", method}}))
+            .has_value());
+  }
+  const auto asked = forkserver_options(
+      parse({"--recovery=inprocess", "--start_method=forkserver", "--preload=json", "s.py"}));
+  REQUIRE(asked.has_value());
+  CHECK(asked->preload == Modules{"json"});
+  CHECK_FALSE(asked->fallback);  // asked for: a template that cannot start fails the launch
+  CHECK_FALSE(asked->by_default);
 }
 
 }  // namespace
