@@ -12,6 +12,7 @@
 #include <cstdlib>
 
 #include "common/log.hpp"
+#include "common/parse_number.hpp"
 #include "common/reform_protocol.hpp"
 #include "ddp/error.hpp"
 
@@ -27,8 +28,10 @@ std::unique_ptr<RecoverySession> RecoverySession::from_env(const InitOptions& in
                        local_rank != nullptr ? local_rank : "0");
   }
   std::unique_ptr<RecoverySession> session(new RecoverySession(init, std::move(file)));
-  session->client_ =
-      ReformClient::from_env(grace, [s = session.get()](int round) { s->give_up(round); });
+  RecoverySession* s = session.get();
+  session->client_ = ReformClient::from_env(
+      grace, [s](int round) { return s->on_overdue(round); },
+      [s](const ReformPlace& place) { s->on_place(place); });
   if (!session->client_) return nullptr;
   return session;
 }
@@ -63,6 +66,52 @@ void RecoverySession::check_new_round() {
 }
 
 void RecoverySession::reformed() { client_->reformed(round_); }
+
+void RecoverySession::watch(std::shared_ptr<ProcessGroup> group) {
+  std::lock_guard lock(watched_mutex_);
+  watched_ = std::move(group);
+  watched_round_ = round_;
+}
+
+std::pair<ReformFacts, std::shared_ptr<ProcessGroup>> RecoverySession::facts_of(int round,
+                                                                                int world,
+                                                                                bool overdue) {
+  std::lock_guard lock(watched_mutex_);
+  ReformFacts facts{.has_group = watched_ != nullptr,
+                    .aborted = watched_ != nullptr && watched_->is_aborted(),
+                    .group_round = watched_round_,
+                    .group_size = watched_ != nullptr ? watched_->size() : 0,
+                    .announced_round = round,
+                    .announced_world = world,
+                    .overdue = overdue};
+  return {facts, watched_};
+}
+
+void RecoverySession::on_place(const ReformPlace& place) {
+  const auto it = place.env.find("WORLD_SIZE");
+  const int world = it != place.env.end() ? parse_number<int>(it->second).value_or(-1) : -1;
+  const auto [facts, group] = facts_of(place.round, world, /*overdue=*/false);
+  if (decide_reform_action(facts) != ReformAction::kAbortGroup) return;
+  // Gloo has no abort (false): its collectives with the lost member fail by themselves.
+  if (group->abort()) {
+    log::get("train")->info(
+        "round {} has world_size={} < {}: a peer is gone; aborted the {} "
+        "group of round {}",
+        place.round, world, facts.group_size, group->backend(), facts.group_round);
+  }
+}
+
+bool RecoverySession::on_overdue(int round) {
+  const auto [facts, group] = facts_of(round, -1, /*overdue=*/true);
+  if (decide_reform_action(facts) == ReformAction::kAbortGroup && group->abort()) {
+    log::get("train")->info(
+        "blocked past the hand-over of round {}; aborted the {} group of "
+        "round {}",
+        round, group->backend(), facts.group_round);
+    return true;
+  }
+  give_up(round);
+}
 
 void RecoverySession::give_up(int round) {
   std::string saved = "no commit file";

@@ -4,14 +4,20 @@
 // behind; the trainer drives the re-form (trainer.cpp): restore the commit, drop the group, join
 // the next round here, sync every rank to the most-committed state. Absent (nullptr) when the
 // launcher has no hand-over channel: ddp-train then runs as under --recovery=restart.
-// Training thread, except the give-up, which runs on the reform client's thread.
+// Training thread, except on_place() and on_overdue(), which run on the reform client's thread:
+// they abort the watched group (decide_reform_action, reform_action.hpp) so that an NCCL
+// collective blocked on a peer that is gone returns with IoError, the way a Gloo one fails by
+// itself, or give the process up.
 
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
+#include "apps/ddp-train/reform_action.hpp"
 #include "apps/ddp-train/train_commit.hpp"
 #include "ddp/init.hpp"
 #include "ddp/reform_client.hpp"
@@ -44,6 +50,10 @@ class RecoverySession {
   void reformed();
   int round() const { return round_; }
 
+  // The group the training thread uses from now on, formed in round(); nullptr before it drops
+  // one. The client's thread may abort it when a new round is announced.
+  void watch(std::shared_ptr<ProcessGroup> group);
+
   // From now on a worker that gives up leaves `commit` in commit_file() ("" without
   // DDPRUN_REFORM_STATE_DIR). `commit` must outlive this session.
   void guard(const TrainCommit* commit) { commit_.store(commit); }
@@ -51,12 +61,22 @@ class RecoverySession {
 
  private:
   RecoverySession(const InitOptions& init, std::string commit_file);
-  // On the client's thread: the place of `round` waited past the grace.
+  // On the client's thread: a place arrived; aborts the watched group when it lost a member.
+  void on_place(const ReformPlace& place);
+  // On the client's thread: the place of `round` waited past the grace. Aborts the watched group
+  // (true: the place may wait another grace) or gives the process up.
+  bool on_overdue(int round);
+  // What decide_reform_action() knows of the watched group and `place`; the group too.
+  std::pair<ReformFacts, std::shared_ptr<ProcessGroup>> facts_of(int round, int world,
+                                                                 bool overdue);
   [[noreturn]] void give_up(int round);
 
   InitOptions init_;
   std::string commit_file_;
   std::atomic<const TrainCommit*> commit_{nullptr};
+  std::mutex watched_mutex_;  // guards the two below: the training thread sets, the client reads
+  std::shared_ptr<ProcessGroup> watched_;
+  int watched_round_ = -1;
   std::unique_ptr<ReformClient> client_;  // last: its thread calls give_up()
   int round_ = -1;
 };

@@ -1,9 +1,10 @@
 // The Trainer's in-process recovery (ddprun --recovery=inprocess). Every rank commits after a
 // step; a re-form happens when a collective fails because a peer is gone (Gloo's closed
 // connection; NCCL's error) or when a commit finds that the agent announced a new round (a node
-// joining is taken in at a step boundary). Ranks are in lockstep, so the survivors hold the same
-// commit: a rank that leaves at commit N makes its peers' next collective fail, and they
-// restore commit N too.
+// joining is taken in at a step boundary). An NCCL collective blocked on a peer that is gone
+// fails because the reform client's thread aborts the group (recovery_session.hpp). Ranks are
+// in lockstep, so the survivors hold the same commit: a rank that leaves at commit N makes its
+// peers' next collective fail, and they restore commit N too.
 
 #include <fmt/format.h>
 #include <algorithm>
@@ -34,6 +35,7 @@ int Trainer::run_inprocess() {
   commit_->take({pos_, pos_world_}, 0);  // what a failure before the first step returns to
   bool resumed = resume_commit_file();
   session_->guard(commit_.get());
+  session_->watch(group_);
   for (;;) {
     try {
       sync_with_peers();  // a peer may be lost here too: restore() undoes a partial sync
@@ -55,8 +57,10 @@ int Trainer::run_inprocess() {
     engine_->load_from_host();
     pos_ = at.pos;
     pos_world_ = at.world_size;
+    session_->watch(nullptr);
     attach(nullptr);  // the old group's sockets close: peers blocked on them fail at once
     attach(session_->join_next().group);
+    session_->watch(group_);
   }
 }
 
@@ -103,6 +107,12 @@ void Trainer::sync_with_peers() {
 void Trainer::commit_step() {
   if (session_ == nullptr || pos_.step % options_.commit_every != 0) return;
   engine_->store_to_host();
+  // An aborted NCCL kernel ends without an error, leaving partial sums behind: a step whose
+  // group was aborted before its state reached the host is never committed.
+  if (group_ && group_->is_aborted()) {
+    throw IoError(fmt::format("the {} group of round {} was aborted before the commit of step {}",
+                              group_->backend(), session_->round(), pos_.step));
+  }
   commit_->take({pos_, world_});
   train_log_.commit(pos_, commit_->count());
   session_->check_new_round();

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -77,6 +78,8 @@ class NcclWork final : public Work {
     const auto waiting_since = Clock::now();
     for (;;) {
       const cudaError_t status = cudaEventQuery(done_);
+      // An aborted kernel ends without an error: its output is partial, so it is a failure.
+      if (comm_->is_aborted()) fail_aborted();
       if (status == cudaSuccess) return;
       if (status != cudaErrorNotReady) check_cuda(status, name_.c_str(), comm_->device());
       const ncclResult_t async = comm_->async_error();
@@ -95,6 +98,11 @@ class NcclWork final : public Work {
   }
 
  private:
+  [[noreturn]] void fail_aborted() {
+    throw IoError(fmt::format("nccl {} #{} on cuda:{}: the communicator was aborted (a peer is "
+                              "gone, or a new round began)",
+                              name_, seq_, comm_->device()));
+  }
   [[noreturn]] void fail_timeout() {
     comm_->abort();
     std::vector<int> missing;
@@ -160,9 +168,8 @@ class NcclProcessGroup final : public ProcessGroup {
 
   std::shared_ptr<Work> all_reduce(Tensor t, ReduceOp op) override {
     check_tensor("all_reduce", t);
-    return enqueue("all_reduce", [&](cudaStream_t s) {
-      return ncclAllReduce(t.data, t.data, t.count, nccl_type(t.dtype), nccl_op(op), comm_->comm(),
-                           s);
+    return enqueue("all_reduce", [&](ncclComm_t c, cudaStream_t s) {
+      return ncclAllReduce(t.data, t.data, t.count, nccl_type(t.dtype), nccl_op(op), c, s);
     });
   }
   std::shared_ptr<Work> broadcast(Tensor t, int root) override {
@@ -171,8 +178,8 @@ class NcclProcessGroup final : public ProcessGroup {
       throw ConfigError(
           fmt::format("nccl broadcast: root {} is outside the group of {}", root, size_));
     }
-    return enqueue("broadcast", [&](cudaStream_t s) {
-      return ncclBroadcast(t.data, t.data, t.count, nccl_type(t.dtype), root, comm_->comm(), s);
+    return enqueue("broadcast", [&](ncclComm_t c, cudaStream_t s) {
+      return ncclBroadcast(t.data, t.data, t.count, nccl_type(t.dtype), root, c, s);
     });
   }
   std::shared_ptr<Work> all_gather(Tensor in, Tensor out) override {
@@ -182,8 +189,8 @@ class NcclProcessGroup final : public ProcessGroup {
       throw ConfigError(
           "nccl all_gather: output must hold size() x input elements of the same dtype");
     }
-    return enqueue("all_gather", [&](cudaStream_t s) {
-      return ncclAllGather(in.data, out.data, in.count, nccl_type(in.dtype), comm_->comm(), s);
+    return enqueue("all_gather", [&](ncclComm_t c, cudaStream_t s) {
+      return ncclAllGather(in.data, out.data, in.count, nccl_type(in.dtype), c, s);
     });
   }
   std::shared_ptr<Work> reduce_scatter(Tensor in, Tensor out, ReduceOp op) override {
@@ -193,9 +200,9 @@ class NcclProcessGroup final : public ProcessGroup {
       throw ConfigError(
           "nccl reduce_scatter: input must hold size() x output elements of the same dtype");
     }
-    return enqueue("reduce_scatter", [&](cudaStream_t s) {
-      return ncclReduceScatter(in.data, out.data, out.count, nccl_type(in.dtype), nccl_op(op),
-                               comm_->comm(), s);
+    return enqueue("reduce_scatter", [&](ncclComm_t c, cudaStream_t s) {
+      return ncclReduceScatter(in.data, out.data, out.count, nccl_type(in.dtype), nccl_op(op), c,
+                               s);
     });
   }
   std::shared_ptr<Work> barrier() override {
@@ -203,24 +210,23 @@ class NcclProcessGroup final : public ProcessGroup {
       check_cuda(cudaSetDevice(comm_->device()), "cudaSetDevice", comm_->device());
       check_cuda(cudaMalloc(&barrier_buffer_, sizeof(float)), "cudaMalloc", comm_->device());
     }
-    auto work = enqueue("barrier", [&](cudaStream_t s) {
-      return ncclAllReduce(barrier_buffer_, barrier_buffer_, 1, ncclFloat32, ncclSum, comm_->comm(),
-                           s);
+    auto work = enqueue("barrier", [&](ncclComm_t c, cudaStream_t s) {
+      return ncclAllReduce(barrier_buffer_, barrier_buffer_, 1, ncclFloat32, ncclSum, c, s);
     });
     return work;
   }
   std::shared_ptr<Work> send(Tensor t, int dst, int /*tag*/) override {
     check_tensor("send", t);
     check_peer(dst);
-    return enqueue("send", [&](cudaStream_t s) {
-      return ncclSend(t.data, t.count, nccl_type(t.dtype), dst, comm_->comm(), s);
+    return enqueue("send", [&](ncclComm_t c, cudaStream_t s) {
+      return ncclSend(t.data, t.count, nccl_type(t.dtype), dst, c, s);
     });
   }
   std::shared_ptr<Work> recv(Tensor t, int src, int /*tag*/) override {
     check_tensor("recv", t);
     check_peer(src);
-    return enqueue("recv", [&](cudaStream_t s) {
-      return ncclRecv(t.data, t.count, nccl_type(t.dtype), src, comm_->comm(), s);
+    return enqueue("recv", [&](ncclComm_t c, cudaStream_t s) {
+      return ncclRecv(t.data, t.count, nccl_type(t.dtype), src, c, s);
     });
   }
 
@@ -238,11 +244,27 @@ class NcclProcessGroup final : public ProcessGroup {
     const int number = next_group_++;
     auto self = std::find(ranks.begin(), ranks.end(), global_ranks_[rank_]);
     if (self == ranks.end()) return nullptr;
-    return std::make_shared<NcclProcessGroup>(
+    auto child = std::make_shared<NcclProcessGroup>(
         store_->with_prefix(fmt::format("group_{}", number)),
         static_cast<int>(self - ranks.begin()), static_cast<int>(ranks.size()), comm_->device(),
         timeout(), ranks);
+    std::lock_guard lock(children_mutex_);
+    std::erase_if(children_, [](const auto& c) { return c.expired(); });
+    children_.push_back(child);
+    if (comm_->is_aborted()) child->abort();  // aborted while it was being made
+    return child;
   }
+
+  // Any thread. The sub-groups go too: their ranks wait on the same dead peers.
+  bool abort() override {
+    comm_->abort();
+    std::lock_guard lock(children_mutex_);
+    for (const auto& weak : children_) {
+      if (auto child = weak.lock()) child->abort();
+    }
+    return true;
+  }
+  bool is_aborted() const override { return comm_->is_aborted(); }
 
   ~NcclProcessGroup() override {
     if (barrier_buffer_ != nullptr) cudaFree(barrier_buffer_);
@@ -261,7 +283,7 @@ class NcclProcessGroup final : public ProcessGroup {
     check_cuda(cudaEventRecord(ready, cudaStreamLegacy), "cudaEventRecord", device);
     check_cuda(cudaStreamWaitEvent(comm_->stream(), ready, 0), "cudaStreamWaitEvent", device);
     cudaEventDestroy(ready);
-    comm_->check(call(comm_->stream()), name, Clock::now() + timeout());
+    comm_->launch(name, call, Clock::now() + timeout());
     return std::make_shared<NcclWork>(comm_, arrivals_, global_ranks_, name, seq, timeout());
   }
 
@@ -291,6 +313,8 @@ class NcclProcessGroup final : public ProcessGroup {
   void* barrier_buffer_ = nullptr;
   std::uint64_t next_seq_ = 0;
   int next_group_ = 0;
+  std::mutex children_mutex_;  // new_group() on the group's thread, abort() on any
+  std::vector<std::weak_ptr<NcclProcessGroup>> children_;
 };
 
 }  // namespace

@@ -7,7 +7,8 @@
 // first makes that stream wait for the work already queued on the device's legacy default stream,
 // then enqueues the NCCL call; Work::wait() blocks the host until the operation finished on the
 // GPU, and past the group's timeout aborts the communicator and throws TimeoutError naming the
-// ranks that never arrived.
+// ranks that never arrived. abort() may come from any thread (ddp-train's recovery, when a peer
+// is gone): the operation blocked on the group, and every later one, throws IoError.
 
 #include <chrono>
 #include <memory>

@@ -67,6 +67,8 @@ class ProgressGroup final : public ProcessGroup {
   std::shared_ptr<ProcessGroup> new_group(std::vector<int> ranks) override {
     return inner_->new_group(std::move(ranks));
   }
+  bool abort() override { return inner_->abort(); }
+  bool is_aborted() const override { return inner_->is_aborted(); }
 
  private:
   // The issue is recorded before the backend is called: a backend may block inside the call

@@ -71,6 +71,7 @@ struct ReformClient::Impl {
   UniqueFd stop_write;
   std::chrono::milliseconds grace;
   OverdueHandler on_overdue;
+  PlaceHandler on_place;
   std::thread reader;
 
   std::mutex mutex;  // guards what follows
@@ -98,12 +99,14 @@ struct ReformClient::Impl {
   void on_line(std::string_view line) {
     const auto place = reform::parse_place_line(line);
     if (!place) return;  // another verb, for a newer worker
-    std::lock_guard lock(mutex);
-    if (!latest || place->round > latest->round) {
+    {
+      std::lock_guard lock(mutex);
+      if (latest && place->round <= latest->round) return;
       latest = *place;
       arrived = Clock::now();
       changed.notify_all();
     }
+    if (on_place) on_place(to_public(*place));  // unlocked: it may look at the training's group
   }
 
   void serve() {
@@ -122,7 +125,11 @@ struct ReformClient::Impl {
           overdue_called = true;
           round = latest->round;
         }
-        on_overdue(round);
+        if (on_overdue(round)) {  // freed some other way: the place waits another grace
+          std::lock_guard lock(mutex);
+          overdue_called = false;
+          arrived = Clock::now();
+        }
         continue;
       }
       pollfd fds[2] = {{socket.get(), POLLIN, 0}, {stop_read.get(), POLLIN, 0}};
@@ -157,12 +164,14 @@ struct ReformClient::Impl {
 };
 
 ReformClient::ReformClient(const std::string& address, int local_rank,
-                           std::chrono::milliseconds grace, OverdueHandler on_overdue)
+                           std::chrono::milliseconds grace, OverdueHandler on_overdue,
+                           PlaceHandler on_place)
     : impl_(std::make_unique<Impl>()) {
   Impl& c = *impl_;
   c.address = address;
   c.grace = grace;
   c.on_overdue = std::move(on_overdue);
+  c.on_place = std::move(on_place);
   c.socket = connect_unix(address);
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
@@ -182,7 +191,8 @@ ReformClient::~ReformClient() {
 }
 
 std::unique_ptr<ReformClient> ReformClient::from_env(std::chrono::milliseconds grace,
-                                                     OverdueHandler on_overdue) {
+                                                     OverdueHandler on_overdue,
+                                                     PlaceHandler on_place) {
   const char* address = std::getenv(reform::kSocketEnv);
   if (address == nullptr || *address == '\0') return nullptr;
   const char* rank_text = std::getenv(reform::kLocalRankEnv);
@@ -192,7 +202,8 @@ std::unique_ptr<ReformClient> ReformClient::from_env(std::chrono::milliseconds g
     throw ConfigError(fmt::format("environment variable {}='{}' is not a local rank",
                                   reform::kLocalRankEnv, rank_text ? rank_text : ""));
   }
-  return std::make_unique<ReformClient>(address, *local_rank, grace, std::move(on_overdue));
+  return std::make_unique<ReformClient>(address, *local_rank, grace, std::move(on_overdue),
+                                        std::move(on_place));
 }
 
 std::string ReformClient::state_dir_from_env() {

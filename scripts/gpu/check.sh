@@ -4,7 +4,7 @@
 # nvidia/*/lib folders, puts Fashion-MNIST where the tests read it, then runs the steps of
 # scripts/gpu/gpu_check.py (gpu tests, epoch CPU vs CUDA, NCCL all_reduce, sgemm roofline,
 # ddp-train vs PyTorch DDP, PyTorch 2.x workers and TCPStore client, forkserver and in-process
-# recovery with CUDA workers) within 8 minutes.
+# recovery with CUDA workers; with two GPUs, ddp-train's NCCL abort) within 8 minutes.
 # Writes gpu-check.json, gpu-check.txt and gpu-check.log into OUT_DIR.
 # Usage: scripts/gpu/check.sh [OUT_DIR]   (default: $OUT, else .gpu-out)
 # Exit: 0 every step that ran passed; without a GPU that is the rehearsal, and the last lines say

@@ -300,6 +300,13 @@ def main():
     if gpus:
         c.step("gpu_tests", lambda: step_gpu_tests(c))
     c.step("epoch_cpu_vs_cuda", lambda: step_epoch(c, gpus))
+    # libddp's NCCL abort (ddp-train --recovery=inprocess): one NCCL rank per GPU, so two GPUs.
+    if gpus >= 2:
+        c.step("inprocess_nccl_train",
+               lambda: step_script(c, "inprocess_nccl_train.py", 150))
+    else:
+        c.steps["inprocess_nccl_train"] = {"status": "skip", "seconds": 0,
+                                           "detail": f"needs 2 GPUs, found {gpus}"}
     if gpus:
         c.step("sgemm_roofline", lambda: step_sgemm(c))
         c.step("allreduce_nccl", lambda: step_allreduce(c, gpus))

@@ -3,10 +3,12 @@
 // counterpart of ddprun.elastic's. The agent hands every live worker its place in a new round
 // (rank, world size, store address, round); the worker tears its group down, joins the new one
 // (ddp::init_at) and reports back with reformed(). A thread of the client's reads the channel,
-// so a place arrives while the training thread is blocked in a collective; when the training
-// thread has not taken it within `grace`, the client calls the overdue handler on that thread
-// (ddp-train leaves its last commit in a file there and exits with kGiveUpExit). docs/agent.md
-// has the protocol, docs/elastic.md the recovery.
+// so a place arrives while the training thread is blocked in a collective. On that thread the
+// client calls the place handler as each new place arrives (ddp-train aborts its NCCL group
+// there when the new round has lost a member), and the overdue handler when the training thread
+// has not taken it within `grace` (ddp-train aborts its group, or leaves its last commit in a
+// file and exits with kGiveUpExit). docs/agent.md has the protocol, docs/elastic.md the
+// recovery.
 
 #include <chrono>
 #include <functional>
@@ -30,19 +32,25 @@ inline constexpr int kReformGiveUpExit = 75;
 class ReformClient {
  public:
   // Called on the client's thread with the round whose place waited `grace` for the training
-  // thread; at most once per client. Expected to end the process.
-  using OverdueHandler = std::function<void(int round)>;
+  // thread. Returns true when it freed the training thread some other way (aborted its group):
+  // the place then waits another `grace`, after which the handler is called again. Returning
+  // false (or not at all: it may end the process), it is not called again.
+  using OverdueHandler = std::function<bool(int round)>;
+  // Called on the client's thread with each place for a round after every earlier place, as it
+  // arrives (before the training thread can take it, or while it is taking it). Must not block.
+  using PlaceHandler = std::function<void(const ReformPlace& place)>;
 
   // The client of the channel the launcher named in DDPRUN_REFORM_SOCKET, speaking for
   // DDPRUN_REFORM_LOCAL_RANK (else LOCAL_RANK); nullptr when that variable is unset or empty (no
   // --recovery=inprocess, or another launcher). Throws as the constructor.
   static std::unique_ptr<ReformClient> from_env(std::chrono::milliseconds grace,
-                                                OverdueHandler on_overdue);
+                                                OverdueHandler on_overdue,
+                                                PlaceHandler on_place = nullptr);
 
   // Connects to `address` (a socket path, or "@name" in the abstract namespace) and says hello.
   // Throws IoError naming the address when it cannot connect.
   ReformClient(const std::string& address, int local_rank, std::chrono::milliseconds grace,
-               OverdueHandler on_overdue);
+               OverdueHandler on_overdue, PlaceHandler on_place = nullptr);
   ~ReformClient();  // stops the thread and closes the connection
   ReformClient(const ReformClient&) = delete;
   ReformClient& operator=(const ReformClient&) = delete;

@@ -1,64 +1,25 @@
-// ddp::ReformClient against a scripted agent: a listening Unix socket in the abstract namespace
-// that this test accepts on, reads the worker's lines from and writes places to.
+// ddp::ReformClient against a scripted agent (scripted_reform_agent.hpp).
 #include <catch2/catch.hpp>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <future>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "common/reform_protocol.hpp"
 #include "ddp/error.hpp"
 #include "ddp/reform_client.hpp"
+#include "tests/unit/runtime/scripted_reform_agent.hpp"
 
 namespace {
 
 using namespace std::chrono_literals;
-
-// The agent's end: listens at "@ddp-reform-test-<pid>-<n>", accepts one worker.
-class ScriptedAgent {
- public:
-  ScriptedAgent() {
-    static std::atomic<int> counter{0};
-    address_ = "@ddp-reform-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
-    listener_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_un sa{};
-    sa.sun_family = AF_UNIX;
-    std::memcpy(sa.sun_path + 1, address_.data() + 1, address_.size() - 1);
-    const auto len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + address_.size());
-    REQUIRE(::bind(listener_, reinterpret_cast<sockaddr*>(&sa), len) == 0);
-    REQUIRE(::listen(listener_, 4) == 0);
-  }
-  ~ScriptedAgent() {
-    if (worker_ >= 0) ::close(worker_);
-    ::close(listener_);
-  }
-  const std::string& address() const { return address_; }
-  void accept() { worker_ = ::accept(listener_, nullptr, nullptr); }
-  std::string read_line() {
-    std::string line;
-    char c;
-    while (::read(worker_, &c, 1) == 1 && c != '\n') line += c;
-    return line;
-  }
-  void send_place(int round, const std::string& rank) {
-    const std::string line = ddp::reform::encode_place({round, {{"RANK", rank}}});
-    REQUIRE(::write(worker_, line.data(), line.size()) == static_cast<ssize_t>(line.size()));
-  }
-  void hang_up() {
-    ::close(worker_);
-    worker_ = -1;
-  }
-
- private:
-  std::string address_;
-  int listener_ = -1;
-  int worker_ = -1;
-};
+using ddp::test::ScriptedAgent;
 
 }  // namespace
 
@@ -92,6 +53,7 @@ TEST_CASE("a place the training thread does not take within the grace calls the 
   std::atomic<int> calls{0};
   ddp::ReformClient client(agent.address(), 0, 50ms, [&](int round) {
     if (calls++ == 0) overdue.set_value(round);
+    return false;
   });
   agent.accept();
   agent.read_line();
@@ -103,10 +65,52 @@ TEST_CASE("a place the training thread does not take within the grace calls the 
   CHECK(calls.load() == 1);
 }
 
+TEST_CASE("issue 29: an overdue handler that freed the training thread gets another grace",
+          "[reform]") {
+  ScriptedAgent agent;
+  std::promise<void> second;
+  std::atomic<int> calls{0};
+  ddp::ReformClient client(agent.address(), 0, 30ms, [&](int round) {
+    CHECK(round == 2);
+    const int call = ++calls;
+    if (call == 2) second.set_value();
+    return call == 1;  // the first call aborted a group; the second gives up
+  });
+  agent.accept();
+  agent.read_line();
+  agent.send_place(2, "0");
+  REQUIRE(second.get_future().wait_for(10s) == std::future_status::ready);
+  CHECK(client.wait_newer_than(1).round == 2);
+  CHECK(calls.load() == 2);
+}
+
+TEST_CASE("issue 29: the place handler sees each newer place on arrival, once", "[reform]") {
+  ScriptedAgent agent;
+  std::mutex mutex;
+  std::condition_variable seen_changed;
+  std::vector<int> seen;
+  ddp::ReformClient client(agent.address(), 0, 10s, nullptr, [&](const ddp::ReformPlace& p) {
+    std::lock_guard lock(mutex);
+    seen.push_back(p.round);
+    seen_changed.notify_all();
+  });
+  agent.accept();
+  agent.read_line();
+  agent.send_place(1, "0");
+  agent.send_place(1, "0");  // not newer: no call
+  agent.send_place(0, "0");  // older: no call
+  agent.send_place(3, "2");
+  std::unique_lock lock(mutex);
+  REQUIRE(seen_changed.wait_for(lock, 10s, [&] { return seen.size() >= 2; }));
+  CHECK(seen == std::vector<int>{1, 3});
+  lock.unlock();
+  CHECK(client.wait_newer_than(-1).round == 3);  // taken or not, the training thread sees it
+}
+
 TEST_CASE("a place taken in time is never overdue", "[reform]") {
   ScriptedAgent agent;
   std::atomic<int> calls{0};
-  ddp::ReformClient client(agent.address(), 0, 10s, [&](int) { ++calls; });
+  ddp::ReformClient client(agent.address(), 0, 10s, [&](int) { return ++calls < 0; });
   agent.accept();
   agent.read_line();
   agent.send_place(0, "0");

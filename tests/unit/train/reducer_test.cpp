@@ -15,6 +15,7 @@
 #include "collectives/gloo/gloo_process_group.hpp"
 #include "ddp/error.hpp"
 #include "rendezvous/store_client/blocking_store.hpp"
+#include "tests/unit/train/stub_group.hpp"
 
 namespace {
 
@@ -169,28 +170,16 @@ struct RecordedWork final : ddp::Work {
   void wait_on_stream() override { log->push_back("stream " + std::to_string(id)); }
 };
 
-class RecordingGroup final : public ddp::ProcessGroup {
+class RecordingGroup final : public ddp::test::StubGroup {
  public:
   std::vector<std::string> log;
   int failing = -1;
 
-  int rank() const override { return 0; }
-  int size() const override { return 1; }
-  std::string backend() const override { return "nccl"; }
   std::shared_ptr<ddp::Work> all_reduce(ddp::Tensor, ddp::ReduceOp) override {
     const int id = next_++;
     log.push_back("all_reduce " + std::to_string(id));
     return std::make_shared<RecordedWork>(&log, id, id == failing);
   }
-  std::shared_ptr<ddp::Work> broadcast(ddp::Tensor, int) override { return nullptr; }
-  std::shared_ptr<ddp::Work> all_gather(ddp::Tensor, ddp::Tensor) override { return nullptr; }
-  std::shared_ptr<ddp::Work> reduce_scatter(ddp::Tensor, ddp::Tensor, ddp::ReduceOp) override {
-    return nullptr;
-  }
-  std::shared_ptr<ddp::Work> barrier() override { return nullptr; }
-  std::shared_ptr<ddp::Work> send(ddp::Tensor, int, int) override { return nullptr; }
-  std::shared_ptr<ddp::Work> recv(ddp::Tensor, int, int) override { return nullptr; }
-  std::shared_ptr<ddp::ProcessGroup> new_group(std::vector<int>) override { return nullptr; }
 
  private:
   int next_ = 0;

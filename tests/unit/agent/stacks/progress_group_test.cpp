@@ -33,9 +33,12 @@ class FakeGroup final : public ddp::ProcessGroup {
   std::shared_ptr<ddp::ProcessGroup> new_group(std::vector<int>) override {
     return std::make_shared<FakeGroup>();
   }
+  bool abort() override { return aborted_ = true; }
+  bool is_aborted() const override { return aborted_; }
 
  private:
   static std::shared_ptr<ddp::Work> done() { return std::make_shared<DoneWork>(); }
+  bool aborted_ = false;
 };
 
 }  // namespace
@@ -63,5 +66,18 @@ TEST_CASE("the progress group counts issues and completions once each", "[progre
   auto sub = group->new_group({0, 1});
   sub->all_reduce({}, ddp::ReduceOp::kSum)->wait();
   CHECK(ddp::read_progress_record(path)->seq == 2);  // sub-groups are not tracked
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("issue 29: the progress group passes an abort to the group it wraps", "[progress]") {
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("group-abort-" + std::to_string(::getpid()) + ".progress"))
+                               .string();
+  auto inner = std::make_shared<FakeGroup>();
+  auto group = ddp::runtime::with_progress(inner, std::make_shared<ddp::ProgressWriter>(path));
+  CHECK_FALSE(group->is_aborted());
+  CHECK(group->abort());
+  CHECK(inner->is_aborted());
+  CHECK(group->is_aborted());
   std::filesystem::remove(path);
 }
