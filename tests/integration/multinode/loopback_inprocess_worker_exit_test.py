@@ -7,7 +7,8 @@ worker's node, peer_failed on the other). The new worker receives the state from
 enters train() past step 8), the job trains on at world 4, no committed step is done twice,
 every rank holds the same parameter bits after each entry, both agents exit 0 and no process
 is left behind. With the argument `forkserver` the workers, the new one too, are forked from
-the forkserver's template (--start_method=forkserver). With the argument `sigstop` rank 1 is
+the forkserver's template (no --start_method: --recovery=inprocess's default); without it they
+are exec'd (--start_method=spawn). With the argument `sigstop` rank 1 is
 instead stopped with SIGSTOP after step 5, under --hang_timeout=2: its agent names the hang
 (event hang), stops that process alone (worker_exited, stopped_by_agent) and starts it again
 as above, while its sibling keeps its PID.
@@ -32,7 +33,7 @@ SIGSTOP = "sigstop" in sys.argv[1:]
 
 def agent_cmd(port, out_dir, node):
     log = os.path.join(out_dir, f"events_n{node}.jsonl")
-    start = ["--start_method=forkserver"] if FORKSERVER else []
+    start = [] if FORKSERVER else ["--start_method=spawn"]
     fault = ["--hang_timeout=2"] if SIGSTOP else []
     worker_fault = [] if SIGSTOP else ["--fail", "1:8"]
     return [ddptest.bin_path("ddprun"), *start, *fault, "--nnodes=2", "--nproc_per_node=2",
