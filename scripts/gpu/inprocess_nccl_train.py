@@ -7,8 +7,9 @@ survivor's reform client sees it is smaller than its group and aborts the group 
 ("aborted the nccl group"), the blocked collective returns, and the survivor re-forms in its
 process ("reform round=N ... world_size=1 pid=<same>") and trains on to the end.
 
-Prints one JSON line (aborted, pid_kept, the seconds from the kill to the first step at world
-1, whether it gave its process up instead, the exit code) and exits 0 when every check holds.
+Prints one JSON line (aborted: whether the survivor's log says it aborted its group; pid_kept;
+the seconds from the kill to the first step at world 1; gave_up: whether it gave its process up
+instead; the exit code) and exits 0 when the survivor re-formed in its process and finished.
 With fewer than two GPUs it prints a skip line ({"skip": "..."}) and exits 0. --cpu rehearses
 the script without a GPU (Gloo: its collectives fail by themselves, so no abort is expected).
 
@@ -117,8 +118,10 @@ def main():
             "kill_to_first_step_world_1_s": round(first - killed_at, 3),
             "exit_code": agents[1].returncode,
         })
+        # Recovered in its process is the pass; "aborted" says whether the abort did it (NCCL
+        # could also report the dead peer itself, as an asynchronous error).
         report["ok"] = (report["pid_kept"] and not report["gave_up"] and
-                        report["exit_code"] == 0 and (cpu or report["aborted"]))
+                        report["exit_code"] == 0)
     except Exception as error:
         report["ok"] = False
         report["error"] = str(error)
