@@ -97,6 +97,7 @@ class _Channel:
         self.latest = None  # the newest place the agent sent: {"round": N, "env": {...}}
         self._due = 0.0  # when the main thread must have taken `latest` (time.monotonic())
         self._progress = time.monotonic()  # the main thread's last commit or place taken
+        self._waiting = False  # the main thread waits for a place (it takes one at once)
         self._taken = -1  # the newest round the main thread took a place of
         self._closed = False
         self._giving_up = False
@@ -149,7 +150,9 @@ class _Channel:
                 with self._changed:
                     if self.latest is None or place["round"] > self.latest["round"]:
                         self.latest = place
-                        self._due = max(time.monotonic(), self._progress + self._grace)
+                        now = time.monotonic()
+                        since = now if self._waiting else self._progress
+                        self._due = max(now, since + self._grace)
                         self._changed.notify_all()
 
     def _check_open(self):
@@ -171,16 +174,20 @@ class _Channel:
     def wait_newer_than(self, round_):
         """Blocks until the agent hands over a place for a round after `round_`; takes it."""
         with self._changed:
-            while True:
-                self._check_open()
-                if self._giving_up:  # the process ends in a moment; its place is given up
-                    self._changed.wait()
-                elif self.latest is not None and self.latest["round"] > round_:
-                    self._taken = self.latest["round"]
-                    self._progress = time.monotonic()
-                    return self.latest
-                else:
-                    self._changed.wait()
+            self._waiting = True
+            try:
+                while True:
+                    self._check_open()
+                    if self._giving_up:  # the process ends in a moment; its place is given up
+                        self._changed.wait()
+                    elif self.latest is not None and self.latest["round"] > round_:
+                        self._taken = self.latest["round"]
+                        self._progress = time.monotonic()
+                        return self.latest
+                    else:
+                        self._changed.wait()
+            finally:
+                self._waiting = False
 
     def reformed(self, round_):
         self._sock.sendall(f"reformed {round_}\n".encode())

@@ -1,14 +1,13 @@
-// Why a refused connect is enough: every etcd agent serves its link store for its whole life
-// (etcd_links.hpp), so a member of the last round whose link store's port is closed has no agent
-// any more. The second refused connect, a grace later, is the rule the members apply to the
-// round's host. The read is one transaction of O(members) keys, made only while the forming
-// round misses members it expects.
+// Why one refused connect is enough: every etcd agent serves its link store for its whole life
+// (etcd_links.hpp), and a refused connect is the kernel saying that nothing listens on the port,
+// so a member of the last round whose link store refuses has no agent any more. (A member
+// watching a live round waits a grace of refusals, because a round's host is found by a link
+// that closed for other reasons too; an absentee is only asked once it failed to join.) The read
+// is one transaction of O(members) keys, made only while the forming round misses members it
+// expects.
 
 #include "rendezvous/etcd/etcd_absentees.hpp"
 
-#include <boost/asio/as_tuple.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include <set>
@@ -74,12 +73,8 @@ asio::awaitable<std::vector<Absentee>> refusing(std::vector<Absentee> absent,
 asio::awaitable<int> declare_dead_absentees(std::shared_ptr<EtcdKv> client, std::string job,
                                             RoundHeader previous,
                                             std::chrono::milliseconds grace) {
-  std::vector<Absentee> gone =
+  const std::vector<Absentee> gone =
       co_await refusing(co_await read_absentees(*client, job, previous), grace);
-  if (gone.empty()) co_return 0;
-  asio::steady_timer pause(co_await asio::this_coro::executor, grace);
-  co_await pause.async_wait(asio::as_tuple(asio::use_awaitable));
-  gone = co_await refusing(std::move(gone), grace);
   int declared = 0;
   for (const Absentee& a : gone) {
     logger()->info("round {}: node {} has not joined round {} and its agent's link store at {}:{} "

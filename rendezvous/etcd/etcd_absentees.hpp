@@ -16,8 +16,9 @@ namespace ddp::rdzv::etcd {
 
 // Declares lost (declare_lost) every member of round `previous` that still holds its join key
 // there, has not joined round previous.round + 1, and whose agent's link store refuses a connect
-// now and again `grace` later: that agent has died (a live agent's link store accepts, and a cut
-// link answers nothing, which leaves the verdict to the lease). Returns how many it declared.
+// (each waited for at most `grace`): that agent has died (a live agent's link store accepts, and
+// a cut link answers nothing, which leaves the verdict to the lease). Returns how many it
+// declared.
 asio::awaitable<int> declare_dead_absentees(std::shared_ptr<EtcdKv> client, std::string job,
                                             RoundHeader previous,
                                             std::chrono::milliseconds grace);

@@ -8,7 +8,9 @@ later: a thread blocked for longer than the grace is given up at once.
 Against a scripted agent socket, the channel thread of ddprun.elastic with a grace of 30 s:
 - the main thread's last commit 60 s ago (blocked): the place is given up within 10 s;
 - the main thread committing every 50 ms: the place is not given up within 2 s (it is taken at
-  the next commit in a real worker; here nobody takes it, and the grace is 30 s)."""
+  the next commit in a real worker; here nobody takes it, and the grace is 30 s);
+- the main thread waiting for its place (its last commit 60 s ago, before the collective that
+  failed): it takes the place, which is not given up."""
 
 import os
 import socket
@@ -29,10 +31,10 @@ import ddprun.elastic as elastic  # noqa: E402
 GRACE_S = 30.0
 
 
-def hand_over(blocked_s, committing, wait_s):
+def hand_over(blocked_s, committing, wait_s, waiting=False):
     """A channel whose main thread last committed `blocked_s` ago (and, with `committing`, keeps
-    committing); the agent hands round 1 over. Returns whether the place was given up within
-    `wait_s`."""
+    committing; with `waiting`, waits for the place); the agent hands round 1 over. Returns
+    whether the place was given up within `wait_s`."""
     given_up = threading.Event()
     path = os.path.join(ddptest.temp_dir(), "reform.sock")
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -51,8 +53,17 @@ def hand_over(blocked_s, committing, wait_s):
 
     if committing:
         threading.Thread(target=commit_loop, daemon=True).start()
+    taken = []
+    if waiting:
+        waiter = threading.Thread(target=lambda: taken.append(channel.wait_newer_than(0)),
+                                  daemon=True)
+        waiter.start()
+        check(ddptest.wait_until(lambda: channel._waiting, 10), "the main thread never waited")
     agent.sendall(b'place {"round": 1, "env": {"RANK": "0"}}\n')
     result = given_up.wait(wait_s)
+    if waiting:
+        waiter.join(10)
+        check(taken and taken[0]["round"] == 1, "the waiting main thread did not take its place")
     stop.set()
     agent.close()
     server.close()
@@ -65,3 +76,6 @@ print("ok a main thread blocked past the grace is given up when the place arrive
 check(not hand_over(0.0, True, 2.0),
       "a main thread committing every 50 ms: the place was given up before the grace")
 print("ok a main thread that commits gets the grace", flush=True)
+check(not hand_over(60.0, False, 2.0, waiting=True),
+      "a main thread waiting for its place: the place was given up")
+print("ok a main thread waiting for its place takes it", flush=True)
