@@ -88,6 +88,7 @@ class Soak:
         agent = cluster.Agent(node, index, self.agent_argv(node),
                               os.path.join(self.work, f"agent_j{len(self.jobs)}_n{node}_{index}.log"),
                               self.job.env())
+        agent.event_log = os.path.join(self.work, f"events_j{len(self.jobs)}_n{node}_a{index}.jsonl")
         self.agents[node] = agent
         self.all_agents.append(agent)
         self.pending.pop(node, None)

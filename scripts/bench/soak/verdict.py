@@ -105,30 +105,52 @@ def after_detection(logs, injected):
     return {kind: percentiles(values) for kind, values in sorted(times.items())}
 
 
+def roles(event_log):
+    """(t, role) for each round the agent entered: its role is whether it was group rank 0 (whose
+    agent hosts the round's workers' store and, with etcd, the members' links) and the world size
+    (the connections it holds for them)."""
+    return [(e["wall_time"], (e.get("group_rank") == 0, e.get("world_size")))
+            for e in read_jsonl(event_log) if e.get("event") == "rendezvous"]
+
+
+def steady_by_role(agent):
+    """The agent's samples after its warm-up, grouped by its role when each was taken."""
+    entered = roles(agent.event_log) if getattr(agent, "event_log", None) else []
+    groups = {}
+    for sample in agent.samples:
+        if sample[0] - agent.started < AGENT_WARMUP_S:
+            continue
+        role = next((r for t, r in reversed(entered) if t <= sample[0]), None)
+        groups.setdefault(role, []).append(sample)
+    return groups.values()
+
+
 def agent_growth(agents, notes):
     """The largest RSS and descriptor growth of any agent after its warm-up; a note naming the
     descriptors the worst one gained."""
     rss_mb, fds, worst = 0.0, 0, None
     for agent in agents:
-        steady = [s for s in agent.samples if s[0] - agent.started >= AGENT_WARMUP_S]
-        if len(steady) < 2:
-            continue
-        # The lower envelope: the least of the first and of the last quarter of the samples. An
-        # agent's descriptors and memory swing with its role (the agent hosting the workers'
-        # store holds their connections) and its workers' restarts; a leak raises the floor.
-        quarter = max(1, len(steady) // 4)
-        first, last = steady[:quarter], steady[-quarter:]
-        rss_mb = max(rss_mb, (min(s[1] for s in last) - min(s[1] for s in first)) / 1024.0)
-        grown = min(s[2] for s in last) - min(s[2] for s in first)
-        if grown > fds:
-            fds, worst = grown, agent
+        # An agent's descriptors and memory follow its role (hosting the round's workers' store,
+        # at some world size, holds its workers' connections) and its workers' restarts, so
+        # samples are compared with samples of the same role only. Within a role, the lower
+        # envelope: the least of the first and of the last quarter of the samples. A leak
+        # raises the floor.
+        for steady in steady_by_role(agent):
+            if len(steady) < 2:
+                continue
+            quarter = max(1, len(steady) // 4)
+            first, last = steady[:quarter], steady[-quarter:]
+            rss_mb = max(rss_mb, (min(s[1] for s in last) - min(s[1] for s in first)) / 1024.0)
+            grown = min(s[2] for s in last) - min(s[2] for s in first)
+            if grown > fds:
+                fds, worst = grown, agent
     if worst and worst.fds_first is not None:
         gained = list(worst.fds_last)
         for target in worst.fds_first:
             if target in gained:
                 gained.remove(target)
-        notes.append(f"agent on node {worst.node} (#{worst.index}) gained {fds} descriptors: "
-                     f"{sorted(gained)[:20]}")
+        notes.append(f"agent on node {worst.node} (#{worst.index}) gained {fds} descriptors "
+                     f"(within one role): first and last sample differ by {sorted(gained)[:20]}")
     return round(rss_mb, 2), fds
 
 
