@@ -73,10 +73,14 @@ class RoundChanged(Exception):
 class _Channel:
     """The worker's end of the agent's hand-over socket (agent/process/reform_channel.hpp). A
     daemon thread reads it, so places arrive while the main thread is blocked in C++ (torch
-    releases the GIL in collectives' and the store's waits). When the newest place has not been
-    taken by the main thread within `grace` seconds, the thread frees the main thread with
-    `abort(round)` where `may_abort(round)` (an NCCL group), which then gets another `grace`
-    seconds; else it calls `give_up(round)`, which ends the process."""
+    releases the GIL in collectives' and the store's waits). The main thread shows progress at
+    least every `grace` seconds (a commit, a place taken: grace is longer than a step), so a
+    new place is due `grace` after its last progress, or at its arrival if that is later: a
+    main thread already blocked for `grace` (in a collective with a peer whose link was cut
+    until the peer's loss was judged) is not waited for again. When the newest place is overdue,
+    the thread frees the main thread with `abort(round)` where `may_abort(round)` (an NCCL
+    group), which then gets another `grace` seconds; else it calls `give_up(round)`, which ends
+    the process."""
 
     def __init__(self, address, local_rank, grace, may_abort, abort, give_up):
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -91,7 +95,9 @@ class _Channel:
         self._give_up = give_up
         self._changed = threading.Condition()
         self.latest = None  # the newest place the agent sent: {"round": N, "env": {...}}
-        self._arrived = 0.0  # when `latest` arrived (time.monotonic())
+        self._due = 0.0  # when the main thread must have taken `latest` (time.monotonic())
+        self._progress = time.monotonic()  # the main thread's last commit or place taken
+        self._waiting = False  # the main thread waits for a place (it takes one at once)
         self._taken = -1  # the newest round the main thread took a place of
         self._closed = False
         self._giving_up = False
@@ -113,7 +119,7 @@ class _Channel:
                         return
                     self._abort(round_)
                     with self._changed:
-                        self._arrived = time.monotonic()
+                        self._due = time.monotonic() + self._grace
                     continue
                 self._read(overdue)
         except (OSError, RuntimeError, ValueError) as error:
@@ -125,7 +131,7 @@ class _Channel:
         """Seconds left until the newest place is overdue (0.0: it is); None: nothing waits."""
         if self.latest is None or self.latest["round"] <= self._taken:
             return None
-        return max(0.0, self._arrived + self._grace - time.monotonic())
+        return max(0.0, self._due - time.monotonic())
 
     def _read(self, timeout):
         """Reads what has arrived within `timeout` seconds (None: until something does)."""
@@ -144,12 +150,18 @@ class _Channel:
                 with self._changed:
                     if self.latest is None or place["round"] > self.latest["round"]:
                         self.latest = place
-                        self._arrived = time.monotonic()
+                        now = time.monotonic()
+                        since = now if self._waiting else self._progress
+                        self._due = max(now, since + self._grace)
                         self._changed.notify_all()
 
     def _check_open(self):
         if self._closed:
             raise RuntimeError(f"ddprun.elastic: the hand-over channel failed: {self._closed}")
+
+    def progressed(self):
+        """On the main thread: it committed (so it is not blocked)."""
+        self._progress = time.monotonic()
 
     def newer_than(self, round_):
         """The latest place if it is for a round after `round_`, without waiting; else None."""
@@ -162,15 +174,20 @@ class _Channel:
     def wait_newer_than(self, round_):
         """Blocks until the agent hands over a place for a round after `round_`; takes it."""
         with self._changed:
-            while True:
-                self._check_open()
-                if self._giving_up:  # the process ends in a moment; its place is given up
-                    self._changed.wait()
-                elif self.latest is not None and self.latest["round"] > round_:
-                    self._taken = self.latest["round"]
-                    return self.latest
-                else:
-                    self._changed.wait()
+            self._waiting = True
+            try:
+                while True:
+                    self._check_open()
+                    if self._giving_up:  # the process ends in a moment; its place is given up
+                        self._changed.wait()
+                    elif self.latest is not None and self.latest["round"] > round_:
+                        self._taken = self.latest["round"]
+                        self._progress = time.monotonic()
+                        return self.latest
+                    else:
+                        self._changed.wait()
+            finally:
+                self._waiting = False
 
     def reformed(self, round_):
         self._sock.sendall(f"reformed {round_}\n".encode())
@@ -306,7 +323,10 @@ class _Context:
         return True
 
     def check_new_round(self):
-        if self.channel is not None and self.channel.newer_than(self.round) is not None:
+        if self.channel is None:
+            return
+        self.channel.progressed()
+        if self.channel.newer_than(self.round) is not None:
             raise RoundChanged(f"round {self.channel.latest['round']} announced")
 
 
@@ -507,8 +527,8 @@ def run(func=None, *, backend=None, timeout=datetime.timedelta(seconds=300), gra
     """Decorator (bare or with arguments) for a function f(state, ...) that trains from `state`.
     backend: default nccl when CUDA is available, else gloo. timeout: the process group's and
     the store's. grace: seconds a new place may wait for the main thread (it takes one at a
-    commit, or when a collective fails) before the worker gives up its process; longer than a
-    step."""
+    commit, or when a collective fails) before the worker gives up its process, counted from the
+    main thread's last commit (or the place's arrival, if later); longer than a step."""
 
     def decorate(train):
         @functools.wraps(train)

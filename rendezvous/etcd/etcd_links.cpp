@@ -50,8 +50,22 @@ std::string lease_base(int round, const std::string& member) {
 }
 std::string lost_key(int round) { return fmt::format("lost/r{}", round); }
 
-// What one connect to the host's link store says about the host.
-enum class Probe { kAccepted, kRefused, kNoAnswer };
+// "<node> <group_rank> <after_ms>" lines, as the host's store appended them.
+struct LostLine {
+  std::string node;
+  int group_rank = 0;
+  milliseconds after{0};
+};
+std::optional<LostLine> parse_lost_line(const std::string& line) {
+  std::istringstream in(line);
+  LostLine lost;
+  long long after = 0;
+  if (!(in >> lost.node >> lost.group_rank >> after)) return std::nullopt;
+  lost.after = milliseconds(after);
+  return lost;
+}
+
+}  // namespace
 
 asio::awaitable<Probe> probe(const std::string& host, std::uint16_t port, milliseconds timeout) {
   const auto executor = co_await asio::this_coro::executor;
@@ -69,23 +83,6 @@ asio::awaitable<Probe> probe(const std::string& host, std::uint16_t port, millis
   if (!error) co_return Probe::kAccepted;
   co_return error == asio::error::connection_refused ? Probe::kRefused : Probe::kNoAnswer;
 }
-
-// "<node> <group_rank> <after_ms>" lines, as the host's store appended them.
-struct LostLine {
-  std::string node;
-  int group_rank = 0;
-  milliseconds after{0};
-};
-std::optional<LostLine> parse_lost_line(const std::string& line) {
-  std::istringstream in(line);
-  LostLine lost;
-  long long after = 0;
-  if (!(in >> lost.node >> lost.group_rank >> after)) return std::nullopt;
-  lost.after = milliseconds(after);
-  return lost;
-}
-
-}  // namespace
 
 struct RoundLink::Host {
   KeyTable* table = nullptr;  // null once stopped

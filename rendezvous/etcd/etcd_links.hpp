@@ -70,6 +70,13 @@ class RoundLink {
   std::shared_ptr<Member> member_;
 };
 
+// What one connect to an agent's link store says of the agent: it accepted (the agent lives),
+// refused (its port is closed: the agent is gone), or gave no answer within `timeout` (no
+// evidence: a cut link or a frozen machine answers nothing).
+enum class Probe { kAccepted, kRefused, kNoAnswer };
+asio::awaitable<Probe> probe(const std::string& host, std::uint16_t port,
+                             std::chrono::milliseconds timeout);
+
 // Declares `node` (at `group_rank` in `header`) lost by connection, in one transaction that holds
 // only while its join key is the member's (the create revision the header names), it has not
 // joined the next round (a node that moved on is alive), the round's exit barrier has not passed

@@ -19,6 +19,7 @@
 
 #include "ddp/error.hpp"
 #include "rendezvous/engine/rdzv_log.hpp"
+#include "rendezvous/etcd/etcd_absentees.hpp"
 #include "rendezvous/etcd/etcd_keys.hpp"
 #include "rendezvous/etcd/etcd_lease.hpp"
 
@@ -81,7 +82,9 @@ asio::awaitable<RendezvousInfo> EtcdRendezvous::next_round(int local_world_size)
   int round = 0;
   int expected = 0;
   bool first = !current_;
+  previous_.reset();
   if (current_) {
+    previous_ = current_->header;
     round = current_->header.round + 1;
     expected = co_await expected_members(current_->header.round);
   }
@@ -215,12 +218,16 @@ asio::awaitable<RoundHeader> EtcdRendezvous::wait_closed(const Joined& joined, i
   const milliseconds interval =
       std::max(settings_.progress_interval, milliseconds(10) * settings_.max_nodes);
   // A member of the round before that died just as it ended (two nodes lost at once: the first
-  // lease to expire ends the round, the second expires after the survivors counted it) never
-  // joins. Its join key there goes with its lease, at most a TTL later: while this round misses
-  // members it expects, the wait re-reads the round before at least every half TTL, and closes
-  // the round once every member still alive has arrived, instead of waiting for the last call.
-  const milliseconds expected_recheck = std::max(
-      milliseconds(500), std::chrono::duration_cast<milliseconds>(settings_.lease_ttl) / 2);
+  // loss ends the round, the second is seen after the survivors counted it) never joins. Its
+  // join key there goes with its lease, at most a TTL later, or sooner where its agent's link
+  // store refuses connections (declare_dead_absentees): while this round misses members it
+  // expects, the wait re-reads the round before, asks the absentees' link stores, and closes the
+  // round once every member still alive has arrived, instead of waiting for the last call. The
+  // re-reads come at most every half TTL, and as the progress reads do, about 100 a second
+  // across the round's nodes.
+  const milliseconds expected_recheck =
+      std::min(std::chrono::duration_cast<milliseconds>(settings_.lease_ttl) / 2,
+               std::max(milliseconds(250), milliseconds(10) * settings_.max_nodes));
   std::optional<std::string> value;
   while (!value) {
     Clock::time_point wake = std::min(deadline, Clock::now() + interval);
@@ -234,7 +241,12 @@ asio::awaitable<RoundHeader> EtcdRendezvous::wait_closed(const Joined& joined, i
     }
     std::int64_t arrived = 0;  // (the reads throw when the job closed)
     if (expected > 0) {
-      const auto [now_arrived, still_alive] = co_await live_joins(round, true);
+      auto [now_arrived, still_alive] = co_await live_joins(round, true);
+      if (now_arrived < still_alive && previous_ && previous_->round == round - 1 &&
+          co_await declare_dead_absentees(client_, job_, *previous_, settings_.connection_grace) >
+              0) {
+        std::tie(now_arrived, still_alive) = co_await live_joins(round, true);
+      }
       arrived = now_arrived;
       const int alive = static_cast<int>(std::min<std::int64_t>(still_alive, settings_.max_nodes));
       if (alive < expected) {

@@ -111,6 +111,7 @@ class EtcdRendezvous final : public Rendezvous {
   std::string job_;  // /ddprun/<run_id>/
   std::shared_ptr<Lease> lease_;
   std::optional<Member> current_;
+  std::optional<RoundHeader> previous_;  // the round left for the one forming (next_round)
   std::optional<std::string> failure_;
   std::shared_ptr<Monitor> monitor_;
   MemoryStore* links_ = nullptr;

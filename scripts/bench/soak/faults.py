@@ -18,6 +18,10 @@ class Fault:
     node: int = 0
     pid: int = 0
     recovery_s: float = None      # fault -> first completed step of a group entered after it
+    # The part of recovery_s after the agents' own verdict (verdict.py: the last of the expected
+    # events, each at its first record after the fault); None for faults no agent has to judge.
+    after_detection_s: float = None
+    job_restart_s: float = None   # c10d store_host_kill: the fault -> the next job's first step
     expect: list = field(default_factory=list)  # [(node or 0 for any survivor, event, fields)]
     note: str = ""
 
@@ -151,9 +155,10 @@ def store_host_kill(soak):
     t = time.time()
     soak.kill_node(node)
     if soak.backend == "c10d":
+        # Not a recovery: the job ends (every agent says why) and the soak starts the next job.
         fault = Fault("store_host_kill", t, node, note="job ends; next job started")
         soak.expect_job_end(running)
-        fault.recovery_s = soak.wait_training(t, soak.world())
+        fault.job_restart_s = soak.wait_training(t, soak.world())
         return fault
     fault = Fault("store_host_kill", t, node, expect=[(0, "node_lost", {})])
     fault.recovery_s = soak.wait_training(t, soak.world())

@@ -50,6 +50,11 @@ class Soak:
         self.job_notes = []
         self.orphan_pids = set()
         self.suspects = {}
+        # The detection settings (docs/soak.md says why these values). A stopped worker cannot
+        # be found before the hang timeout, nor a silently cut link before the heartbeat window.
+        self.hang_timeout_s = 3
+        self.keep_alive_s, self.keep_alive_attempts = 1, 2   # c10d
+        self.lease_ttl_s = 3                                  # etcd
         self.short_cut_s = 0.8    # under the heartbeat window (keep_alive 1 s x 2)
         self.tmpfs = {}
         self.etcd = None
@@ -61,15 +66,16 @@ class Soak:
         self.agent_count += 1
         common = [os.path.join(self.args.bin, "ddprun"), f"--nnodes={self.args.min_nodes}:"
                   f"{len(self.nodes)}", "--nproc_per_node=1", "--max_restarts=100000",
-                  "--hang_timeout=3", "--shutdown_timeout=5",
+                  f"--hang_timeout={self.hang_timeout_s}", "--shutdown_timeout=5",
                   f"--event_log={self.work}/events_j{job}_n{node}_a{self.agent_count}.jsonl",
                   f"--log_dir={self.tmpfs[node].path}/j{job}_a{self.agent_count}",
                   "--redirects=3", f"--rdzv_id=soak{job}_{os.getpid()}"]
         if self.backend == "c10d":
-            conf = "keep_alive_interval=1,keep_alive_max_attempt=2,join_timeout=60"
+            conf = (f"keep_alive_interval={self.keep_alive_s},"
+                    f"keep_alive_max_attempt={self.keep_alive_attempts},join_timeout=60")
             common += ["--rdzv_backend=c10d", f"--rdzv_endpoint={cluster.addr(1)}:29400"]
         else:
-            conf = "lease_ttl=3,join_timeout=60"
+            conf = f"lease_ttl={self.lease_ttl_s},join_timeout=60"
             common += ["--rdzv_backend=etcd", f"--rdzv_endpoint={self.etcd.endpoints()}"]
         common.append(f"--rdzv_conf={conf}")
         if self.args.recovery == "inprocess":
@@ -82,6 +88,7 @@ class Soak:
         agent = cluster.Agent(node, index, self.agent_argv(node),
                               os.path.join(self.work, f"agent_j{len(self.jobs)}_n{node}_{index}.log"),
                               self.job.env())
+        agent.event_log = os.path.join(self.work, f"events_j{len(self.jobs)}_n{node}_a{index}.jsonl")
         self.agents[node] = agent
         self.all_agents.append(agent)
         self.pending.pop(node, None)
@@ -96,6 +103,14 @@ class Soak:
         for node in self.nodes:
             self.start_agent(node)
         self.wait_training(time.time() - 1, self.world(), timeout=120)
+
+    def detection_windows(self):
+        """Seconds before an agent can tell, by kind: a stopped worker (the hang timeout) and a
+        silently cut link (c10d: the keep-alive window; etcd: the lease, as a cut link refuses
+        nothing)."""
+        link = (self.keep_alive_s * self.keep_alive_attempts if self.backend == "c10d"
+                else self.lease_ttl_s)
+        return {"worker_stop": self.hang_timeout_s, "link_long": link}
 
     def live_nodes(self):
         return [n for n in self.nodes
@@ -242,6 +257,7 @@ class Soak:
     # --- the run ------------------------------------------------------------------------------
     def run(self):
         self.recovery = {}
+        self.job_restarts = []
         injected = []
         deadline = time.time() + self.args.minutes * 60
         kinds = faults.kinds_for(self.backend)
@@ -270,9 +286,14 @@ class Soak:
                 first_pass.pop(0)
             fault.job = len(self.jobs)
             injected.append(fault)
-            self.recovery.setdefault(kind, []).append(fault.recovery_s)
+            if fault.job_restart_s is not None:
+                self.job_restarts.append(fault.job_restart_s)
+                outcome = f"next job training {fault.job_restart_s:.2f} s after"
+            else:
+                self.recovery.setdefault(kind, []).append(fault.recovery_s)
+                outcome = f"recovered in {fault.recovery_s:.2f} s"
             print(f"soak: {time.strftime('%H:%M:%S')} {kind:16s} node={fault.node} "
-                  f"{fault.note} recovered in {fault.recovery_s:.2f} s", flush=True)
+                  f"{fault.note} {outcome}", flush=True)
         self.finish()
         return injected
 

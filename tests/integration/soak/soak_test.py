@@ -35,6 +35,15 @@ import faults  # noqa: E402
 
 missing = [k for k in faults.kinds_for(backend) if result["faults"].get(k, 0) < 1]
 ddptest.check(not missing, f"fault kinds never injected: {missing}")
+# The kinds with a detection window report the time after the agents' verdict beside it.
+for kind in result["detection_window_s"]:
+    ddptest.check(result["after_detection_s"].get(kind, {}).get("n", 0) >= 1,
+                  f"{kind}: no after_detection_s figure")
+# c10d's store host ends the job: its figure is the next job's start, not a recovery.
+if backend == "c10d":
+    ddptest.check(result["job_restart_s"]["n"] == result["faults"].get("store_host_kill", 0) and
+                  "store_host_kill" not in result["recovery_s"],
+                  "store_host_kill is not reported as job_restart_s")
 ddptest.check(proc.returncode == 0 and result["ok"],
               f"the soak's invariants broke (exit {proc.returncode}); records in {work}\n"
               f"{proc.stderr[-4000:]}")
