@@ -57,7 +57,7 @@ TEST_CASE("c10d: a signal during the rendezvous ends the agent with 128+N and st
   rdzv::test::Cluster cluster(c10d_settings(2, 2));  // waits for a second node that never comes
   RecordingEventSink events;
   FakeLauncher launcher({});
-  ElasticAgent agent(cluster.io, config, {}, cluster.add_node(), events, &launcher);
+  ElasticAgent agent(cluster.io, agent_spec(config, {}), cluster.add_node(), events, launcher);
   auto run = spawn(cluster.io, agent.run());
   rdzv::test::run_for(cluster.io, 100ms);  // the agent is waiting in next_round
   REQUIRE_FALSE(run->done);

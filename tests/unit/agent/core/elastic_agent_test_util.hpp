@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/cli/agent_options.hpp"
 #include "agent/elastic/elastic_agent.hpp"
 #include "rendezvous/static/static_rendezvous.hpp"
 #include "tests/unit/agent/core/fake_launcher.hpp"
@@ -95,7 +96,7 @@ struct StaticRun {
   void run(const std::function<void()>& once_started = {}) {
     boost::asio::io_context io;
     rdzv::StaticRendezvous rendezvous(io, one_static_node(config.max_restarts));
-    ElasticAgent agent(io, config, {}, rendezvous, events, &launcher, handover);
+    ElasticAgent agent(io, agent_spec(config, {}), rendezvous, events, launcher, handover);
     auto run = rdzv::test::spawn(io, agent.run());
     if (once_started) {
       REQUIRE(rdzv::test::run_until(io, [&] { return !launcher.launched.empty(); }));
@@ -125,9 +126,9 @@ struct C10dAgents {
            const std::vector<FakeAttempt>& script, WorkerHandover* handover = nullptr) {
     events.push_back(std::make_unique<RecordingEventSink>());
     launchers.push_back(std::make_unique<FakeLauncher>(script));
-    agents.push_back(std::make_unique<ElasticAgent>(
-        cluster.io, config, std::map<std::string, std::string>{}, cluster.add_node(),
-        *events.back(), launchers.back().get(), handover));
+    agents.push_back(std::make_unique<ElasticAgent>(cluster.io, agent_spec(config, {}),
+                                                    cluster.add_node(), *events.back(),
+                                                    *launchers.back(), handover));
   }
   void start(boost::asio::io_context& io) {
     while (runs.size() < agents.size()) start_next(io);

@@ -69,7 +69,7 @@ TEST_CASE("a signal during the failure verdict ends the agent at once, spending 
   SilentPeerRendezvous rendezvous;
   RecordingEventSink events;
   FakeLauncher launcher({{FakeOutcome::exits(3, 10ms)}});
-  ElasticAgent agent(io, config, {}, rendezvous, events, &launcher);
+  ElasticAgent agent(io, agent_spec(config, {}), rendezvous, events, launcher);
   auto run = spawn(io, agent.run());
   REQUIRE(run_until(io, [&] { return rendezvous.in_verdict; }));
   ::raise(SIGTERM);
