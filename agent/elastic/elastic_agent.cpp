@@ -17,20 +17,19 @@
 #include <cstdlib>
 #include <optional>
 #include <set>
+#include <utility>
 
-#include "agent/cli/agent_options.hpp"
 #include "agent/cli/log_dirs.hpp"
-#include "agent/cli/worker_specs.hpp"
 #include "agent/core/round_events.hpp"
 #include "agent/core/signal_names.hpp"
 #include "agent/elastic/failure_report.hpp"
 #include "agent/elastic/inprocess_recovery.hpp"
-#include "agent/process/forkserver.hpp"
 #include "agent/process/python_package.hpp"
 #include "agent/process/reform_channel.hpp"
 #include "agent/process/worker_group.hpp"
 #include "agent/stacks/hang_detector.hpp"
 #include "agent/stacks/stack_hook.hpp"
+#include "common/check.hpp"
 #include "common/log.hpp"
 #include "rendezvous/abandonable.hpp"
 
@@ -104,9 +103,9 @@ void emit_finish(EventSink& events, int exit_code, const std::string& reason) {
   events.emit(Event("finish").with("exit_code", exit_code).with("reason", reason));
 }
 
-std::set<int> handled_signals(const LaunchConfig& config) {
+std::set<int> handled_signals(const AgentSpec& spec) {
   std::set<int> signals{SIGINT, SIGTERM, SIGHUP, SIGQUIT};
-  signals.insert(config.signals_to_handle.begin(), config.signals_to_handle.end());
+  signals.insert(spec.signals_to_handle.begin(), spec.signals_to_handle.end());
   signals.erase(SIGQUIT);  // stack reports (StackService), never a stop
   return signals;
 }
@@ -125,10 +124,9 @@ std::vector<HangTarget> make_hang_targets(const std::vector<WorkerSpec>& specs,
 }
 
 // Multi-node jobs with --hang_timeout: the detectors share long waits through the job's store.
-std::shared_ptr<HangPeers> hang_peers(const LaunchConfig& config,
-                                      const rdzv::RendezvousInfo& info, const std::string& addr,
-                                      std::uint16_t port) {
-  if (info.group_world_size <= 1 || config.hang_timeout.count() <= 0 || port == 0) return nullptr;
+std::shared_ptr<HangPeers> hang_peers(const AgentSpec& spec, const rdzv::RendezvousInfo& info,
+                                      const std::string& addr, std::uint16_t port) {
+  if (info.group_world_size <= 1 || spec.hang_timeout.count() <= 0 || port == 0) return nullptr;
   return make_store_hang_peers(addr, port, info.run_id, info.round);
 }
 
@@ -202,23 +200,19 @@ std::string local_host_name() {
   return name;
 }
 
-ElasticAgent::ElasticAgent(asio::io_context& io, const LaunchConfig& config,
-                           std::map<std::string, std::string> parent_env,
-                           rdzv::Rendezvous& rendezvous, EventSink& events,
-                           WorkerLauncher* launcher, WorkerHandover* handover)
+ElasticAgent::ElasticAgent(asio::io_context& io, AgentSpec spec, rdzv::Rendezvous& rendezvous,
+                           EventSink& events, WorkerLauncher& launcher, WorkerHandover* handover)
     : io_(io),
-      config_(config),
-      parent_env_(std::move(parent_env)),
+      spec_(std::move(spec)),
       rendezvous_(rendezvous),
       events_(events),
-      own_launcher_(launcher != nullptr ? nullptr : std::make_unique<ProcessLauncher>(
-                                                          io, forkserver_options(config))),
-      launcher_(launcher != nullptr ? *launcher : *own_launcher_),
+      launcher_(launcher),
       handover_(handover),
       signals_(io),
       host_(local_host_name()),
       stacks_(io, events, host_) {
-  for (int signal : handled_signals(config)) signals_.add(signal);
+  DDP_CHECK(spec_.workers != nullptr, "the agent's spec has no worker plan");
+  for (int signal : handled_signals(spec_)) signals_.add(signal);
 }
 
 ElasticAgent::~ElasticAgent() {
@@ -236,8 +230,8 @@ asio::awaitable<int> ElasticAgent::wait_signal() {
 asio::awaitable<int> ElasticAgent::stop_on_signal(AttemptWorkers& group, int signal,
                                                   std::size_t& emitted) {
   log::get("agent")->warn("received {}: forwarding it to every worker, then SIGKILL after {}s",
-                          signal_name(signal), config_.shutdown_timeout.count() / 1000.0);
-  co_await group.stop(signal, config_.shutdown_timeout);
+                          signal_name(signal), spec_.shutdown_timeout.count() / 1000.0);
+  co_await group.stop(signal, spec_.shutdown_timeout);
   emit_stopped(events_, group, emitted, "signal");
   emit_finish(events_, 128 + signal, "signal");
   co_return 128 + signal;
@@ -254,10 +248,10 @@ std::unique_ptr<AttemptWorkers> ElasticAgent::launch_workers(const rdzv::Rendezv
                                                              const std::string& attempt_dir) {
   OutputOptions output;
   output.host = host_;
-  output.label = config_.label;
-  output.log_line_prefix_template = config_.log_line_prefix_template;
-  output.duplicate_stdout_filters = config_.duplicate_stdout_filters;
-  output.duplicate_stderr_filters = config_.duplicate_stderr_filters;
+  output.label = spec_.label;
+  output.log_line_prefix_template = spec_.log_line_prefix_template;
+  output.duplicate_stdout_filters = spec_.duplicate_stdout_filters;
+  output.duplicate_stderr_filters = spec_.duplicate_stderr_filters;
   output.attempt_dir = attempt_dir;
   auto group = launcher_.launch(specs, output);
   std::vector<std::int64_t> pids;
@@ -268,7 +262,7 @@ std::unique_ptr<AttemptWorkers> ElasticAgent::launch_workers(const rdzv::Rendezv
                    .with("pids", pids));
   log::get("agent")->info("workers started restart_count={} ranks={}..{} world_size={}",
                           info.restart_count, info.rank_base,
-                          info.rank_base + config_.nproc_per_node - 1, info.world_size);
+                          info.rank_base + spec_.nproc_per_node - 1, info.world_size);
   return group;
 }
 
@@ -297,32 +291,31 @@ asio::awaitable<bool> ElasticAgent::finish_success() {
 
 asio::awaitable<int> ElasticAgent::run() {
   auto log = log::get("agent");
-  const std::string run_dir = create_run_log_dir(config_.log_dir, config_.rdzv_id, parent_env_);
-  const TemporaryLogDir temporary_log_dir(config_.log_dir, run_dir);  // gone after `group`
+  const std::string run_dir = create_run_log_dir(spec_.log_dir, spec_.run_id, spec_.parent_env);
+  const TemporaryLogDir temporary_log_dir(spec_.log_dir, run_dir);  // gone after `group`
   log->info("log directory {}", run_dir);
   stacks_.start(run_dir);
   write_python_package(python_hook_dir(run_dir));  // `import ddprun` for the workers
-  if (sets_omp_num_threads(config_, parent_env_) && log->should_log(spdlog::level::warn)) {
-    const std::string banner = omp_num_threads_banner();  // one block, as torchrun prints it
+  if (!spec_.omp_num_threads_banner.empty() && log->should_log(spdlog::level::warn)) {
+    const std::string& banner = spec_.omp_num_threads_banner;  // one block, as torchrun prints it
     std::fwrite(banner.data(), 1, banner.size(), stderr);
   }
 
   // --recovery=inprocess: the hand-over channel (a test's fake, else a socket in the run dir).
   std::unique_ptr<WorkerHandover> channel;
   std::optional<InprocessRecovery> recovery;
-  if (config_.recovery == "inprocess") {
+  if (spec_.inprocess_recovery) {
     if (handover_ == nullptr) {
       channel = std::make_unique<ReformChannel>(io_, run_dir + "/reform.sock");
     }
-    recovery.emplace(config_.rdzv_conf.reform_timeout(),
+    recovery.emplace(spec_.reform_timeout,
                      handover_ != nullptr ? *handover_ : *channel, events_, run_dir);
   }
 
   // The forkserver's template starts now: its imports overlap the first rendezvous. Its
   // environment leaves out what a round decides (ranks, sizes), so a spec of no round serves.
   launcher_.prepare(
-      make_worker_specs(config_, rdzv::RendezvousInfo{}, parent_env_, attempt_log_dir(run_dir, 0))
-          .front());
+      spec_.workers->specs(rdzv::RendezvousInfo{}, attempt_log_dir(run_dir, 0)).front());
 
   std::unique_ptr<AttemptWorkers> group;
   std::vector<WorkerSpec> started;  // what the group's workers were started with
@@ -335,7 +328,7 @@ asio::awaitable<int> ElasticAgent::run() {
   for (;;) {
     stacks_.set_workers({});
     auto joined = co_await (
-        caught(rdzv::abandonable(rendezvous_.next_round(config_.nproc_per_node))) || wait_signal());
+        caught(rdzv::abandonable(rendezvous_.next_round(spec_.nproc_per_node))) || wait_signal());
     if (joined.index() == 1) {
       const int signal = std::get<1>(joined);
       if (recovery && recovery->has_pending()) {  // the kept workers still run
@@ -352,7 +345,8 @@ asio::awaitable<int> ElasticAgent::run() {
                      .with("restart_count", info.restart_count)
                      .with("master_addr", info.master_addr)
                      .with("master_port", static_cast<std::int64_t>(info.master_port)));
-    const auto [stack_addr, stack_port] = stack_store_of(config_, info);
+    const auto [stack_addr, stack_port] =
+        spec_.rendezvous_store.value_or(std::make_pair(info.master_addr, info.master_port));
     stacks_.on_round(info, stack_addr, stack_port);
 
     // --recovery=inprocess may start processes again at a restart count whose folder holds the
@@ -363,8 +357,7 @@ asio::awaitable<int> ElasticAgent::run() {
       ++start;
     }
     const std::string attempt_dir = attempt_log_dir(run_dir, info.restart_count, start);
-    auto specs = make_worker_specs(config_, info, parent_env_, attempt_dir);
-    apply_numa_bindings(numa_bindings_for(config_, parent_env_), specs);
+    auto specs = spec_.workers->specs(info, attempt_dir);
     bool kept = false;  // the live workers took their places in this round
     if (recovery) recovery->prepare(specs);
     if (recovery && recovery->has_pending()) {
@@ -402,7 +395,7 @@ asio::awaitable<int> ElasticAgent::run() {
       if (kept) keep_started_files(specs, started);
       if (!kept) {
         group->signal_all(SIGCONT);  // a stopped worker must run to take SIGTERM
-        co_await group->stop(SIGTERM, config_.shutdown_timeout);
+        co_await group->stop(SIGTERM, spec_.shutdown_timeout);
         emit_stopped(events_, *group, emitted, "reform_failed");
       }
     }
@@ -415,7 +408,7 @@ asio::awaitable<int> ElasticAgent::run() {
         co_return exit_on_signal(std::get<1>(prepared),
                                  "while the workers' start was prepared; no workers running");
       }
-      prepare_attempt_log_dir(attempt_dir, config_.nproc_per_node);
+      prepare_attempt_log_dir(attempt_dir, spec_.nproc_per_node);
       if (recovery) recovery->publish(info.round, specs);
       group.reset();  // the previous attempt's processes are all gone by now
       group = launch_workers(info, specs, attempt_dir);
@@ -425,14 +418,14 @@ asio::awaitable<int> ElasticAgent::run() {
     }
     const auto hang_targets = make_hang_targets(specs, group->pids());
     if (hang_peers_) hang_peers_->close();
-    hang_peers_ = hang_peers(config_, info, stack_addr, stack_port);
+    hang_peers_ = hang_peers(spec_, info, stack_addr, stack_port);
     std::vector<StackTarget> stack_targets;
     for (const auto& target : hang_targets) stack_targets.push_back(target.worker);
     stacks_.set_workers(stack_targets);
 
     auto outcome = co_await (caught(group->wait_first_failure()) ||
                              caught(rendezvous_.watch_round()) || wait_signal() ||
-                             caught(watch_for_hang(hang_targets, config_.hang_timeout,
+                             caught(watch_for_hang(hang_targets, spec_.hang_timeout,
                                                    hang_peers_, info.group_rank)));
 
     if (outcome.index() == 2) {  // a handled signal: forward it, grace, kill, exit 128+N
@@ -451,7 +444,7 @@ asio::awaitable<int> ElasticAgent::run() {
           "round ended by another node: {}; stopping workers, then joining the next round if the "
           "job goes on",
           event.detail);
-      co_await group->stop(SIGTERM, config_.shutdown_timeout);
+      co_await group->stop(SIGTERM, spec_.shutdown_timeout);
       emit_stopped(events_, *group, emitted, "round_change");
       emit_round_change(events_, event);
       continue;
@@ -478,7 +471,7 @@ asio::awaitable<int> ElasticAgent::run() {
       const std::set<int> hung = local_ranks_of(verdict.lagging, specs);
       if (recovery && !hung.empty() && hung.size() < running_count(*group)) {  // only they stop
         for (int local_rank : hung) {
-          co_await group->stop_worker(local_rank, SIGTERM, config_.shutdown_timeout);
+          co_await group->stop_worker(local_rank, SIGTERM, spec_.shutdown_timeout);
         }
         failure = hung_exit(group->exits(), verdict, specs);
         emit_exits(events_, *group, emitted);
@@ -487,7 +480,7 @@ asio::awaitable<int> ElasticAgent::run() {
                    "(--recovery=inprocess)", fmt::join(hung, ","));
       } else {
         group->signal_all(SIGCONT);  // a stopped worker must run to take SIGTERM
-        failure = hung_exit(co_await group->stop(SIGTERM, config_.shutdown_timeout), verdict,
+        failure = hung_exit(co_await group->stop(SIGTERM, spec_.shutdown_timeout), verdict,
                             specs);
         emit_stopped(events_, *group, emitted, "hang");
       }
@@ -525,7 +518,7 @@ asio::awaitable<int> ElasticAgent::run() {
         emit_exits(events_, *group, emitted);
       } else {
         log->error("worker failed {}; stopping the other workers", reason);
-        co_await group->stop(SIGTERM, config_.shutdown_timeout);
+        co_await group->stop(SIGTERM, spec_.shutdown_timeout);
         emit_stopped(events_, *group, emitted, "failure");
       }
     }
@@ -555,9 +548,9 @@ asio::awaitable<int> ElasticAgent::run() {
       continue;
     }
     const int restart_count = co_await rendezvous_.report_failure(reason);
-    if (restart_count <= config_.max_restarts) {
+    if (restart_count <= spec_.max_restarts) {
       log->warn("restarting workers restart_count={} max_restarts={}", restart_count,
-                config_.max_restarts);
+                spec_.max_restarts);
       events_.emit(Event("restart")
                        .with("reason", reason)
                        .with("restart_spent", 1)
@@ -569,16 +562,19 @@ asio::awaitable<int> ElasticAgent::run() {
       continue;
     }
     if (replacing) {  // no restart left: the live peers stop before the report
-      co_await group->stop(SIGTERM, config_.shutdown_timeout);
+      co_await group->stop(SIGTERM, spec_.shutdown_timeout);
       emit_stopped(events_, *group, emitted, "failure");
     }
 
     auto failures = reportable_failures(group->exits());
     if (failures.empty()) failures.push_back(*failure);
-    auto context = make_report_context(config_, parent_env_, temporary_log_dir.kept_dir());
+    ReportContext context;
+    context.interpreter = spec_.interpreter;
+    context.interpreter_choice = spec_.interpreter_choice;
+    context.log_dir = temporary_log_dir.kept_dir();
     if (recovery) context.notes = recovery->notes();
     const std::string report =
-        format_failure_report(entrypoint_name(config_), host_, failures, context);
+        format_failure_report(spec_.entrypoint, host_, failures, context);
     std::fwrite(report.data(), 1, report.size(), stderr);
     std::fflush(stderr);
     co_await rendezvous_.finish(false);

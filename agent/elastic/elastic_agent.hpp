@@ -27,13 +27,12 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 
-#include <map>
 #include <memory>
 #include <set>
 #include <string>
 #include <string_view>
 
-#include "agent/cli/launch_config.hpp"
+#include "agent/core/agent_spec.hpp"
 #include "agent/core/event_log.hpp"
 #include "agent/core/worker_handover.hpp"
 #include "agent/core/worker_launcher.hpp"
@@ -45,15 +44,13 @@ namespace ddp::agent {
 
 class ElasticAgent {
  public:
-  // Installs the signal handlers (SIGINT, SIGTERM, SIGHUP, --signals_to_handle, and SIGQUIT for
-  // stack reports) at once, so a signal during the first rendezvous is handled too. `config`,
-  // `rendezvous` and `events` must outlive the agent, and `launcher` too when given (tests); null:
-  // worker processes (ProcessLauncher). `handover` likewise (tests); null: with
-  // --recovery=inprocess, a ReformChannel at <run_dir>/reform.sock.
-  ElasticAgent(boost::asio::io_context& io, const LaunchConfig& config,
-               std::map<std::string, std::string> parent_env, rdzv::Rendezvous& rendezvous,
-               EventSink& events, WorkerLauncher* launcher = nullptr,
-               WorkerHandover* handover = nullptr);
+  // Installs the signal handlers (SIGINT, SIGTERM, SIGHUP, spec.signals_to_handle, and SIGQUIT
+  // for stack reports) at once, so a signal during the first rendezvous is handled too. The
+  // workers start through `launcher` (a ProcessLauncher; tests pass fakes). `rendezvous`,
+  // `events`, `launcher` and `handover` must outlive the agent. `handover`: null, with
+  // --recovery=inprocess, for a ReformChannel at <run_dir>/reform.sock (tests pass fakes).
+  ElasticAgent(boost::asio::io_context& io, AgentSpec spec, rdzv::Rendezvous& rendezvous,
+               EventSink& events, WorkerLauncher& launcher, WorkerHandover* handover = nullptr);
   ~ElasticAgent();  // closes the hang detector's store connection before the io_context goes
 
   // Runs the job to its end and returns ddprun's exit code: 0 when every worker of the last
@@ -83,11 +80,9 @@ class ElasticAgent {
                        const std::set<int>& dead);
 
   boost::asio::io_context& io_;
-  const LaunchConfig& config_;
-  std::map<std::string, std::string> parent_env_;
+  const AgentSpec spec_;
   rdzv::Rendezvous& rendezvous_;
   EventSink& events_;
-  std::unique_ptr<WorkerLauncher> own_launcher_;  // the default, when none was given
   WorkerLauncher& launcher_;
   WorkerHandover* handover_;  // a test's, or null
   boost::asio::signal_set signals_;

@@ -14,7 +14,6 @@
 #include <sstream>
 
 #include "agent/core/signal_names.hpp"
-#include "agent/process/process_spawner.hpp"
 
 namespace ddp::agent {
 namespace {
@@ -106,37 +105,6 @@ std::optional<ErrorFileRecord> read_error_file(const std::string& path) {
   }
   record.message = "<the error file is not torchrun's JSON format>";
   return record;
-}
-
-ReportContext make_report_context(const LaunchConfig& config,
-                                  const std::map<std::string, std::string>& env,
-                                  const std::string& kept_log_dir) {
-  ReportContext context;
-  context.log_dir = kept_log_dir;
-  if (config.no_python) return context;
-  std::vector<std::string> env_entries;
-  if (const auto path = env.find("PATH"); path != env.end()) {
-    env_entries.push_back("PATH=" + path->second);
-  }
-  try {  // the program the workers exec'd: python3 through the workers' PATH
-    context.interpreter = ExecImage({config.python}, env_entries).program();
-  } catch (const std::exception&) {
-    context.interpreter = config.python;
-  }
-  switch (config.source_of("python")) {
-    case ValueSource::kCli:
-      context.interpreter_choice = "--python";
-      break;
-    case ValueSource::kEnv: {
-      const auto pet = env.find("PET_PYTHON");
-      context.interpreter_choice =
-          pet != env.end() && pet->second == config.python ? "PET_PYTHON" : "PYTHON_EXEC";
-      break;
-    }
-    default:
-      context.interpreter_choice = "python3 on PATH";
-  }
-  return context;
 }
 
 std::optional<std::string> missing_python_module(const std::vector<std::string>& lines) {

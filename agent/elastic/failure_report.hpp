@@ -8,7 +8,6 @@
 #include <string>
 #include <vector>
 
-#include "agent/cli/launch_config.hpp"
 #include "agent/process/worker_group.hpp"
 
 namespace ddp::agent {
@@ -44,12 +43,6 @@ struct ReportContext {
   // started again because they did not re-form in time, --recovery=inprocess).
   std::vector<std::string> notes;
 };
-
-// The context for `config`: the interpreter resolved through the PATH of `env` (the workers'
-// environment) and how it was chosen; `kept_log_dir` as given.
-ReportContext make_report_context(const LaunchConfig& config,
-                                  const std::map<std::string, std::string>& env,
-                                  const std::string& kept_log_dir);
 
 // The report text, ending in a newline. `failures` is reportable_failures() (not empty); the
 // first is the root cause. `host` names this node. When the root cause's stderr or error file

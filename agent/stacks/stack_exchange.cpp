@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ddp/error.hpp"
+#include "rendezvous/store/prefix_store.hpp"
 
 namespace ddp::agent {
 namespace {
@@ -18,10 +19,16 @@ namespace asio = boost::asio;
 using nlohmann::json;
 constexpr auto kAnswerPoll = std::chrono::seconds(30);
 
+// The keys of job `run_id`'s stack requests in `store`.
+rdzv::PrefixStore stacks_of(rdzv::Store& store, const std::string& run_id) {
+  return rdzv::PrefixStore(fmt::format("/ddprun/{}/stacks", run_id), store);
+}
+
 }  // namespace
 
-std::string stacks_key(const std::string& run_id, const std::string& leaf) {
-  return fmt::format("/ddprun/{}/stacks/{}", run_id, leaf);
+asio::awaitable<void> publish_node_count(rdzv::Store& store, std::string run_id, int nodes) {
+  rdzv::PrefixStore stacks = stacks_of(store, run_id);
+  co_await stacks.set("nodes", rdzv::to_bytes(std::to_string(nodes)));
 }
 
 // Field for field; a field another build left out reads as its default.
@@ -47,26 +54,24 @@ bool decode_node_stacks(const std::string& text, std::vector<RankStack>& stacks)
 
 asio::awaitable<GatheredStacks> request_stacks(rdzv::Store& store, std::string run_id,
                                                std::chrono::milliseconds timeout) {
+  rdzv::PrefixStore stacks = stacks_of(store, run_id);
   GatheredStacks gathered;
-  const std::string nodes_key = stacks_key(run_id, "nodes");
   // (Keys go through named vectors: GCC 12 miscompiles braced lists inside co_await.)
-  std::vector<std::string> wanted{nodes_key};
-  if (!co_await store.wait_for(wanted, timeout)) {
+  std::vector<std::string> wanted{"nodes"};
+  if (!co_await stacks.wait_for(wanted, timeout)) {
     throw ConfigError(fmt::format("no job with --rdzv_id={} runs at this store", run_id));
   }
-  gathered.nodes = std::stoi(rdzv::to_string(co_await store.get(nodes_key)));
-  const std::int64_t n = co_await store.add(stacks_key(run_id, "count"), 1);
-  co_await store.set(stacks_key(run_id, fmt::format("{}/request", n)), rdzv::to_bytes("stacks"));
+  gathered.nodes = std::stoi(rdzv::to_string(co_await stacks.get("nodes")));
+  const std::int64_t n = co_await stacks.add("count", 1);
+  co_await stacks.set(fmt::format("{}/request", n), rdzv::to_bytes("stacks"));
   std::vector<std::string> keys;
-  for (int g = 0; g < gathered.nodes; ++g) {
-    keys.push_back(stacks_key(run_id, fmt::format("{}/node_{}", n, g)));
-  }
-  co_await store.wait_for(keys, timeout);  // false: some node is silent; gather the rest
+  for (int g = 0; g < gathered.nodes; ++g) keys.push_back(fmt::format("{}/node_{}", n, g));
+  co_await stacks.wait_for(keys, timeout);  // false: some node is silent; gather the rest
   for (int g = 0; g < gathered.nodes; ++g) {
     const auto& key = keys[static_cast<std::size_t>(g)];
     wanted = {key};
-    if (!co_await store.check(wanted) ||
-        !decode_node_stacks(rdzv::to_string(co_await store.get(key)), gathered.stacks)) {
+    if (!co_await stacks.check(wanted) ||
+        !decode_node_stacks(rdzv::to_string(co_await stacks.get(key)), gathered.stacks)) {
       gathered.silent_nodes.push_back(g);
     }
   }
@@ -79,15 +84,15 @@ asio::awaitable<void> answer_stack_requests(rdzv::Store& store, std::string run_
   // Start at the latest request, not after it: a loop that connects late (a new node, or the
   // connection spread after the round) still answers a request its asker is gathering now.
   // Answering a request whose asker has gone only leaves one key behind.
-  std::int64_t next = std::max<std::int64_t>(co_await store.add(stacks_key(run_id, "count"), 0), 1);
+  rdzv::PrefixStore stacks = stacks_of(store, run_id);
+  std::int64_t next = std::max<std::int64_t>(co_await stacks.add("count", 0), 1);
   for (;;) {
-    const std::string request = stacks_key(run_id, fmt::format("{}/request", next));
-    std::vector<std::string> wanted{request};
-    if (!co_await store.wait_for(wanted, kAnswerPoll)) continue;
-    const auto stacks = co_await collect();
+    std::vector<std::string> wanted{fmt::format("{}/request", next)};
+    if (!co_await stacks.wait_for(wanted, kAnswerPoll)) continue;
+    const auto answer = co_await collect();
     const int g = node();
-    co_await store.set(stacks_key(run_id, fmt::format("{}/node_{}", next, g)),
-                       rdzv::to_bytes(encode_node_stacks(g, host, stacks)));
+    co_await stacks.set(fmt::format("{}/node_{}", next, g),
+                        rdzv::to_bytes(encode_node_stacks(g, host, answer)));
     ++next;
   }
 }

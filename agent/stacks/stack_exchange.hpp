@@ -1,7 +1,7 @@
 #pragma once
 // Stack requests across nodes, through the job's store: any agent (on SIGQUIT) or ddprun-stacks
 // asks; every agent of the job answers with its node's stacks; the asker gathers them.
-// Keys, under "/ddprun/<run_id>/stacks/":
+// Keys, under "/ddprun/<run_id>/stacks/" (a PrefixStore over the job's store):
 //   count         request counter (add): request n is the value add(count, 1) returned
 //   <n>/request   set by the asker: wakes every agent's answer loop
 //   <n>/node_<g>  node g's answer: {"version":1,"node":g,"host":..,"ranks":[RankStack...]}
@@ -20,7 +20,8 @@
 
 namespace ddp::agent {
 
-std::string stacks_key(const std::string& run_id, const std::string& leaf);
+// Sets `nodes` (the current round's node count) for requests of job `run_id` to wait for.
+boost::asio::awaitable<void> publish_node_count(rdzv::Store& store, std::string run_id, int nodes);
 
 // A node's answer as JSON text and back. parse returns false for text that is not an answer.
 std::string encode_node_stacks(int node, const std::string& host,
@@ -28,8 +29,8 @@ std::string encode_node_stacks(int node, const std::string& host,
 bool decode_node_stacks(const std::string& text, std::vector<RankStack>& stacks);
 
 struct GatheredStacks {
-  std::vector<RankStack> stacks;   // every rank that answered
-  std::vector<int> silent_nodes;   // nodes that did not answer within the timeout
+  std::vector<RankStack> stacks;  // every rank that answered
+  std::vector<int> silent_nodes;  // nodes that did not answer within the timeout
   int nodes = 0;
 };
 

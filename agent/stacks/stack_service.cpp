@@ -149,7 +149,7 @@ void StackService::close_store(rdzv::TcpStoreClient* client) {
 asio::awaitable<void> StackService::publish_nodes(std::string addr, std::uint16_t port,
                                                   std::string run_id, int nodes) {
   const ClientLease store(*this, co_await open_store(addr, port));
-  co_await store->set(stacks_key(run_id, "nodes"), rdzv::to_bytes(std::to_string(nodes)));
+  co_await publish_node_count(*store.get(), std::move(run_id), nodes);
 }
 
 asio::awaitable<void> StackService::answer_loop(std::string addr, std::uint16_t port,

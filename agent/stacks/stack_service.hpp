@@ -35,9 +35,9 @@ class StackService {
   // The workers of the current attempt; an empty list while none run.
   void set_workers(std::vector<StackTarget> workers) { workers_ = std::move(workers); }
 
-  // After each round: publishes the node count in the store at `store_addr:store_port` (see
-  // stack_store_of; node 0 writes it) and, once per store, starts answering requests there
-  // (across nodes, 1 to 2 s later).
+  // After each round: publishes the node count in the store at `store_addr:store_port` (the
+  // rendezvous store, or the round's; node 0 writes it) and, once per store, starts answering
+  // requests there (across nodes, 1 to 2 s later).
   void on_round(const rdzv::RendezvousInfo& info, const std::string& store_addr,
                 std::uint16_t store_port);
 

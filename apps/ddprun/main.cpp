@@ -64,7 +64,9 @@ int run_agent(const ddp::agent::LaunchConfig& config,
                               .count();
     });
     const auto rendezvous = ddp::agent::make_rendezvous(config, io);
-    ddp::agent::ElasticAgent agent(io, config, run_env, *rendezvous, events);
+    ddp::agent::ProcessLauncher launcher(io, ddp::agent::forkserver_options(config));
+    ddp::agent::ElasticAgent agent(io, ddp::agent::agent_spec(config, run_env), *rendezvous, events,
+                                   launcher);
     // After the agent: its signal handlers must exist before a line on stdin raises a signal.
     std::optional<ddp::agent::StdinSignals> stdin_signals;
     if (config.stdin_signals) stdin_signals.emplace(io);

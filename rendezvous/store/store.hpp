@@ -15,14 +15,11 @@
 #include <utility>
 #include <vector>
 
+#include "rendezvous/store/bytes.hpp"
+
 namespace ddp::rdzv {
 
 namespace asio = boost::asio;
-
-using Bytes = std::vector<std::uint8_t>;
-
-inline Bytes to_bytes(std::string_view s) { return Bytes(s.begin(), s.end()); }
-inline std::string to_string(const Bytes& b) { return std::string(b.begin(), b.end()); }
 
 class Store {
  public:

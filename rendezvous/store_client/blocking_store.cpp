@@ -5,28 +5,29 @@
 // loop's own thread would wait on itself: DDP_CHECK refuses it.
 #include "rendezvous/store_client/blocking_store.hpp"
 
+#include <atomic>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_future.hpp>
-
-#include <atomic>
 #include <thread>
 #include <type_traits>
 
 #include "common/check.hpp"
 #include "rendezvous/store/memory_store.hpp"
 #include "rendezvous/store/prefix_store.hpp"
+#include "rendezvous/store_client/blocking_store_over.hpp"
+#include "rendezvous/store_client/tcp_store_client.hpp"
 
 namespace ddp::rdzv {
 
-struct BlockingStore::Loop {
-  Loop() : work(asio::make_work_guard(io)), thread([this] { io.run(); }) {}
+struct detail::StoreLoop {
+  StoreLoop() : work(asio::make_work_guard(io)), thread([this] { io.run(); }) {}
 
   // The store goes first, on its own thread (its handlers and timers live there); then the
   // thread ends once nothing is queued, and the io_context goes last.
-  ~Loop() {
+  ~StoreLoop() {
     asio::post(io, [this] { store.reset(); });
     work.reset();
     thread.join();
@@ -50,33 +51,34 @@ struct BlockingStore::Loop {
 
 std::unique_ptr<BlockingStore> BlockingStore::connect(const std::string& host, std::uint16_t port,
                                                       ConnectOptions options, std::string prefix) {
-  auto loop = std::make_shared<Loop>();
+  auto loop = std::make_shared<detail::StoreLoop>();
   std::unique_ptr<TcpStoreClient> client =
       loop->run([&]() { return TcpStoreClient::connect(host, port, options); });
   loop->address = client->address();
   loop->timeout_ms = client->timeout().count();
   loop->store = std::move(client);
-  return std::unique_ptr<BlockingStore>(new BlockingStore(std::move(loop), std::move(prefix)));
+  return std::make_unique<BlockingStore>(std::move(loop), std::move(prefix));
 }
 
 std::unique_ptr<BlockingStore> BlockingStore::in_memory() {
-  return over("memory", [](asio::any_io_executor executor) -> std::unique_ptr<Store> {
-    return std::make_unique<MemoryStore>(std::move(executor));
-  });
+  return blocking_store_over("memory",
+                             [](asio::any_io_executor executor) -> std::unique_ptr<Store> {
+                               return std::make_unique<MemoryStore>(std::move(executor));
+                             });
 }
 
-std::unique_ptr<BlockingStore> BlockingStore::over(
+std::unique_ptr<BlockingStore> blocking_store_over(
     std::string address, const std::function<std::unique_ptr<Store>(asio::any_io_executor)>& make) {
-  auto loop = std::make_shared<Loop>();
+  auto loop = std::make_shared<detail::StoreLoop>();
   loop->store = loop->run([&]() -> asio::awaitable<std::unique_ptr<Store>> {
     co_return make(loop->io.get_executor());
   });
   loop->address = std::move(address);
   loop->timeout_ms = loop->store->timeout().count();
-  return std::unique_ptr<BlockingStore>(new BlockingStore(std::move(loop), ""));
+  return std::make_unique<BlockingStore>(std::move(loop), "");
 }
 
-BlockingStore::BlockingStore(std::shared_ptr<Loop> loop, std::string prefix)
+BlockingStore::BlockingStore(std::shared_ptr<detail::StoreLoop> loop, std::string prefix)
     : loop_(std::move(loop)), prefix_(std::move(prefix)) {
   if (prefix_.empty()) return;
   loop_->run([this]() -> asio::awaitable<void> {
@@ -90,7 +92,7 @@ BlockingStore::BlockingStore(std::shared_ptr<Loop> loop, std::string prefix)
 BlockingStore::~BlockingStore() = default;
 
 std::shared_ptr<BlockingStore> BlockingStore::with_prefix(const std::string& name) {
-  return std::shared_ptr<BlockingStore>(new BlockingStore(loop_, prefixed_key(prefix_, name)));
+  return std::make_shared<BlockingStore>(loop_, prefixed_key(prefix_, name));
 }
 
 Store& BlockingStore::store() { return prefixed_ ? *prefixed_ : *loop_->store; }

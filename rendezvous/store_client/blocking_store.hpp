@@ -7,20 +7,26 @@
 // keys are prefixed. Every call may come from any thread; the store itself runs on a private
 // io_context on a thread of its own, so a call that waits (a peer's address not published yet)
 // never keeps another thread's call from reaching the store. Over a TCPStore the calls still take
-// turns on its one connection, as TcpStoreClient serialises them.
+// turns on its one connection, as TcpStoreClient serialises them. This header is free of Asio (the
+// loop is behind a pointer), so the collectives and libddp that include it never parse Asio;
+// over(), whose factory names Asio's executor, is in blocking_store_over.hpp.
 
 #include <chrono>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "rendezvous/store/store.hpp"
-#include "rendezvous/store_client/tcp_store_client.hpp"
+#include "rendezvous/store/bytes.hpp"
+#include "rendezvous/store_client/connect_options.hpp"
 
 namespace ddp::rdzv {
+
+class Store;
+namespace detail {
+struct StoreLoop;  // the private io_context, its thread and the Store on it (blocking_store.cpp)
+}
 
 class BlockingStore {
  public:
@@ -31,10 +37,9 @@ class BlockingStore {
                                                 std::string prefix = "");
   // A MemoryStore of its own, described as "memory".
   static std::unique_ptr<BlockingStore> in_memory();
-  // The store `make` builds on the private loop's executor; `address` names it in messages.
-  static std::unique_ptr<BlockingStore> over(
-      std::string address,
-      const std::function<std::unique_ptr<Store>(asio::any_io_executor)>& make);
+  // Any other Store: blocking_store_over(). The view of `loop`'s store with keys under `prefix`
+  // ("": none); only this file's factories and blocking_store_over() have a loop to give.
+  BlockingStore(std::shared_ptr<detail::StoreLoop> loop, std::string prefix);
   ~BlockingStore();
   BlockingStore(const BlockingStore&) = delete;
   BlockingStore& operator=(const BlockingStore&) = delete;
@@ -69,11 +74,9 @@ class BlockingStore {
   std::string describe() const;
 
  private:
-  struct Loop;
-  BlockingStore(std::shared_ptr<Loop> loop, std::string prefix);
   Store& store();  // this view's Store: the loop's own, or a PrefixStore over it
 
-  std::shared_ptr<Loop> loop_;
+  std::shared_ptr<detail::StoreLoop> loop_;
   std::string prefix_;
   std::unique_ptr<Store> prefixed_;  // a PrefixStore over the loop's store when prefix_ is set
 };

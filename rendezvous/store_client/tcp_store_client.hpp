@@ -3,34 +3,14 @@
 // asked). Calls are serialised on the connection; each has a deadline (Store::timeout()) and
 // errors name host:port and the operation.
 
-#include "rendezvous/auth/credentials.hpp"
 #include "rendezvous/store/store.hpp"
+#include "rendezvous/store_client/connect_options.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
 
 #include <memory>
 
 namespace ddp::rdzv {
-
-enum class WireDialect { kTorch113, kTorch2 };
-
-struct ConnectOptions {
-  std::chrono::milliseconds connect_timeout{std::chrono::seconds(300)};  // total, all retries
-  std::chrono::milliseconds initial_backoff{std::chrono::milliseconds(10)};
-  std::chrono::milliseconds max_backoff{std::chrono::seconds(2)};  // exponential, with jitter
-  std::chrono::milliseconds call_timeout{std::chrono::seconds(300)};
-  WireDialect dialect = WireDialect::kTorch2;
-  // What the client proves it holds (docs/security.md) before its first request; null: the
-  // process default (auth::default_credentials(), set by an agent whose job has a secret), and
-  // no handshake when that is null too. A server without a secret answers "not required" and the
-  // connection goes on unauthenticated; one that refuses the tag fails the connect with
-  // ConfigError naming the store (a wrong secret or run id is the user's to fix).
-  std::shared_ptr<const auth::Credentials> credentials;
-  // True: send ddprun's HELLO, with every address this node holds, even without credentials (an
-  // agent to its job's rendezvous store, whose workers' stores admit those addresses). Only for
-  // ddprun's own stores: a PyTorch server closes a connection that starts with a HELLO.
-  bool report_addresses = false;
-};
 
 class TcpStoreClient final : public Store {
  public:

@@ -3,7 +3,7 @@
 // "torch113" (default: understood by ddprun's store and by PyTorch 1.13's torchrun) or "torch2"
 // (for a torchrun of PyTorch 2.x).
 
-#include "rendezvous/store_client/tcp_store_client.hpp"
+#include "rendezvous/store_client/connect_options.hpp"
 
 namespace ddp::runtime {
 

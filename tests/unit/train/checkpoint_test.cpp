@@ -2,7 +2,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "tests/unit/train/temp_dir.hpp"
+#include "tests/unit/common/temp_dir.hpp"
 #include <unistd.h>
 
 #include <cstdint>
@@ -18,7 +18,7 @@
 
 namespace fs = std::filesystem;
 
-using ddp::train::test::TempDir;
+using ddp::test::TempDir;
 
 namespace {
 
@@ -43,7 +43,7 @@ std::string load_error(const std::string& path) {
 
 TEST_CASE("a checkpoint reads back tensor for tensor with its metadata", "[checkpoint]") {
   const TempDir d("ddp_ckpt_test");
-  const std::string path = (d.path / "c.safetensors").string();
+  const std::string path = d.file("c.safetensors");
   ddp::save_checkpoint(path, sample());
   const auto c = ddp::load_checkpoint(path);
   CHECK(c.tensors.at("0.weight").shape == std::vector<std::int64_t>{2, 3});
@@ -55,7 +55,7 @@ TEST_CASE("a checkpoint reads back tensor for tensor with its metadata", "[check
 
 TEST_CASE("the file is safetensors: length, padded JSON header, then the data", "[checkpoint]") {
   const TempDir d("ddp_ckpt_test");
-  const std::string path = (d.path / "c.safetensors").string();
+  const std::string path = d.file("c.safetensors");
   ddp::save_checkpoint(path, sample());
   std::ifstream in(path, std::ios::binary);
   unsigned char len[8];
@@ -72,26 +72,26 @@ TEST_CASE("the file is safetensors: length, padded JSON header, then the data", 
 
 TEST_CASE("saving replaces the file atomically and leaves no temporary", "[checkpoint]") {
   const TempDir d("ddp_ckpt_test");
-  const std::string path = (d.path / "c.safetensors").string();
+  const std::string path = d.file("c.safetensors");
   ddp::save_checkpoint(path, sample());
   auto c = sample();
   c.metadata.insert_or_assign("step", std::string{"13"});
   ddp::save_checkpoint(path, c);
   CHECK(ddp::load_checkpoint(path).meta_int("step") == 13);
   int files = 0;
-  for ([[maybe_unused]] const auto& e : fs::directory_iterator(d.path)) ++files;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(d.path())) ++files;
   CHECK(files == 1);
 }
 
 TEST_CASE("issue 21: stale temporaries of a killed writer are removed, a live writer's kept",
           "[checkpoint]") {
   const TempDir d("ddp_ckpt_test");
-  const std::string path = (d.path / "model.safetensors").string();
+  const std::string path = d.file("model.safetensors");
   long pid_max = 4194304;
   std::ifstream("/proc/sys/kernel/pid_max") >> pid_max;
   const std::string dead = path + ".tmp." + std::to_string(pid_max + 1);  // no process has it
   const std::string live = path + ".tmp." + std::to_string(::getpid());
-  const std::string other = (d.path / "other.safetensors.tmp.1").string();
+  const std::string other = d.file("other.safetensors.tmp.1");
   for (const auto& file : {dead, live, other, path + ".tmp.x"}) std::ofstream(file) << "partial";
   CHECK(ddp::remove_stale_checkpoint_temporaries(path) == 1);
   CHECK_FALSE(fs::exists(dead));
@@ -103,7 +103,7 @@ TEST_CASE("issue 21: stale temporaries of a killed writer are removed, a live wr
 
 TEST_CASE("loading a missing, truncated or garbled file names it", "[checkpoint]") {
   const TempDir d("ddp_ckpt_test");
-  const std::string path = (d.path / "c.safetensors").string();
+  const std::string path = d.file("c.safetensors");
   CHECK_THAT(load_error(path), Catch::Contains(path) && Catch::Contains("cannot open"));
   ddp::save_checkpoint(path, sample());
   fs::resize_file(path, fs::file_size(path) - 4);
@@ -118,7 +118,7 @@ TEST_CASE("loading a missing, truncated or garbled file names it", "[checkpoint]
 
 TEST_CASE("a checkpoint of another model shape names the widths", "[checkpoint]") {
   const TempDir d("ddp_ckpt_test");
-  const std::string path = (d.path / "c.safetensors").string();
+  const std::string path = d.file("c.safetensors");
   ddp::train::Mlp small({784, 32, 10});
   small.init(1);
   ddp::train::OptimizerOptions oo;
@@ -142,7 +142,7 @@ TEST_CASE("a tensor of another shape is named with both shapes", "[checkpoint]")
 
 TEST_CASE("model and optimizer state survive a round trip exactly", "[checkpoint]") {
   const TempDir d("ddp_ckpt_test");
-  const std::string path = (d.path / "c.safetensors").string();
+  const std::string path = d.file("c.safetensors");
   ddp::train::Mlp a({8, 6, 3});
   a.init(5);
   ddp::train::OptimizerOptions oo;

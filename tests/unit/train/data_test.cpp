@@ -2,7 +2,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "tests/unit/train/temp_dir.hpp"
+#include "tests/unit/common/temp_dir.hpp"
 #include <unistd.h>
 #include <zlib.h>
 
@@ -19,7 +19,7 @@
 namespace fs = std::filesystem;
 using ddp::train::load_fashion_mnist;
 
-using ddp::train::test::TempDir;
+using ddp::test::TempDir;
 
 namespace {
 
@@ -61,8 +61,8 @@ std::string error_of(const std::string& dir, bool train) {
 
 TEST_CASE("a small IDX split loads with normalized pixels and its labels", "[data]") {
   const TempDir d("ddp_data_test");
-  write_split(d.path, "t10k", 5);
-  const auto ds = load_fashion_mnist(d.path.string(), false);
+  write_split(d.path(), "t10k", 5);
+  const auto ds = load_fashion_mnist(d.path(), false);
   CHECK(ds.size == 5);
   CHECK(ds.features == 784);
   REQUIRE(ds.images.size() == 5u * 784u);
@@ -75,43 +75,43 @@ TEST_CASE("a small IDX split loads with normalized pixels and its labels", "[dat
 
 TEST_CASE("a missing file is named in the error", "[data]") {
   const TempDir d("ddp_data_test");
-  write_gz(d.path / "train-images-idx3-ubyte.gz", idx(0x803, {2, 28, 28}, 2 * 784, 0));
-  const std::string e = error_of(d.path.string(), true);
+  write_gz(d.file("train-images-idx3-ubyte.gz"), idx(0x803, {2, 28, 28}, 2 * 784, 0));
+  const std::string e = error_of(d.path(), true);
   CHECK_THAT(e, Catch::Contains("train-labels-idx1-ubyte.gz") && Catch::Contains("cannot open"));
 }
 
 TEST_CASE("a file that is not gzip is named in the error", "[data]") {
   const TempDir d("ddp_data_test");
-  write_split(d.path, "train", 2);
-  std::ofstream(d.path / "train-images-idx3-ubyte.gz") << "not gzip at all";
-  CHECK_THAT(error_of(d.path.string(), true),
+  write_split(d.path(), "train", 2);
+  std::ofstream(d.file("train-images-idx3-ubyte.gz")) << "not gzip at all";
+  CHECK_THAT(error_of(d.path(), true),
              Catch::Contains("train-images-idx3-ubyte.gz: not a gzip file"));
 }
 
 TEST_CASE("a truncated gzip file is reported as corrupt", "[data]") {
   const TempDir d("ddp_data_test");
-  write_split(d.path, "train", 20);
-  const fs::path p = d.path / "train-images-idx3-ubyte.gz";
+  write_split(d.path(), "train", 20);
+  const fs::path p = d.file("train-images-idx3-ubyte.gz");
   fs::resize_file(p, fs::file_size(p) / 2);
-  CHECK_THAT(error_of(d.path.string(), true),
+  CHECK_THAT(error_of(d.path(), true),
              Catch::Contains("train-images-idx3-ubyte.gz: corrupt gzip data"));
 }
 
 TEST_CASE("an IDX payload that disagrees with its dimensions is reported", "[data]") {
   const TempDir d("ddp_data_test");
-  write_split(d.path, "train", 3);
-  write_gz(d.path / "train-images-idx3-ubyte.gz", idx(0x803, {3, 28, 28}, 3 * 784 - 5, 0));
-  CHECK_THAT(error_of(d.path.string(), true),
+  write_split(d.path(), "train", 3);
+  write_gz(d.file("train-images-idx3-ubyte.gz"), idx(0x803, {3, 28, 28}, 3 * 784 - 5, 0));
+  CHECK_THAT(error_of(d.path(), true),
              Catch::Contains("train-images-idx3-ubyte.gz: IDX payload has 2347 bytes"));
-  write_gz(d.path / "train-images-idx3-ubyte.gz", idx(0x1234, {3, 28, 28}, 3 * 784, 0));
-  CHECK_THAT(error_of(d.path.string(), true), Catch::Contains("bad IDX magic"));
+  write_gz(d.file("train-images-idx3-ubyte.gz"), idx(0x1234, {3, 28, 28}, 3 * 784, 0));
+  CHECK_THAT(error_of(d.path(), true), Catch::Contains("bad IDX magic"));
 }
 
 TEST_CASE("labels and images of different counts are reported", "[data]") {
   const TempDir d("ddp_data_test");
-  write_split(d.path, "train", 3);
-  write_gz(d.path / "train-labels-idx1-ubyte.gz", idx(0x801, {2}, 2, 0));
-  CHECK_THAT(error_of(d.path.string(), true), Catch::Contains("2 labels for 3 images"));
+  write_split(d.path(), "train", 3);
+  write_gz(d.file("train-labels-idx1-ubyte.gz"), idx(0x801, {2}, 2, 0));
+  CHECK_THAT(error_of(d.path(), true), Catch::Contains("2 labels for 3 images"));
 }
 
 TEST_CASE("the installed Fashion-MNIST loads with 60000 + 10000 samples", "[data]") {

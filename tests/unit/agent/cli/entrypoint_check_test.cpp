@@ -2,17 +2,16 @@
 // ConfigError (exit 2 in main) before the rendezvous. Module lookups run the real python3.
 
 #include <catch2/catch.hpp>
-#include <filesystem>
-#include <fstream>
 
 #include "agent/cli/entrypoint_check.hpp"
 #include "ddp/error.hpp"
 #include "tests/unit/agent/cli/cli_test_util.hpp"
+#include "tests/unit/common/temp_dir.hpp"
 
 namespace ddp::agent {
 namespace {
 
-namespace fs = std::filesystem;
+using ddp::test::TempDir;
 using test::Env;
 using test::parse;
 
@@ -26,19 +25,6 @@ ModuleLookup lookup(const std::string& module, const Env& env = real_env()) {
   return find_python_module("python3", module, env, std::chrono::seconds(20));
 }
 
-// A scratch directory removed at the end of the test.
-struct TempDir {
-  fs::path path = fs::temp_directory_path() / fs::path("ddp_entry_XXXXXX");
-  TempDir() {
-    std::string templ = path.string();
-    path = ::mkdtemp(templ.data());
-  }
-  ~TempDir() { fs::remove_all(path); }
-  void write(const std::string& name, const std::string& text) const {
-    fs::create_directories((path / name).parent_path());
-    std::ofstream(path / name) << text;
-  }
-};
 
 TEST_CASE("the module finder finds modules and packages without importing them",
           "[cli][entrypoint]") {
@@ -53,7 +39,7 @@ TEST_CASE("the module finder finds modules and packages without importing them",
     dir.write("pkg/__init__.py", "raise SystemExit(5)\n");
     dir.write("pkg/train.py", "print('train')\n");
     Env env = real_env();
-    env["PYTHONPATH"] = dir.path.string();
+    env["PYTHONPATH"] = dir.path();
     CHECK(lookup("pkg.train", env) == ModuleLookup::kFound);
     CHECK(lookup("pkg.eval", env) == ModuleLookup::kMissing);
   }
@@ -78,14 +64,14 @@ TEST_CASE("a missing entry point is one line naming it", "[cli][entrypoint]") {
   CHECK_NOTHROW(check_entrypoint(parse({"--no_python", "true"}, env), env));
   const TempDir dir;
   dir.write("ok.py", "print('ok')\n");
-  CHECK_NOTHROW(check_entrypoint(parse({(dir.path / "ok.py").string()}, env), env));
+  CHECK_NOTHROW(check_entrypoint(parse({dir.file("ok.py")}, env), env));
 }
 
 TEST_CASE("a missing interpreter names where it came from", "[cli][entrypoint]") {
   Env env = real_env();
   const TempDir dir;
   dir.write("ok.py", "print('ok')\n");
-  const std::string script = (dir.path / "ok.py").string();
+  const std::string script = dir.file("ok.py");
   CHECK_THROWS_WITH(check_entrypoint(parse({"--python", "/nonexistent/py", script}, env), env),
                     "--python: interpreter '/nonexistent/py' does not exist or is not executable");
   env["PYTHON_EXEC"] = "python_no_such_version";
@@ -93,7 +79,7 @@ TEST_CASE("a missing interpreter names where it came from", "[cli][entrypoint]")
                     Catch::StartsWith("PYTHON_EXEC: 'python_no_such_version' not found in PATH"));
   env.erase("PYTHON_EXEC");
   CHECK_NOTHROW(check_entrypoint(parse({script}, Env{}), Env{}));  // no PATH: /bin:/usr/bin
-  env["PATH"] = dir.path.string();
+  env["PATH"] = dir.path();
   CHECK_THROWS_WITH(check_entrypoint(parse({"-m", "timeit"}, env), env),
                     "interpreter: 'python3' not found in PATH (give --python or PYTHON_EXEC)");
 }

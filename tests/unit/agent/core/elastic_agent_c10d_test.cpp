@@ -24,7 +24,7 @@ using test::FakeOutcome;
 using test::field;
 using test::has_env;
 using test::RecordingEventSink;
-using test::TempLogDir;
+using test::TempDir;
 
 // Two c10d nodes, --max_restarts=1, whose scripts fail once and then succeed: runs both agents to
 // their end and checks what holds for each: exit 0, after one restart, with the restart spent.
@@ -44,7 +44,7 @@ struct OneRestartJob {
     }
   }
 
-  TempLogDir logs;
+  TempDir logs;
   LaunchConfig config;
   rdzv::test::Cluster cluster;
   C10dAgents rig;
@@ -52,12 +52,12 @@ struct OneRestartJob {
 
 TEST_CASE("c10d: a signal during the rendezvous ends the agent with 128+N and starts nothing",
           "[elastic_agent]") {
-  TempLogDir logs;
+  TempDir logs;
   const LaunchConfig config = agent_config(logs, 1, 0);
   rdzv::test::Cluster cluster(c10d_settings(2, 2));  // waits for a second node that never comes
   RecordingEventSink events;
   FakeLauncher launcher({});
-  ElasticAgent agent(cluster.io, config, {}, cluster.add_node(), events, &launcher);
+  ElasticAgent agent(cluster.io, agent_spec(config, {}), cluster.add_node(), events, launcher);
   auto run = spawn(cluster.io, agent.run());
   rdzv::test::run_for(cluster.io, 100ms);  // the agent is waiting in next_round
   REQUIRE_FALSE(run->done);
@@ -72,7 +72,7 @@ TEST_CASE("c10d: a signal during the rendezvous ends the agent with 128+N and st
 
 TEST_CASE("c10d: a lost node stops the workers and re-forms the round without spending a restart",
           "[elastic_agent]") {
-  TempLogDir logs;
+  TempDir logs;
   const LaunchConfig config = agent_config(logs, 1, 0);  // no restart to spend
   rdzv::test::Cluster cluster(c10d_settings(2, 3));
   const std::vector<FakeAttempt> script{{FakeOutcome::until_stopped()},
@@ -113,7 +113,7 @@ TEST_CASE(
     "c10d: a worker failure that follows a node's loss re-forms the round without spending a "
     "restart",
     "[elastic_agent]") {
-  TempLogDir logs;
+  TempDir logs;
   const LaunchConfig config = agent_config(logs, 1, 0);  // a spent restart would end the job
   rdzv::test::Cluster cluster(c10d_settings(2, 3));
   // The workers fail 30 ms after their start, before heartbeats can tell that the third node is
@@ -181,7 +181,7 @@ TEST_CASE(
 TEST_CASE(
     "c10d: a signal ends a node waiting in the exit barrier and a node with running workers alike",
     "[elastic_agent]") {
-  TempLogDir logs;
+  TempDir logs;
   const LaunchConfig config = agent_config(logs, 1, 1);
   rdzv::test::Cluster cluster(c10d_settings(2, 2));
   C10dAgents rig(cluster, config, {{{FakeOutcome::exits(0)}}, {{FakeOutcome::until_stopped()}}});
@@ -211,7 +211,7 @@ TEST_CASE(
     "c10d: a node joining a running job restarts the running node at the larger world without "
     "spending a restart",
     "[elastic_agent]") {
-  TempLogDir logs;
+  TempDir logs;
   const LaunchConfig config = agent_config(logs, 1, 0);  // no restart to spend
   rdzv::test::Cluster cluster(c10d_settings(1, 2));
   C10dAgents rig(cluster, config,

@@ -29,7 +29,7 @@ using test::FakeHandover;
 using test::FakeOutcome;
 using test::field;
 using test::has_env;
-using test::TempLogDir;
+using test::TempDir;
 
 // Two agents with --recovery=inprocess and a third node joined by hand, which the test kills
 // once every agent has started its workers. The workers exit 0 0.8 s after their start: long
@@ -56,13 +56,13 @@ struct LostNodeJob {
     REQUIRE(run_until(cluster.io, [&] { return rdzv::test::all_done(rig.runs); }));
   }
 
-  static LaunchConfig inprocess_config(const TempLogDir& logs) {
+  static LaunchConfig inprocess_config(const TempDir& logs) {
     LaunchConfig config = agent_config(logs, 1, 0);  // a spent restart would end the job
     config.recovery = "inprocess";
     return config;
   }
 
-  TempLogDir logs;
+  TempDir logs;
   LaunchConfig config;
   rdzv::test::Cluster cluster;
   FakeHandover handovers[2];

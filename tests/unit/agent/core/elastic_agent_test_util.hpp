@@ -14,9 +14,11 @@
 #include <string>
 #include <vector>
 
+#include "agent/cli/agent_options.hpp"
 #include "agent/elastic/elastic_agent.hpp"
 #include "rendezvous/static/static_rendezvous.hpp"
 #include "tests/unit/agent/core/fake_launcher.hpp"
+#include "tests/unit/common/temp_dir.hpp"
 #include "tests/unit/agent/core/recording_event_sink.hpp"
 #include "tests/unit/rendezvous/c10d/c10d_test_util.hpp"
 
@@ -24,33 +26,16 @@ namespace ddp::agent::test {
 
 using namespace std::chrono_literals;
 
-// A per-test log directory base, removed at the end.
-struct TempLogDir {
-  TempLogDir()
-      : path(std::filesystem::temp_directory_path() /
-             ("ddp_elastic_agent_test_" + std::to_string(::getpid()) + "_" +
-              std::to_string(counter()++))) {
-    std::filesystem::create_directories(path);
-  }
-  ~TempLogDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-  static int& counter() {
-    static int n = 0;
-    return n;
-  }
-  std::filesystem::path path;
-};
+using ddp::test::TempDir;  // each test's --log_dir
 
-inline LaunchConfig agent_config(const TempLogDir& logs, int nproc, int max_restarts) {
+inline LaunchConfig agent_config(const TempDir& logs, int nproc, int max_restarts) {
   LaunchConfig config;
   config.nproc_per_node = nproc;
   config.max_restarts = max_restarts;
   config.rdzv_id = "test";
   config.no_python = true;
   config.training_script = "/bin/true";  // never run: the launcher is a fake
-  config.log_dir = logs.path.string();
+  config.log_dir = logs.path();
   config.shutdown_timeout = 1s;
   return config;
 }
@@ -95,7 +80,7 @@ struct StaticRun {
   void run(const std::function<void()>& once_started = {}) {
     boost::asio::io_context io;
     rdzv::StaticRendezvous rendezvous(io, one_static_node(config.max_restarts));
-    ElasticAgent agent(io, config, {}, rendezvous, events, &launcher, handover);
+    ElasticAgent agent(io, agent_spec(config, {}), rendezvous, events, launcher, handover);
     auto run = rdzv::test::spawn(io, agent.run());
     if (once_started) {
       REQUIRE(rdzv::test::run_until(io, [&] { return !launcher.launched.empty(); }));
@@ -105,7 +90,7 @@ struct StaticRun {
     exit_code = run->get();
   }
 
-  TempLogDir logs;
+  TempDir logs;
   RecordingEventSink events;
   FakeLauncher launcher;
   LaunchConfig config;
@@ -125,9 +110,9 @@ struct C10dAgents {
            const std::vector<FakeAttempt>& script, WorkerHandover* handover = nullptr) {
     events.push_back(std::make_unique<RecordingEventSink>());
     launchers.push_back(std::make_unique<FakeLauncher>(script));
-    agents.push_back(std::make_unique<ElasticAgent>(
-        cluster.io, config, std::map<std::string, std::string>{}, cluster.add_node(),
-        *events.back(), launchers.back().get(), handover));
+    agents.push_back(std::make_unique<ElasticAgent>(cluster.io, agent_spec(config, {}),
+                                                    cluster.add_node(), *events.back(),
+                                                    *launchers.back(), handover));
   }
   void start(boost::asio::io_context& io) {
     while (runs.size() < agents.size()) start_next(io);

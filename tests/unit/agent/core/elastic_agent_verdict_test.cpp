@@ -24,7 +24,7 @@ using test::FakeLauncher;
 using test::FakeOutcome;
 using test::field;
 using test::RecordingEventSink;
-using test::TempLogDir;
+using test::TempDir;
 
 // Two nodes in one round, the other of which never answers: watch_round and failure_verdict wait
 // until cancelled.
@@ -63,13 +63,13 @@ class SilentPeerRendezvous final : public rdzv::Rendezvous {
 
 TEST_CASE("a signal during the failure verdict ends the agent at once, spending no restart",
           "[elastic_agent]") {
-  TempLogDir logs;
+  TempDir logs;
   const LaunchConfig config = test::agent_config(logs, 1, 3);
   asio::io_context io;
   SilentPeerRendezvous rendezvous;
   RecordingEventSink events;
   FakeLauncher launcher({{FakeOutcome::exits(3, 10ms)}});
-  ElasticAgent agent(io, config, {}, rendezvous, events, &launcher);
+  ElasticAgent agent(io, agent_spec(config, {}), rendezvous, events, launcher);
   auto run = spawn(io, agent.run());
   REQUIRE(run_until(io, [&] { return rendezvous.in_verdict; }));
   ::raise(SIGTERM);

@@ -24,29 +24,13 @@
 #include "agent/cli/worker_specs.hpp"
 #include "agent/core/worker_launcher.hpp"
 #include "agent/process/worker_group.hpp"
+#include "tests/unit/common/temp_dir.hpp"
 
 extern char** environ;
 
 namespace ddp::agent::test {
 
-class TempDir {
- public:
-  TempDir() {
-    std::string templ = (std::filesystem::temp_directory_path() / "agent_test_XXXXXX").string();
-    path_ = ::mkdtemp(templ.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-  std::string file(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
+using ddp::test::TempDir;
 
 inline std::vector<std::string> current_env() {
   std::vector<std::string> env;

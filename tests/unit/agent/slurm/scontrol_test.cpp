@@ -1,25 +1,21 @@
 // Compares expand_hostlist with `scontrol show hostnames`, the reference, where scontrol exists.
 #include <catch2/catch.hpp>
 
-#include <unistd.h>
-
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <sstream>
 
 #include "agent/slurm/slurm.hpp"
+#include "tests/unit/common/temp_dir.hpp"
 
 namespace {
 
-// scontrol needs some configuration source even for a pure parse; a minimal one in a temp file.
-std::string write_minimal_conf() {
-  char dir[] = "/tmp/ddp-slurm-conf-XXXXXX";
-  REQUIRE(mkdtemp(dir) != nullptr);
-  std::string path = std::string(dir) + "/slurm.conf";
-  std::ofstream(path)
-      << "ClusterName=ddptest\nSlurmctldHost=localhost\nNodeName=n1\nPartitionName=p Nodes=n1\n";
-  return path;
+// scontrol needs some configuration source even for a pure parse; a minimal one in `dir`.
+std::string write_minimal_conf(const ddp::test::TempDir& dir) {
+  dir.write(
+      "slurm.conf",
+      "ClusterName=ddptest\nSlurmctldHost=localhost\nNodeName=n1\nPartitionName=p Nodes=n1\n");
+  return dir.file("slurm.conf");
 }
 
 std::vector<std::string> scontrol_hostnames(const std::string& conf,
@@ -45,13 +41,12 @@ TEST_CASE("hostlist: agrees with scontrol show hostnames") {
     WARN("scontrol not installed; comparison skipped");
     return;
   }
-  std::string conf = write_minimal_conf();
+  const ddp::test::TempDir dir("ddp-slurm-conf");
+  const std::string conf = write_minimal_conf(dir);
   for (const char* expression :
        {"node1", "a,b,c", "node[01-04,07]", "n[08-11],x[9-10]", "a[1-2]b[3-4]", "a[1-2],b,c[5,7]",
         "rack[1-2]-n[001-003]", "z[0098-0102]"}) {
     INFO(expression);
     CHECK(ddp::agent::expand_hostlist(expression) == scontrol_hostnames(conf, expression));
   }
-  std::remove(conf.c_str());
-  rmdir(conf.substr(0, conf.rfind('/')).c_str());
 }

@@ -52,7 +52,7 @@ GatheredStacks ask(asio::io_context& io, ddp::rdzv::Store& store,
 }
 
 asio::awaitable<void> set_nodes(ddp::rdzv::Store& store, int nodes) {
-  co_await store.set(stacks_key("job", "nodes"), ddp::rdzv::to_bytes(std::to_string(nodes)));
+  co_await publish_node_count(store, "job", nodes);
 }
 
 }  // namespace
