@@ -74,6 +74,7 @@ asio::awaitable<std::int64_t> EtcdRendezvous::count(const std::string& prefix,
 
 asio::awaitable<RendezvousInfo> EtcdRendezvous::next_round(int local_world_size) {
   RoundChanges seen = this->seen();
+  lost_ = seen.lost;  // (named when too few are left)
   stop_monitor();
   co_await ensure_lease();
   // After a loss the survivors derive the next round from this one (etcd_reform.cpp); the plan
@@ -121,6 +122,7 @@ asio::awaitable<RendezvousInfo> EtcdRendezvous::next_round(int local_world_size)
       logger()->info("round {} of run {} is full ({} nodes); standing by for a free slot", round,
                      settings_.run_id, header.size);
     }
+    lost_.clear();  // (this node did not run in `round`)
     expected = co_await expected_members(round);
     ++round;
   }
@@ -158,9 +160,7 @@ asio::awaitable<int> EtcdRendezvous::expected_members(int round) {
   const std::int64_t live = (co_await live_joins(round)).first;
   const int expected = static_cast<int>(std::min<std::int64_t>(live, settings_.max_nodes));
   if (expected < settings_.min_nodes) {
-    const std::string why =
-        fmt::format("only {} node(s) remain after round {} (--nnodes min is {})", expected, round,
-                    settings_.min_nodes);
+    const std::string why = too_few_left(lost_, expected, settings_.min_nodes, round);
     co_await close_job(why);
     job_closed(fmt::format("etcd rendezvous run={} is closed: {}", settings_.run_id, why));
   }

@@ -136,6 +136,7 @@ class EtcdRendezvous final : public Rendezvous {
   int failed_round_ = -1;     // the round report_failure was last called in
   int local_world_size_ = 1;  // as given to next_round
   NodeDesc desc_;             // this node's record at its last join
+  std::vector<std::string> lost_;  // the nodes the round this node last ran in lost
   std::shared_ptr<Monitor> monitor_;
   MemoryStore* links_ = nullptr;
   std::unique_ptr<RoundLink> link_;  // the running round's

@@ -210,6 +210,7 @@ TEST_CASE("scenario: a loss that leaves fewer than MIN nodes closes the job",
   REQUIRE(all_done(next));
   CHECK_THROWS_AS(next[0]->get(), ddp::RendezvousClosedError);
   CHECK_THAT(next[1]->error_text(), Catch::Contains("--nnodes min is 3"));
+  CHECK_THAT(next[0]->error_text(), Catch::Contains("after losing n2"));
 }
 
 TEST_CASE("scenario: a newcomer at a round with room makes the members re-form with it",
@@ -350,7 +351,7 @@ TEST_CASE("scenario: a loss that leaves too few after a derived round closes the
   const auto last = c.next_round({0});
   REQUIRE(all_done(last));
   CHECK_THROWS_AS(last[0]->get(), ddp::RendezvousClosedError);
-  CHECK_THAT(last[0]->error_text(), Catch::Contains("min is 2"));
+  CHECK_THAT(last[0]->error_text(), Catch::Contains("min is 2") && Catch::Contains("n1"));
 }
 
 TEST_CASE("scenario: a member whose workers finished does not re-form, and the others re-join "
