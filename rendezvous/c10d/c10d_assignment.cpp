@@ -85,4 +85,28 @@ RendezvousInfo info_for(const C10dRoundHeader& header, const C10dPlace& place,
   return info;
 }
 
+RoundShape shape_of(const C10dRoundHeader& header) {
+  return RoundShape{header.round, header.size, header.host_first};
+}
+
+std::pair<C10dRoundHeader, C10dPlace> derive(const C10dRoundHeader& prev, const C10dPlace& place,
+                                             const DerivedRound& derived) {
+  C10dRoundHeader header = prev;
+  header.round = prev.round + 1;
+  header.derived = true;
+  if (!derived.master_addr.empty()) {
+    header.master_addr = derived.master_addr;
+    header.master_port = derived.master_port;
+  }
+  header.size -= static_cast<int>(derived.lost.size());
+  header.world_size -= lost_workers(derived);
+  const DerivedPlace moved = derived_place(derived, place.group_rank, place.rank_base);
+  C10dPlace next;
+  next.group_rank = moved.group_rank;
+  next.rank_base = moved.rank_base;
+  // The ring neighbour's join index follows from the rank; its name is not known here.
+  if (header.size > 1) next.neighbour_index = (next.group_rank + 1) % header.size + 1;
+  return {header, next};
+}
+
 }  // namespace ddp::rdzv

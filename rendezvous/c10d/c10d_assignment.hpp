@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "rendezvous/engine/derived_round.hpp"
 #include "rendezvous/rendezvous.hpp"
 #include "rendezvous/store/store.hpp"
 
@@ -51,8 +52,8 @@ struct C10dRoundHeader {
   bool host_first = false;
   int size = 0;        // members (the group world size)
   int world_size = 0;  // workers of every member
-  // Derived from the round before (c10d_derived.hpp): its members did not join by arrival, so
-  // every arrival in it is late.
+  // Derived from the round before (engine/derived_round.hpp): its members did not join by
+  // arrival, so every arrival in it is late.
   bool derived = false;
 };
 
@@ -85,6 +86,13 @@ C10dPlace decode_place(const Bytes& bytes, const std::string& what);
 C10dAssignment assign_ranks(int round, int restart_count,
                             const std::vector<std::pair<int, C10dNodeDesc>>& nodes,
                             const std::pair<std::string, std::uint16_t>& fallback_master);
+
+// The shape derivation reads of a round (engine/derived_round.hpp).
+RoundShape shape_of(const C10dRoundHeader& header);
+// The round a member of `prev` at `place` runs in next: header (derived = true) and its place.
+// Its join index there is its group rank + 1. REQUIRES: place's member is not lost.
+std::pair<C10dRoundHeader, C10dPlace> derive(const C10dRoundHeader& prev, const C10dPlace& place,
+                                             const DerivedRound& derived);
 
 // This node's view of the round (group rank, rank base, world size). node_names stays empty: no
 // member reads the others' names.

@@ -3,7 +3,6 @@
 // local_world_size "lws" and leaves empty fields out, so it is written by hand.
 
 #include "rendezvous/c10d/c10d_assignment.hpp"
-#include "rendezvous/c10d/c10d_derived.hpp"
 
 #include <fmt/format.h>
 
@@ -19,7 +18,8 @@ using nlohmann::json;
 
 // 2: the assignment says whether members[0] hosts the store. 3: header and places. 4: a join is
 // one MULTI_SET and the change log exists from its first line on (a version-3 agent would wait on
-// it forever), so the two never mix. 5: rounds derived from the one before (c10d_derived.hpp).
+// it forever), so the two never mix. 5: rounds derived from the one before
+// (engine/derived_round.hpp).
 constexpr int kVersion = 5;
 
 // A well-formed document of another version comes from an agent of another ddprun release (a
@@ -94,9 +94,6 @@ C10dNodeDesc decode_node_desc(const Bytes& bytes, const std::string& what) {
 // the fields lands where it always did.
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(C10dRoundHeader, round, restart_count, master_addr,
                                    master_port, host_first, size, world_size, derived)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(LostMember, group_rank, local_world_size)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(C10dDerivedRound, from_round, lost, log, master_addr,
-                                   master_port)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(C10dPlace, group_rank, rank_base, neighbour_index, neighbour)
 
 namespace {
@@ -125,12 +122,6 @@ Bytes encode(const C10dPlace& place) { return encode_fields(place); }
 
 C10dPlace decode_place(const Bytes& bytes, const std::string& what) {
   return decode_fields<C10dPlace>(bytes, what);
-}
-
-Bytes encode(const C10dDerivedRound& derived) { return encode_fields(derived); }
-
-C10dDerivedRound decode_derived_round(const Bytes& bytes, const std::string& what) {
-  return decode_fields<C10dDerivedRound>(bytes, what);
 }
 
 }  // namespace ddp::rdzv

@@ -47,7 +47,7 @@ struct C10dRendezvous::Monitor : RoundMonitor {
   asio::steady_timer tick;  // the next beat or read
   int index = 0;  // this node's arrival index
   int size = 0;   // members of the round
-  std::optional<C10dDerivedRound> derived;  // the plan, when the round was derived
+  std::optional<DerivedRound> derived;  // the plan, when the round was derived
   std::optional<Bytes> plan;  // the next round's plan, once read or written
   bool may_derive = true;     // false once this node spent a restart in the round
   Store& store;             // the rendezvous's (prefixed) store
@@ -136,7 +136,7 @@ asio::awaitable<Bytes> silent_line(Store& store, int round, int index, bool deri
 // A member of a derived round that has not started there may have died between the rounds: its
 // lease then said so in the previous round's log, which nobody watches any more. The line for
 // such a member (group rank index - 1 here), translated to this round, or nullopt.
-std::optional<Bytes> carried_loss(const RoundChanges& before, const C10dDerivedRound& plan,
+std::optional<Bytes> carried_loss(const RoundChanges& before, const DerivedRound& plan,
                                   int index) {
   for (std::size_t i = 0; i < before.lost.size(); ++i) {
     const auto& member = before.lost_members[i];
@@ -224,18 +224,18 @@ void C10dRendezvous::start_monitor(const Member& member, bool beaten) {
   // the exit barrier, which read the log themselves.
   const std::string plan_key = keys::size(m->round + 1);
   const bool reads_log = member.header.host_first || c10d_reads_log(m->index, m->size);
-  std::optional<PlanRules> rules;
-  if (reads_log && !member.header.host_first) rules = plan_rules(m->round + 1);
+  std::optional<PlanProposal> proposal;
+  if (reads_log && !member.header.host_first) proposal = plan_proposal(member.header);
   spawn([](std::shared_ptr<Monitor> m, Store& watch, std::string change_key, std::string plan_key,
-           milliseconds park, bool reads_log, C10dRoundHeader header,
-           std::optional<PlanRules> rules) -> asio::awaitable<void> {
+           milliseconds park, bool reads_log,
+           std::optional<PlanProposal> proposal) -> asio::awaitable<void> {
     if (!reads_log) {
       while (!m->stopped && !co_await watch.wait_for(c10d_keys::one(plan_key), park)) {
       }
       if (m->stopped) co_return;
       Bytes plan = co_await watch.get_existing(plan_key);  // the wait saw it
       if (m->stopped) co_return;
-      auto derived = decode_derived_size(plan, plan_key);
+      auto derived = decode_plan(plan, plan_key);
       if (derived && derived->from_round == m->round) {
         m->plan = std::move(plan);
         m->changes = parse_changes(to_bytes(derived->log));
@@ -252,9 +252,10 @@ void C10dRendezvous::start_monitor(const Member& member, bool beaten) {
     Bytes log = co_await watch.get_existing(change_key);  // the wait saw it
     if (m->stopped) co_return;
     RoundChanges changes = parse_changes(log);
-    if (reads_log && rules) {
-      rules->may_derive = rules->may_derive && m->may_derive;
-      Bytes plan = co_await propose_plan(watch, header, changes, std::move(*rules));
+    if (reads_log && proposal) {
+      proposal->may_derive = proposal->may_derive && m->may_derive;
+      StoreCoordination coordination(watch);
+      Bytes plan = co_await propose_plan(coordination, std::move(*proposal), changes);
       if (m->stopped) co_return;
       m->plan = std::move(plan);
     }
@@ -263,7 +264,7 @@ void C10dRendezvous::start_monitor(const Member& member, bool beaten) {
       logger()->info("round {} changes: {}", m->round, event->detail);
     }
     m->wake();
-  }(m, watch, change_key, plan_key, park, reads_log, member.header, std::move(rules)));
+  }(m, watch, change_key, plan_key, park, reads_log, std::move(proposal)));
 
   // The heartbeat, and the group's heartbeats for the members that read them.
   const C10dWatched watched = c10d_watched(m->index, m->size);

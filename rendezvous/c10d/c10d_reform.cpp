@@ -1,11 +1,10 @@
-// Re-forming after a loss without re-joining. The first member to propose writes the plan of
-// round N+1 into r<N+1>/size with compare_set (first wins), and the compare_set's reply gives
-// every later proposer the winning plan: one request, a few hundred bytes. In a large round only
-// a few members read the log and propose (c10d_monitor.cpp); the others wait for the plan. A
-// derived plan lists the lost members' places, so each survivor computes its own
-// (c10d_derived.hpp) and writes its first heartbeat, descriptor and lease in one more request;
-// the store's work is O(survivors). A join plan, or a round N+1 a late node closed first, sends
-// every node through the full join of next_round.
+// Re-forming after a loss without re-joining. The plan of round N+1 lives in r<N+1>/size and is
+// proposed as engine/round_plan.hpp says. In a large round only a few members read the log and
+// propose (c10d_monitor.cpp); the others wait for the plan. A derived plan lists the lost
+// members' places, so each survivor computes its own (engine/derived_round.hpp) and writes its
+// first heartbeat, descriptor and lease in one more request; the store's work is O(survivors).
+// A join plan, or a round N+1 a late node closed first, sends every node through the full join
+// of next_round.
 
 #include <fmt/format.h>
 
@@ -13,23 +12,11 @@
 #include "rendezvous/c10d/c10d_keys.hpp"
 #include "rendezvous/c10d/c10d_rendezvous.hpp"
 #include "rendezvous/engine/rdzv_log.hpp"
+#include "rendezvous/engine/store_coordination.hpp"
 
 namespace ddp::rdzv {
 
 namespace keys = c10d_keys;
-
-namespace {
-
-// The closer named in a size value ("<size> <closer> ...", "join <closer>").
-std::string closer_of(const Bytes& value) {
-  const std::string text = to_string(value);
-  const std::size_t from = text.find(' ');
-  if (from == std::string::npos) return {};
-  const std::size_t to = text.find(' ', from + 1);
-  return text.substr(from + 1, to == std::string::npos ? std::string::npos : to - from - 1);
-}
-
-}  // namespace
 
 asio::awaitable<Bytes> C10dRendezvous::claim_size(int round, Bytes desired) {
   const std::string key = keys::size(round);
@@ -40,40 +27,26 @@ asio::awaitable<Bytes> C10dRendezvous::claim_size(int round, Bytes desired) {
   co_return stored;
 }
 
-C10dRendezvous::PlanRules C10dRendezvous::plan_rules(int next) {
-  PlanRules rules;
-  rules.name = self_.name;
-  rules.min_nodes = settings_.min_nodes;
-  rules.max_nodes = settings_.max_nodes;
+PlanProposal C10dRendezvous::plan_proposal(const C10dRoundHeader& prev) const {
+  PlanProposal proposal;
+  proposal.key = keys::size(prev.round + 1);
+  proposal.prev = shape_of(prev);
+  proposal.name = self_.name;
+  proposal.min_nodes = settings_.min_nodes;
   // A node that spent a restart this round re-joins (its failed line may postdate the log read).
-  rules.may_derive = !current_ || failed_round_ != current_->header.round;
+  proposal.may_derive = !current_ || failed_round_ != current_->header.round;
+  // A spare that stood by at a full round takes the freed slot: everyone re-joins with it. A
+  // member whose workers succeeded waits in the exit barrier: the round closes without it.
+  if (prev.size >= settings_.max_nodes) {
+    proposal.full_join_if_any.push_back(keys::standby(prev.round));
+  }
+  proposal.full_join_if_any.push_back(keys::finished(prev.round));
   if (self_.is_host && open_worker_store_) {
-    rules.open_worker_store = [open = open_worker_store_, next] { return open(next); };
+    proposal.open_worker_store = [open = open_worker_store_, next = prev.round + 1] {
+      return open(next);
+    };
   }
-  return rules;
-}
-
-asio::awaitable<Bytes> C10dRendezvous::propose_plan(Store& store, C10dRoundHeader prev,
-                                                    RoundChanges changes, PlanRules rules) {
-  const std::string key = keys::size(prev.round + 1);
-  std::optional<C10dDerivedRound> derived;
-  if (rules.may_derive) derived = derivable(prev, changes, rules.min_nodes);
-  // A spare that stood by at a full round takes the freed slot: everyone re-joins with it.
-  if (derived && prev.size >= rules.max_nodes &&
-      co_await store.check(c10d_keys::one(keys::standby(prev.round)))) {
-    derived.reset();
-  }
-  // A member whose workers succeeded waits in the exit barrier and does not re-form: in a full
-  // join the round closes without it.
-  if (derived && co_await store.check(c10d_keys::one(keys::finished(prev.round)))) {
-    derived.reset();
-  }
-  if (!derived) co_return co_await store.compare_set(key, {}, join_plan(rules.name));
-  if (rules.open_worker_store) {
-    std::tie(derived->master_addr, derived->master_port) = rules.open_worker_store();
-  }
-  const int size = prev.size - static_cast<int>(derived->lost.size());
-  co_return co_await store.compare_set(key, {}, encode_derived_size(size, rules.name, *derived));
+  return proposal;
 }
 
 asio::awaitable<Bytes> C10dRendezvous::plan_of(int next, const RoundChanges& seen) {
@@ -82,13 +55,11 @@ asio::awaitable<Bytes> C10dRendezvous::plan_of(int next, const RoundChanges& see
   // With the store host among the members it alone proposes, since a derived plan carries its
   // fresh worker store. The others wait for its plan, at most a last call (a host in the exit
   // barrier does not re-form), and then ask for a full join themselves.
+  StoreCoordination coordination(store_);
   if (prev.host_first && !self_.is_host) {
-    if (co_await store_.wait_for(c10d_keys::one(key), settings_.last_call_timeout)) {
-      co_return co_await store_.get_existing(key);
-    }
-    co_return co_await store_.compare_set(key, {}, join_plan(self_.name));
+    co_return co_await await_plan(coordination, key, self_.name, settings_.last_call_timeout);
   }
-  co_return co_await propose_plan(store_, prev, seen, plan_rules(next));
+  co_return co_await propose_plan(coordination, plan_proposal(prev), seen);
 }
 
 asio::awaitable<std::optional<RendezvousInfo>> C10dRendezvous::reform(int local_world_size,
@@ -107,7 +78,7 @@ asio::awaitable<std::optional<RendezvousInfo>> C10dRendezvous::reform(int local_
     seen.plan = co_await plan_of(next, changes);
   }
   const Bytes plan = std::move(*seen.plan);
-  const std::optional<C10dDerivedRound> derived = decode_derived_size(plan, keys::size(next));
+  const std::optional<DerivedRound> derived = decode_plan(plan, keys::size(next));
   if (!derived || derived->from_round != current_->header.round ||
       !derived_rank(*derived, current_->place.group_rank)) {
     co_return std::nullopt;  // a full join (a round this node is lost from: it is late there)
@@ -127,7 +98,7 @@ asio::awaitable<std::optional<RendezvousInfo>> C10dRendezvous::reform(int local_
   mine.emplace_back(keys::node(next, current_index_), derived_desc_);
   if (auto lease = lease_entry(next)) mine.push_back(std::move(*lease));
   co_await store_.multi_set(std::move(mine));
-  if (closer_of(plan) == self_.name) {
+  if (plan_closer(plan) == self_.name) {
     // Late nodes wait on the header (and find themselves late there); newcomers read latest.
     co_await store_.set(keys::assignment(next), encode(header));
     co_await store_.set(keys::kLatest, to_bytes(std::to_string(next)));

@@ -35,11 +35,6 @@ std::optional<std::int64_t> leading_int(const Bytes& value) {
 }
 
 // (Messages are built outside coroutines: GCC 12 miscompiles some format calls inside them.)
-std::string too_few_left(const std::vector<std::string>& lost, int left, int min_nodes) {
-  return fmt::format("only {} node(s) remain after losing {} (--nnodes min is {})", left,
-                     fmt::join(lost, ", "), min_nodes);
-}
-
 std::string closed_message(const std::string& run_id, const std::string& why) {
   return fmt::format("c10d rendezvous run={} is closed: {}", run_id, why);
 }
@@ -179,7 +174,7 @@ asio::awaitable<int> C10dRendezvous::expected_members(int round) {
       std::min(changes.expected_next(size, settings_.max_nodes) + static_cast<int>(standby),
                settings_.max_nodes);
   if (!changes.lost.empty() && expected < settings_.min_nodes) {
-    const std::string why = too_few_left(changes.lost, expected, settings_.min_nodes);
+    const std::string why = too_few_left(changes.lost, expected, settings_.min_nodes, round);
     co_await close_job(why);
     throw RendezvousClosedError(closed_message(settings_.run_id, why));
   }

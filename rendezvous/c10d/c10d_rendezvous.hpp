@@ -3,7 +3,8 @@
 // close at max_nodes at once, at the size the previous round's changes predict at once, or at
 // min_nodes after the last call; the store host gets group rank 0. After a loss the survivors
 // derive the next round from the last through a small plan instead of re-joining
-// (c10d_reform.cpp). While a round runs, a background monitor heartbeats, some members read a
+// (c10d_reform.cpp, engine/round_plan.hpp). While a round runs, a background monitor
+// heartbeats, some members read a
 // group's heartbeats (each member is read by one other: linear cost), and every member keeps a
 // WAIT parked on the round's change log (which exists only once something happened) or, in a
 // large round, on the next round's plan. Runs on one io_context thread; the stores must outlive
@@ -19,9 +20,9 @@
 #include <utility>
 
 #include "rendezvous/c10d/c10d_assignment.hpp"
-#include "rendezvous/c10d/c10d_derived.hpp"
 #include "rendezvous/c10d/c10d_settings.hpp"
 #include "rendezvous/engine/round_changes.hpp"
+#include "rendezvous/engine/round_plan.hpp"
 #include "rendezvous/rendezvous.hpp"
 #include "rendezvous/store/prefix_store.hpp"
 
@@ -63,7 +64,7 @@ class C10dRendezvous final : public Rendezvous {
   struct Member {  // this node in the closed round it runs in
     C10dRoundHeader header;
     C10dPlace place;
-    std::optional<C10dDerivedRound> derived;  // the plan, when header.derived
+    std::optional<DerivedRound> derived;  // the plan, when header.derived
   };
   struct Monitor;  // the running round's heartbeat and change watcher (c10d_monitor.cpp)
 
@@ -79,23 +80,12 @@ class C10dRendezvous final : public Rendezvous {
     RoundChanges changes;
     std::optional<Bytes> plan;
   };
-  // What a proposal for round N+1 depends on besides round N's header and log.
-  struct PlanRules {
-    std::string name;  // the proposer
-    int min_nodes = 1;
-    int max_nodes = 1;
-    bool may_derive = true;  // false: the proposer spent a restart in round N
-    std::function<std::pair<std::string, std::uint16_t>()> open_worker_store;  // the host's
-  };
   // Re-forming from the plan in r<N+1>/size (c10d_reform.cpp): this node's place in the derived
   // round, or nullopt when every node joins round N+1 in full.
   asio::awaitable<std::optional<RendezvousInfo>> reform(int local_world_size, Seen seen);
   asio::awaitable<Bytes> plan_of(int round, const RoundChanges& seen);
-  // Proposes the plan of round prev.round + 1 (compare_set from absent) and returns the plan that
-  // won. Touches nothing but `store`: the monitor calls it too.
-  static asio::awaitable<Bytes> propose_plan(Store& store, C10dRoundHeader prev,
-                                             RoundChanges changes, PlanRules rules);
-  PlanRules plan_rules(int next);
+  // The proposal of round prev.round + 1's plan (engine/round_plan.hpp) this node would make.
+  PlanProposal plan_proposal(const C10dRoundHeader& prev) const;
   // compare_set of r<round>/size from absent (or from a join plan, which a closer replaces);
   // returns the value stored.
   asio::awaitable<Bytes> claim_size(int round, Bytes desired);

@@ -3,6 +3,7 @@
 #include "rendezvous/engine/round_changes.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <string_view>
@@ -142,6 +143,16 @@ std::optional<RoundEvent> RoundChanges::failure_cause() const {
 int RoundChanges::expected_next(int size, int max_nodes) const {
   const int expected = size - static_cast<int>(lost.size()) + static_cast<int>(waiting.size());
   return std::min(expected, max_nodes);
+}
+
+std::string too_few_left(const std::vector<std::string>& lost, int left, int min_nodes,
+                         int round) {
+  if (lost.empty()) {
+    return fmt::format("only {} node(s) remain after round {} (--nnodes min is {})", left, round,
+                       min_nodes);
+  }
+  return fmt::format("only {} node(s) remain after losing {} (--nnodes min is {})", left,
+                     fmt::join(lost, ", "), min_nodes);
 }
 
 std::string workers_failed_reason(const std::string& node, const std::optional<std::string>& what) {

@@ -20,6 +20,12 @@ inline constexpr const char* kJobFinished = "job finished";
 // <node>[: <what>]" (what report_failure was told).
 std::string workers_failed_reason(const std::string& node, const std::optional<std::string>& what);
 
+// Why a job closes when too few nodes are left for the next round: "only <left> node(s) remain
+// after losing <lost, ...> (--nnodes min is <min>)", or "after round <round>" when the losses are
+// not known by name.
+std::string too_few_left(const std::vector<std::string>& lost, int left, int min_nodes,
+                         int round);
+
 // Where a lost member sat in the round whose log names it: what the survivors need to derive
 // their places in the next round without re-joining (c10d_derived.hpp).
 struct LostMember {

@@ -78,7 +78,8 @@ class EtcdBackend final : public Rendezvous {
     // The round's host (group rank 0) serves the workers' store and the members' links.
     std::vector<boost::asio::ip::address> nodes;
     if (info.group_rank == 0 && (worker_guard_.needs_members() || link_guard_.needs_members())) {
-      nodes = co_await round_node_addresses(*client_, options_.settings.run_id, info.round);
+      nodes = co_await round_node_addresses(*client_, options_.settings.run_id,
+                                            core_->records_round());
     }
     worker_guard_.admit_round(info, nodes);
     link_guard_.admit_round(nodes);

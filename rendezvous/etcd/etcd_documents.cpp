@@ -42,6 +42,7 @@ std::string encode(const NodeDesc& desc) {
            {"master_port", desc.master_port},
            {"link_port", desc.link_port}};
   if (!desc.addresses.empty()) doc["addresses"] = desc.addresses;
+  if (desc.group_rank >= 0) doc["group_rank"] = desc.group_rank;
   return doc.dump();
 }
 
@@ -55,6 +56,7 @@ NodeDesc decode_node_desc(std::string_view text, const std::string& what) {
     d.master_port = doc.at("master_port").get<std::uint16_t>();
     if (doc.contains("addresses")) d.addresses = doc.at("addresses").get<std::vector<std::string>>();
     d.link_port = doc.value("link_port", std::uint16_t{0});
+    d.group_rank = doc.value("group_rank", -1);
     return d;
   });
 }
@@ -93,6 +95,44 @@ RoundHeader decode_round_header(std::string_view text, const std::string& what) 
     h.link_port = doc.value("link_port", std::uint16_t{0});
     return h;
   });
+}
+
+RoundHeader derive(const RoundHeader& prev, const DerivedRound& plan, std::string closer) {
+  RoundHeader h = prev;
+  h.round = prev.round + 1;
+  h.derived = true;
+  h.closer = std::move(closer);
+  h.size -= static_cast<int>(plan.lost.size());
+  if (!plan.master_addr.empty()) {
+    h.master_addr = plan.master_addr;
+    h.master_port = plan.master_port;
+  }
+  // The lost ranks ascend: walk the runs once, cutting each lost member out of its run.
+  h.runs.clear();
+  auto lost = plan.lost.begin();
+  int rank = 0;
+  for (const MemberRun& run : prev.runs) {
+    MemberRun piece{run.first, 0, run.lws};
+    for (int i = 0; i < run.count; ++i, ++rank) {
+      if (lost != plan.lost.end() && lost->group_rank == rank) {
+        ++lost;
+        if (piece.count > 0) h.runs.push_back(piece);
+        piece = MemberRun{run.first + i + 1, 0, run.lws};
+      } else {
+        ++piece.count;
+      }
+    }
+    if (piece.count > 0) h.runs.push_back(piece);
+  }
+  return h;
+}
+
+RoundHeader late_header(int round, const Bytes& plan) {
+  RoundHeader h;
+  h.round = round;
+  h.size = plan_size(plan);
+  h.derived = true;
+  return h;
 }
 
 RoundHeader header_for(int round, int restart_count, std::int64_t revision,

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "rendezvous/engine/derived_round.hpp"
 #include "rendezvous/etcd/etcd_json.hpp"
 #include "rendezvous/rendezvous.hpp"
 
@@ -28,6 +29,9 @@ struct NodeDesc {
   // (docs/security.md). Absent from the document when empty.
   std::vector<std::string> addresses = {};
   std::uint16_t link_port = 0;  // this agent's link store (etcd_links.hpp) on addr; 0: none
+  // >= 0: the record of a member of a derived round (etcd_reform.cpp), at this group rank there.
+  // Absent from the document when -1 (a join).
+  int group_rank = -1;
 };
 
 // Members whose join keys have the create revisions first, first+1, ..., first+count-1, each with
@@ -50,6 +54,10 @@ struct RoundHeader {
   std::string closer;           // the node whose transaction closed the round (logs)
   std::string host;             // group rank 0's name: the members' link goes to its agent
   std::uint16_t link_port = 0;  // group rank 0's link store on master_addr; 0: no links
+  // Derived from the round before (engine/derived_round.hpp): its members' records in r<N>/join/
+  // name their group ranks, and `runs` are the round before's minus the lost. Never encoded: a
+  // derived round's assignment key holds its plan, and each member derives the header.
+  bool derived = false;
 
   std::int64_t cutoff() const;  // the last member's create revision
 };
@@ -64,6 +72,12 @@ RoundHeader decode_round_header(std::string_view text, const std::string& what);
 // create revision). REQUIRES: members is not empty.
 RoundHeader header_for(int round, int restart_count, std::int64_t revision,
                        const std::vector<KeyValue>& members, std::string closer);
+
+// The round derived from `prev` by `plan` (closed by `closer`): the lost members' runs cut out,
+// the plan's worker store when it names one.
+RoundHeader derive(const RoundHeader& prev, const DerivedRound& plan, std::string closer);
+// What a node late for round `round` learns from a derived plan there: its size.
+RoundHeader late_header(int round, const Bytes& plan);
 
 // The group rank of the member whose join key has `create_revision`; nullopt when it is none.
 std::optional<int> group_rank_of(const RoundHeader& header, std::int64_t create_revision);

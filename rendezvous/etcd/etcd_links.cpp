@@ -261,10 +261,19 @@ asio::awaitable<void> RoundLink::Member::withdraw() {
 asio::awaitable<bool> declare_lost(std::shared_ptr<EtcdKv> client, std::string job,
                                    RoundHeader header, std::string node, int group_rank,
                                    milliseconds after) {
-  const std::optional<std::int64_t> revision = revision_of(header, group_rank);
-  if (!revision) co_return false;
   const int round = header.round;
   const std::string join = keys::join(job, round, node);
+  std::optional<std::int64_t> revision = revision_of(header, group_rank);
+  if (header.derived) {
+    // A derived round's members wrote their records after the plan: the record names its rank.
+    const RangeResponse record = co_await client->range(one_key(join));
+    revision.reset();
+    if (!record.kvs.empty() &&
+        decode_node_desc(record.kvs[0].value, join).group_rank == group_rank) {
+      revision = record.kvs[0].create_revision;
+    }
+  }
+  if (!revision) co_return false;
   TxnRequest txn;
   txn.compare.push_back({join, Compare::Target::kCreate, *revision, {}});
   txn.compare.push_back({keys::join(job, round + 1, node), Compare::Target::kCreate, 0, {}});

@@ -32,6 +32,7 @@ struct EtcdRendezvous::Monitor : RoundMonitor {
   explicit Monitor(asio::any_io_executor ex) : RoundMonitor(std::move(ex)) {}
 
   std::shared_ptr<KvWatch> watch;
+  std::shared_ptr<KvWatch> before;  // a derived round's: the records of the round it came from
   bool roll_call = false;  // ev/roll_call exists (this node has answered it)
 };
 
@@ -50,10 +51,32 @@ void add_distinct(std::vector<std::string>& names, const std::string& name) {
 // agent's last keep-alive. The loss carries how it was found and that bound, as c10d's lines
 // carry their heartbeat window, so the agent logs a node_lost event for it (the event log's
 // record of every loss, whatever backend). The first word on a node stands.
-void record_loss(RoundChanges& changes, NodeLoss loss) {
-  if (std::find(changes.lost.begin(), changes.lost.end(), loss.node) != changes.lost.end()) return;
+// Its place in the round (`member`), which derives the next round, may come with a later event.
+void record_loss(RoundChanges& changes, NodeLoss loss,
+                 std::optional<LostMember> member = std::nullopt) {
+  const auto known = std::find(changes.lost.begin(), changes.lost.end(), loss.node);
+  if (known != changes.lost.end()) {
+    auto& place = changes.lost_members[static_cast<std::size_t>(known - changes.lost.begin())];
+    if (!place) place = member;
+    return;
+  }
   changes.lost.push_back(loss.node);
   changes.losses.push_back(std::move(loss));
+  changes.lost_members.push_back(member);
+}
+
+// The place of the member whose record `kv` was in the round of `header`; nullopt when the
+// record is not a member's (a late node's join).
+std::optional<LostMember> member_of(const RoundHeader& header, const KeyValue& kv) {
+  const NodeDesc desc = decode_node_desc(kv.value, kv.key);
+  std::optional<int> rank;
+  if (header.derived) {
+    if (desc.group_rank >= 0) rank = desc.group_rank;
+  } else {
+    rank = group_rank_of(header, kv.create_revision);
+  }
+  if (!rank) return std::nullopt;
+  return LostMember{*rank, desc.local_world_size};
 }
 
 std::chrono::milliseconds milliseconds_in(const std::string& text) {
@@ -129,10 +152,11 @@ void EtcdRendezvous::start_monitor(const Member& member) {
             const std::string& key = e.kv.key;
             if (starts_with(key, joins)) {
               const std::string name = key.substr(joins.size());
-              // A member's key deleted: its lease ended.
-              if (e.is_delete && e.prev_kv && name != self &&
-                  group_rank_of(header, e.prev_kv->create_revision)) {
-                record_loss(m->changes, NodeLoss{name, "lease", lease_ttl});
+              // A member's key deleted: its lease ended (or its link closed: see above).
+              if (e.is_delete && e.prev_kv && name != self) {
+                if (const auto member = member_of(header, *e.prev_kv)) {
+                  record_loss(m->changes, NodeLoss{name, "lease", lease_ttl}, member);
+                }
               }
             } else if (e.is_delete || starts_with(key, lost)) {
               continue;
@@ -163,6 +187,40 @@ void EtcdRendezvous::start_monitor(const Member& member) {
           // exit's departures alone would log a growing list a thousand times).
           if (const auto event = m->event(); event && event->change != logged) {
             logged = event->change;
+            logger()->info("round {} changes: {}", m->round, event->detail);
+          }
+          m->wake();
+        }
+      },
+      [m](std::exception_ptr error) { m->part_ended(error, "etcd"); });
+  if (member.before && member.plan) watch_records_before(member);
+}
+
+void EtcdRendezvous::watch_records_before(const Member& member) {
+  const std::shared_ptr<Monitor> m = monitor_;
+  const std::string joins = keys::joins(job_, member.before->round);
+  m->before = client_->watch(joins, prefix_end(joins), member.header.revision + 1, true);
+  const auto lease_ttl = std::chrono::duration_cast<std::chrono::milliseconds>(settings_.lease_ttl);
+  asio::co_spawn(
+      executor_,
+      [m, joins, lease_ttl, before = *member.before, plan = *member.plan,
+       self = self_.name]() -> asio::awaitable<void> {
+        while (!m->stopped) {
+          const auto response = co_await m->before->next(Clock::time_point::max());
+          if (!response) break;
+          bool lost = false;
+          for (const WatchEvent& e : response->events) {
+            const std::string name = e.kv.key.substr(joins.size());
+            if (!e.is_delete || !e.prev_kv || name == self) continue;
+            const auto was = member_of(before, *e.prev_kv);
+            const auto rank = was ? derived_rank(plan, was->group_rank) : std::nullopt;
+            if (!rank) continue;  // not a member, or lost already in the plan
+            record_loss(m->changes, NodeLoss{name, "lease", lease_ttl},
+                        LostMember{*rank, was->local_world_size});
+            lost = true;
+          }
+          if (!lost) continue;
+          if (const auto event = m->event()) {
             logger()->info("round {} changes: {}", m->round, event->detail);
           }
           m->wake();
@@ -204,11 +262,14 @@ asio::awaitable<void> EtcdRendezvous::start_link(Member member) {
   if (monitor_ && monitor_->round == header.round && !monitor_->stopped) link_ = std::move(link);
 }
 
+RoundChanges EtcdRendezvous::seen() const { return monitor_ ? monitor_->changes : RoundChanges{}; }
+
 void EtcdRendezvous::stop_monitor() {
   link_.reset();
   if (!monitor_) return;
   monitor_->stopped = true;
   monitor_->watch->cancel();
+  if (monitor_->before) monitor_->before->cancel();
   monitor_->wake();
   monitor_.reset();
 }
@@ -223,6 +284,7 @@ asio::awaitable<RoundEvent> EtcdRendezvous::watch_round() {
 
 asio::awaitable<int> EtcdRendezvous::report_failure(std::string what) {
   failure_ = what;
+  if (current_) failed_round_ = current_->header.round;
   const std::string restarts_key = keys::restarts(job_);
   for (;;) {
     RangeRequest read;
@@ -309,11 +371,21 @@ asio::awaitable<void> EtcdRendezvous::close_job(const std::string& why) {
   // (Named requests: a braced list inside a co_await expression is miscompiled by GCC 12.)
   PutRequest event{keys::closed_event(job_, round), why, 0};
   co_await client_->put(std::move(event));
-  // Nodes already waiting for the next round wake up and see the job closed.
-  TxnRequest next;
-  next.compare.push_back({keys::assignment(job_, round + 1), Compare::Target::kCreate, 0, {}});
-  next.success.push_back({keys::assignment(job_, round + 1), keys::kClosedRound, 0});
-  co_await client_->txn(std::move(next), "close the next round");
+  // Nodes already waiting for the next round wake up and see the job closed (a join plan there
+  // gives way: a few tries, each of which finds what another wrote).
+  const std::string next_key = keys::assignment(job_, round + 1);
+  std::optional<std::string> join_plan_there;
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    TxnRequest next;
+    next.compare.push_back(claim_compare(next_key, join_plan_there));
+    next.success.push_back({next_key, keys::kClosedRound, 0});
+    next.failure.push_back(one_key(next_key));
+    const TxnResponse result = co_await client_->txn(std::move(next), "close the next round");
+    if (result.succeeded || result.ranges.empty() || result.ranges[0].kvs.empty()) co_return;
+    const std::string& there = result.ranges[0].kvs[0].value;
+    if (!is_join_plan(to_bytes(there))) co_return;
+    join_plan_there = there;
+  }
 }
 
 asio::awaitable<void> EtcdRendezvous::exit_barrier() {

@@ -18,6 +18,7 @@
 #include <charconv>
 
 #include "ddp/error.hpp"
+#include "rendezvous/engine/derived_round.hpp"
 #include "rendezvous/engine/rdzv_log.hpp"
 #include "rendezvous/etcd/etcd_absentees.hpp"
 #include "rendezvous/etcd/etcd_keys.hpp"
@@ -73,8 +74,16 @@ asio::awaitable<std::int64_t> EtcdRendezvous::count(const std::string& prefix,
 }
 
 asio::awaitable<RendezvousInfo> EtcdRendezvous::next_round(int local_world_size) {
+  RoundChanges seen = this->seen();
+  lost_ = seen.lost;  // (named when too few are left)
   stop_monitor();
   co_await ensure_lease();
+  // After a loss the survivors derive the next round from this one (etcd_reform.cpp); the plan
+  // may send everyone through a full join instead.
+  if (current_ && !seen.lost.empty() && local_world_size == local_world_size_) {
+    if (auto info = co_await reform(std::move(seen))) co_return *info;
+  }
+  local_world_size_ = local_world_size;
   const Clock::time_point deadline = Clock::now() + settings_.join_timeout;
   // A node's first round is 0 unless the job already runs: the join reads the last closed
   // round too, and a node that finds a later one joins there instead (its key in round 0 stays
@@ -100,7 +109,7 @@ asio::awaitable<RendezvousInfo> EtcdRendezvous::next_round(int local_world_size)
     first = false;
     const RoundHeader header = co_await wait_closed(joined, expected, deadline);
     if (const auto group_rank = group_rank_of(header, joined.revision)) {
-      current_ = Member{header, *group_rank};
+      current_ = Member{header, *group_rank, std::nullopt, std::nullopt};
       break;
     }
     // Late: the round closed without us. Running members restart for us when there is room;
@@ -116,6 +125,7 @@ asio::awaitable<RendezvousInfo> EtcdRendezvous::next_round(int local_world_size)
       logger()->info("round {} of run {} is full ({} nodes); standing by for a free slot", round,
                      settings_.run_id, header.size);
     }
+    lost_.clear();  // (this node did not run in `round`)
     expected = co_await expected_members(round);
     ++round;
   }
@@ -153,9 +163,7 @@ asio::awaitable<int> EtcdRendezvous::expected_members(int round) {
   const std::int64_t live = (co_await live_joins(round)).first;
   const int expected = static_cast<int>(std::min<std::int64_t>(live, settings_.max_nodes));
   if (expected < settings_.min_nodes) {
-    const std::string why =
-        fmt::format("only {} node(s) remain after round {} (--nnodes min is {})", expected, round,
-                    settings_.min_nodes);
+    const std::string why = too_few_left(lost_, expected, settings_.min_nodes, round);
     co_await close_job(why);
     job_closed(fmt::format("etcd rendezvous run={} is closed: {}", settings_.run_id, why));
   }
@@ -164,6 +172,7 @@ asio::awaitable<int> EtcdRendezvous::expected_members(int round) {
 
 asio::awaitable<EtcdRendezvous::Joined> EtcdRendezvous::join(int round, int local_world_size) {
   NodeDesc desc{self_.name, self_.addr, local_world_size, {}, 0, self_.addresses, self_.link_port};
+  desc_ = desc;  // (a derived round's record: without this round's worker store)
   if (open_worker_store_) std::tie(desc.master_addr, desc.master_port) = open_worker_store_(round);
   // One transaction: the put, then (seeing it, at its revision) the keys alive up to us, which
   // are our arrival index, the header if the round closed before us, and the job's closed key.
@@ -186,7 +195,10 @@ asio::awaitable<EtcdRendezvous::Joined> EtcdRendezvous::join(int round, int loca
   joined.round = round;
   joined.revision = result.revision;
   joined.index = static_cast<int>(result.ranges[0].count);
-  if (!result.ranges[1].kvs.empty()) joined.header = result.ranges[1].kvs[0].value;
+  // (A join plan only says that the round is joined in full: it is not closed.)
+  if (!result.ranges[1].kvs.empty() && !is_join_plan(to_bytes(result.ranges[1].kvs[0].value))) {
+    joined.header = result.ranges[1].kvs[0].value;
+  }
   logger()->debug("joined round={} arrival={} revision={} node={} addr={}", round, joined.index,
                   joined.revision, self_.name, self_.addr);
   co_return joined;
@@ -235,7 +247,7 @@ asio::awaitable<RoundHeader> EtcdRendezvous::wait_closed(const Joined& joined, i
     if (last_call) wake = std::min(wake, *last_call);
     if (auto response = co_await watch->next(wake)) {
       for (const WatchEvent& event : response->events) {
-        if (!event.is_delete) value = event.kv.value;
+        if (!event.is_delete && !is_join_plan(to_bytes(event.kv.value))) value = event.kv.value;
       }
       continue;
     }
@@ -288,12 +300,15 @@ RoundHeader EtcdRendezvous::header_or_closed(const std::string& value, int round
     // The job's end wrote it, after the job's closed key (which carries the reason).
     job_closed(fmt::format("etcd rendezvous run={} round={} was closed", settings_.run_id, round));
   }
+  // A round derived from the one before closed without joins: every arrival is late there.
+  if (is_derived_plan(to_bytes(value))) return late_header(round, to_bytes(value));
   return decode_round_header(value, keys::assignment(job_, round));
 }
 
 asio::awaitable<void> EtcdRendezvous::close_round(int round, int size) {
   const std::string assignment_key = keys::assignment(job_, round);
   const std::string restarts_key = keys::restarts(job_);
+  std::optional<std::string> join_plan_there;  // the closer replaces a join plan
   for (int attempt = 0; attempt < 8; ++attempt) {
     RangeRequest first;
     first.key = keys::joins(job_, round);
@@ -314,7 +329,7 @@ asio::awaitable<void> EtcdRendezvous::close_round(int round, int size) {
     const RoundHeader header =
         header_for(round, restart_count, state.revision, members.kvs, self_.name);
     TxnRequest txn;
-    txn.compare.push_back({assignment_key, Compare::Target::kCreate, 0, {}});
+    txn.compare.push_back(claim_compare(assignment_key, join_plan_there));
     // The restart count in the header is the one at the close: a failure reported meanwhile
     // makes the transaction fail, and we read again.
     txn.compare.push_back({restarts_key, Compare::Target::kMod, restarts_mod, {}});
@@ -326,8 +341,18 @@ asio::awaitable<void> EtcdRendezvous::close_round(int round, int size) {
       logger()->debug("closed round={} size={} revision={}", round, header.size, header.revision);
       co_return;
     }
-    if (!result.ranges.empty() && !result.ranges[0].kvs.empty()) co_return;  // closed by another
+    if (!result.ranges.empty() && !result.ranges[0].kvs.empty()) {
+      const std::string& there = result.ranges[0].kvs[0].value;
+      if (!is_join_plan(to_bytes(there))) co_return;  // closed by another
+      join_plan_there = there;
+    }
   }
+}
+
+Compare EtcdRendezvous::claim_compare(const std::string& key,
+                                      const std::optional<std::string>& join_plan_there) {
+  if (join_plan_there) return Compare{key, Compare::Target::kValue, 0, *join_plan_there};
+  return Compare{key, Compare::Target::kCreate, 0, {}};
 }
 
 std::string EtcdRendezvous::timeout_report(int round, std::int64_t joined) const {

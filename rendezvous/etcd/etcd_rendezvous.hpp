@@ -7,10 +7,11 @@
 // Liveness is a lease per agent, kept alive every TTL/3; a node's join keys are bound to it, so
 // a node is lost when etcd expires its lease (or the agent revokes it on the way out). A dead
 // agent is found sooner by its closed link to the round's host (etcd_links.hpp), which then
-// deletes its join key at once. Waiting is
-// watching: a joining node watches its round's assignment key, a member watches its round's
-// prefix. A round closes in one compare-and-swap transaction (create-if-absent of the header).
-// Runs on one io_context thread; the client must outlive it.
+// deletes its join key at once. After a loss the survivors derive the next round from the last
+// through a small plan instead of re-joining (etcd_reform.cpp). Waiting is watching: a joining
+// node watches its round's assignment key, a member watches its round's prefix. A round closes
+// in one compare-and-swap transaction (create-if-absent of the header). Runs on one io_context
+// thread; the client must outlive it.
 
 #include <boost/asio/any_io_executor.hpp>
 #include <cstdint>
@@ -58,6 +59,9 @@ class EtcdRendezvous final : public Rendezvous {
   void release();
   // The lease this node holds (0 before the first round or after leave() or release()).
   std::int64_t lease_id() const;
+  // The round whose join keys hold the running round's member records (the round before, for a
+  // round derived from it: its members wrote their records there and did not join again).
+  int records_round() const;
 
  private:
   struct Lease;    // the lease and its keep-alive coroutine
@@ -72,6 +76,10 @@ class EtcdRendezvous final : public Rendezvous {
   struct Member {
     RoundHeader header;
     int group_rank = 0;
+    // A derived round's: the round it came from and the plan (its members' records there speak
+    // for a member that died before it put its record in this round).
+    std::optional<RoundHeader> before;
+    std::optional<DerivedRound> plan;
   };
 
   asio::awaitable<void> ensure_lease();
@@ -86,6 +94,15 @@ class EtcdRendezvous final : public Rendezvous {
   asio::awaitable<RoundHeader> wait_closed(const Joined& joined, int expected,
                                            Clock::time_point deadline);
   asio::awaitable<void> close_round(int round, int size);
+  // The compare under which a closer writes round N's assignment key: absent, or the join plan
+  // that stands there (a closer replaces it).
+  static Compare claim_compare(const std::string& key,
+                               const std::optional<std::string>& join_plan_there);
+  // Re-forming after a loss from the plan in r<N+1>/assignment (etcd_reform.cpp): this node's
+  // place in the derived round, or nullopt when every node joins round N+1 in full.
+  asio::awaitable<std::optional<RendezvousInfo>> reform(RoundChanges seen);
+  // How this node takes part in proposing round N+1's plan (engine/round_plan.hpp).
+  asio::awaitable<Bytes> plan_of(const RoundHeader& prev, const RoundChanges& seen);
   // The header in `value`; throws RendezvousClosedError when the job's end closed the round.
   RoundHeader header_or_closed(const std::string& value, int round);
   // Keys under `prefix` (at `revision`; 0: now).
@@ -98,7 +115,11 @@ class EtcdRendezvous final : public Rendezvous {
   std::string timeout_report(int round, std::int64_t joined) const;
 
   void start_monitor(const Member& member);
+  // A derived round's second watch: a DELETE of a member's record in the round it came from.
+  void watch_records_before(const Member& member);
   void stop_monitor();
+  // What the monitor of the running round saw change (nothing without a monitor).
+  RoundChanges seen() const;
   // The round's links (etcd_links.hpp): the host watches its members', a member holds its own.
   asio::awaitable<void> start_link(Member member);
   asio::awaitable<void> exit_barrier();
@@ -113,6 +134,10 @@ class EtcdRendezvous final : public Rendezvous {
   std::optional<Member> current_;
   std::optional<RoundHeader> previous_;  // the round left for the one forming (next_round)
   std::optional<std::string> failure_;
+  int failed_round_ = -1;     // the round report_failure was last called in
+  int local_world_size_ = 1;  // as given to next_round
+  NodeDesc desc_;             // this node's record at its last join
+  std::vector<std::string> lost_;  // the nodes the round this node last ran in lost
   std::shared_ptr<Monitor> monitor_;
   MemoryStore* links_ = nullptr;
   std::unique_ptr<RoundLink> link_;  // the running round's

@@ -1,8 +1,8 @@
 """Test worker for elastic runs: writes DIR/env_rank<R>_world<W>_attempt<N>.json with its
-environment, then sleeps while WORLD_SIZE equals HOLD (the world the test is about to change)
-and exits 0 in any other world.
+environment, then sleeps while WORLD_SIZE is HOLD, or one of HOLD's comma-separated worlds (the
+worlds the test is about to change), and exits 0 in any other world.
 
-Usage: hold_worker.py DIR HOLD
+Usage: hold_worker.py DIR HOLD[,HOLD...]
 """
 import json
 import os
@@ -17,5 +17,5 @@ with open(path + ".tmp", "w") as f:
     json.dump({"env": env, "pid": os.getpid()}, f)
 os.replace(path + ".tmp", path)
 print(f"hold_worker rank={env['RANK']} world={env['WORLD_SIZE']}", flush=True)
-if env["WORLD_SIZE"] == hold:
+if env["WORLD_SIZE"] in hold.split(","):
     time.sleep(120)

@@ -5,7 +5,7 @@
 #include "ddp/error.hpp"
 #include "rendezvous/c10d/c10d_assignment.hpp"
 #include "rendezvous/engine/round_changes.hpp"
-#include "rendezvous/c10d/c10d_derived.hpp"
+#include "rendezvous/engine/derived_round.hpp"
 
 using namespace ddp::rdzv;
 
@@ -219,11 +219,11 @@ TEST_CASE("a round is derived from lost lines that say where the lost sat, and o
   };
   const Bytes lost_b = lost_line("b", "connection", "301", LostMember{1, 2});
   const Bytes lost_d = lost_line("d", "heartbeat", "15000", LostMember{3, 2});
-  const auto derived = derivable(prev, log_of({lost_d, lost_b, lost_b}), 2);
+  const auto derived = derivable(shape_of(prev), log_of({lost_d, lost_b, lost_b}), 2);
   REQUIRE(derived.has_value());
   REQUIRE(derived->lost.size() == 2);
   CHECK(derived->lost[0].group_rank == 1);  // sorted by rank
-  CHECK(derivable(prev, log_of({lost_b}), 2)->lost.size() == 1);
+  CHECK(derivable(shape_of(prev), log_of({lost_b}), 2)->lost.size() == 1);
 
   // Members at ranks 0, 2 and 4 (lws 1, 3, 1; rank bases 0, 3, 8) become 0, 1, 2.
   const auto [header, place] = derive(prev, C10dPlace{2, 3, 0, ""}, *derived);
@@ -241,50 +241,52 @@ TEST_CASE("a round is derived from lost lines that say where the lost sat, and o
   CHECK_FALSE(derived_rank(*derived, 3).has_value());
 
   // Anything but losses with places, or too few left, re-joins in full.
-  CHECK_FALSE(derivable(prev, log_of({}), 2));
-  CHECK_FALSE(derivable(prev, log_of({lost_b, waiting_line("e")}), 2));
-  CHECK_FALSE(derivable(prev, log_of({lost_b, failed_line("c", "rank 3 exited with 1")}), 2));
-  CHECK_FALSE(derivable(prev, log_of({lost_b, closed_line("job finished")}), 2));
-  CHECK_FALSE(derivable(prev, log_of({lost_line("b", "connection", "301")}), 2));
-  CHECK_FALSE(derivable(prev, log_of({lost_b, lost_d}), 4));
+  CHECK_FALSE(derivable(shape_of(prev), log_of({}), 2));
+  CHECK_FALSE(derivable(shape_of(prev), log_of({lost_b, waiting_line("e")}), 2));
+  CHECK_FALSE(
+      derivable(shape_of(prev), log_of({lost_b, failed_line("c", "rank 3 exited with 1")}), 2));
+  CHECK_FALSE(derivable(shape_of(prev), log_of({lost_b, closed_line("job finished")}), 2));
+  CHECK_FALSE(derivable(shape_of(prev), log_of({lost_line("b", "connection", "301")}), 2));
+  CHECK_FALSE(derivable(shape_of(prev), log_of({lost_b, lost_d}), 4));
   C10dRoundHeader hosted = prev;
   hosted.host_first = true;
-  CHECK_FALSE(derivable(hosted, log_of({lost_line("h", "heartbeat", "9", LostMember{0, 1})}),
+  CHECK_FALSE(derivable(shape_of(hosted),
+                        log_of({lost_line("h", "heartbeat", "9", LostMember{0, 1})}),
                         1));
   C10dRoundHeader large = prev;
   large.size = 1000;
   std::vector<Bytes> many;
-  for (int i = 0; i <= kC10dMaxDerivedLosses; ++i) {
+  for (int i = 0; i <= kMaxDerivedLosses; ++i) {
     std::string name = std::to_string(i);  // (not "m" + ...: GCC 12 -O3 false -Wrestrict)
     name.insert(name.begin(), 'm');
     many.push_back(lost_line(name, "connection", "1", LostMember{i, 1}));
   }
-  CHECK_FALSE(derivable(large, log_of(many), 1));
+  CHECK_FALSE(derivable(shape_of(large), log_of(many), 1));
   many.pop_back();
-  CHECK(derivable(large, log_of(many), 1).has_value());
+  CHECK(derivable(shape_of(large), log_of(many), 1).has_value());
 }
 
 TEST_CASE("the plan in a round's size key reads back, and other values are not plans",
           "[c10d][reform]") {
-  C10dDerivedRound d;
+  DerivedRound d;
   d.from_round = 7;
   d.lost = {{2, 8}, {5, 8}};
   d.master_addr = "10.0.0.1";
   d.master_port = 4000;
-  const Bytes value = encode_derived_size(98, "10.0.0.3_77", d);
+  const Bytes value = encode_plan(98, "10.0.0.3_77", d);
   CHECK(to_string(value).starts_with("98 10.0.0.3_77 {"));
-  const auto back = decode_derived_size(value, "r8/size");
+  const auto back = decode_plan(value, "r8/size");
   REQUIRE(back.has_value());
   CHECK(back->from_round == 7);
   CHECK(back->lost.size() == 2);
   CHECK(back->lost[1].group_rank == 5);
   CHECK(back->master_port == 4000);
-  CHECK_FALSE(decode_derived_size(to_bytes("3 n1"), "r8/size"));
-  CHECK_FALSE(decode_derived_size(to_bytes("closed"), "r8/size"));
-  CHECK_FALSE(decode_derived_size(join_plan("n1"), "r8/size"));
+  CHECK_FALSE(decode_plan(to_bytes("3 n1"), "r8/size"));
+  CHECK_FALSE(decode_plan(to_bytes("closed"), "r8/size"));
+  CHECK_FALSE(decode_plan(join_plan("n1"), "r8/size"));
   CHECK(is_join_plan(join_plan("n1")));
   CHECK_FALSE(is_join_plan(value));
-  CHECK_THROWS_AS(decode_derived_size(to_bytes(R"(3 n1 {"version":4})"), "r8/size"),
+  CHECK_THROWS_AS(decode_plan(to_bytes(R"(3 n1 {"version":4})"), "r8/size"),
                   ddp::ConfigError);
 }
 

@@ -1,11 +1,15 @@
 // The elastic rendezvous's scenarios, one test list run against both backends: c10d over a
-// MemoryStore and etcd over a MemoryEtcd, every node on one io_context. A node is killed as a
-// SIGKILLed agent is: its rendezvous goes without a word; c10d finds it by its silent
-// heartbeat, etcd by its lease running out on the fake's clock.
+// MemoryStore and etcd over a MemoryEtcd, every node on one io_context. Derived rounds (the
+// survivors of a loss re-form from a plan, engine/round_plan.hpp) are told from full joins by
+// their order: a derived round keeps the old one, a join takes the order of arrival. A node is
+// killed as a SIGKILLed agent is: its rendezvous goes without a word; c10d finds it by its
+// silent heartbeat, etcd by its lease running out on the fake's clock.
 
 #include <boost/asio/io_context.hpp>
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -93,6 +97,24 @@ class ScenarioNodes {
   std::shared_ptr<etcd::MemoryEtcd> fake_;
   std::vector<std::unique_ptr<Rendezvous>> nodes_;
 };
+
+// Each node's group rank in `round`, by node: `which[k]` got round[k].
+std::map<int, int> rank_of(const std::vector<int>& which,
+                           const std::vector<std::shared_ptr<Outcome<RendezvousInfo>>>& round) {
+  std::map<int, int> ranks;
+  for (std::size_t k = 0; k < which.size(); ++k) ranks[which[k]] = round[k]->get().group_rank;
+  return ranks;
+}
+
+// The ranks a derived round gives `survivors`: their old order (`before`), closed up.
+std::map<int, int> closed_up(const std::map<int, int>& before, const std::vector<int>& survivors) {
+  std::vector<std::pair<int, int>> order;
+  for (int i : survivors) order.emplace_back(before.at(i), i);
+  std::sort(order.begin(), order.end());
+  std::map<int, int> ranks;
+  for (std::size_t k = 0; k < order.size(); ++k) ranks[order[k].second] = static_cast<int>(k);
+  return ranks;
+}
 
 std::set<int> group_ranks(const std::vector<std::shared_ptr<Outcome<RendezvousInfo>>>& round) {
   std::set<int> ranks;
@@ -188,6 +210,7 @@ TEST_CASE("scenario: a loss that leaves fewer than MIN nodes closes the job",
   REQUIRE(all_done(next));
   CHECK_THROWS_AS(next[0]->get(), ddp::RendezvousClosedError);
   CHECK_THAT(next[1]->error_text(), Catch::Contains("--nnodes min is 3"));
+  CHECK_THAT(next[0]->error_text(), Catch::Contains("after losing n2"));
 }
 
 TEST_CASE("scenario: a newcomer at a round with room makes the members re-form with it",
@@ -227,4 +250,144 @@ TEST_CASE("scenario: a spare at a full round takes the slot a lost node frees",
   REQUIRE(all_done(again));
   CHECK(group_ranks(again) == std::set<int>{0, 1});
   CHECK(spare->get().group_world_size == 2);
+}
+
+TEST_CASE("scenario: the survivors of a loss derive the next round in their old order, "
+          "whatever order they arrive in", "[engine][scenario][derived]") {
+  ScenarioNodes c(GENERATE(std::string("c10d"), std::string("etcd")), 2, 4);
+  for (int i = 0; i < 4; ++i) c.add_node();
+  const std::vector<int> all{0, 1, 2, 3};
+  const std::map<int, int> before = rank_of(all, c.next_round(all));
+  auto w0 = spawn(c.io, c.node(0).watch_round());
+  auto w3 = spawn(c.io, c.node(3).watch_round());
+  c.kill(1);
+  REQUIRE(run_until(c.io, [&] { return w0->done && w3->done; }));
+  CHECK(w3->get().change == RoundChange::kNodeLost);
+  // The last in the old order comes first: a full join would rank it first.
+  std::vector<int> arrival{0, 2, 3};
+  std::sort(arrival.begin(), arrival.end(),
+            [&](int a, int b) { return before.at(a) > before.at(b); });
+  std::vector<std::shared_ptr<Outcome<RendezvousInfo>>> next;
+  for (int i : arrival) {
+    next.push_back(spawn(c.io, c.node(i).next_round(1)));
+    run_for(c.io, 20ms);
+  }
+  REQUIRE(run_until(c.io, [&] { return all_done(next); }));
+  CHECK(rank_of(arrival, next) == closed_up(before, {0, 2, 3}));
+  for (const auto& o : next) {
+    CHECK(o->get().round == 1);
+    CHECK(o->get().group_world_size == 3);
+    CHECK(o->get().world_size == 3);
+    CHECK(o->get().rank_base == o->get().group_rank);
+    CHECK(o->get().restart_count == 0);
+  }
+}
+
+TEST_CASE("scenario: a member lost in a derived round is found there, and the rest derive again",
+          "[engine][scenario][derived]") {
+  ScenarioNodes c(GENERATE(std::string("c10d"), std::string("etcd")), 1, 4);
+  for (int i = 0; i < 4; ++i) c.add_node();
+  const std::vector<int> all{0, 1, 2, 3};
+  const std::map<int, int> first = rank_of(all, c.next_round(all));
+  auto w0 = spawn(c.io, c.node(0).watch_round());
+  c.kill(3);
+  REQUIRE(run_until(c.io, [&] { return w0->done; }));
+  const std::vector<int> three{0, 1, 2};
+  const std::map<int, int> second = rank_of(three, c.next_round(three));
+  CHECK(second == closed_up(first, three));
+
+  auto w2 = spawn(c.io, c.node(2).watch_round());
+  c.kill(1);
+  REQUIRE(run_until(c.io, [&] { return w2->done; }));
+  CHECK(w2->get().change == RoundChange::kNodeLost);
+  CHECK_THAT(w2->get().detail, Catch::Contains("n1"));
+  const std::vector<int> two{0, 2};
+  const auto third = c.next_round(two);
+  REQUIRE(all_done(third));
+  CHECK(rank_of(two, third) == closed_up(second, two));
+  CHECK(third[0]->get().round == 2);
+  CHECK(third[1]->get().group_world_size == 2);
+  CHECK(third[1]->get().restart_count == 0);
+}
+
+TEST_CASE("scenario: a node that arrives after a derived round is late there, and the members "
+          "re-join with it", "[engine][scenario][derived]") {
+  ScenarioNodes c(GENERATE(std::string("c10d"), std::string("etcd")), 2, 3);
+  for (int i = 0; i < 4; ++i) c.add_node();
+  REQUIRE(all_done(c.next_round({0, 1, 2})));
+  auto w0 = spawn(c.io, c.node(0).watch_round());
+  c.kill(2);
+  REQUIRE(run_until(c.io, [&] { return w0->done; }));
+  const auto derived = c.next_round({0, 1});
+  REQUIRE(all_done(derived));
+  CHECK(derived[0]->get().round == 1);
+
+  auto grown = spawn(c.io, c.node(0).watch_round());
+  auto newcomer = spawn(c.io, c.node(3).next_round(1));
+  REQUIRE(run_until(c.io, [&] { return grown->done; }));
+  CHECK(grown->get().change == RoundChange::kNodeWaiting);
+  auto next = c.next_round({0, 1});
+  REQUIRE(run_until(c.io, [&] { return newcomer->done; }));
+  next.push_back(newcomer);
+  REQUIRE(all_done(next));
+  CHECK(group_ranks(next) == std::set<int>{0, 1, 2});
+  CHECK(newcomer->get().round == 2);
+  CHECK(newcomer->get().restart_count == 0);
+}
+
+TEST_CASE("scenario: a loss that leaves too few after a derived round closes the job",
+          "[engine][scenario][derived]") {
+  ScenarioNodes c(GENERATE(std::string("c10d"), std::string("etcd")), 2, 3);
+  for (int i = 0; i < 3; ++i) c.add_node();
+  REQUIRE(all_done(c.next_round({0, 1, 2})));
+  auto w0 = spawn(c.io, c.node(0).watch_round());
+  c.kill(2);
+  REQUIRE(run_until(c.io, [&] { return w0->done; }));
+  REQUIRE(c.next_round({0, 1})[0]->get().round == 1);
+  auto lost = spawn(c.io, c.node(0).watch_round());
+  c.kill(1);
+  REQUIRE(run_until(c.io, [&] { return lost->done; }));
+  CHECK(lost->get().change == RoundChange::kNodeLost);
+  const auto last = c.next_round({0});
+  REQUIRE(all_done(last));
+  CHECK_THROWS_AS(last[0]->get(), ddp::RendezvousClosedError);
+  CHECK_THAT(last[0]->error_text(), Catch::Contains("min is 2") && Catch::Contains("n1"));
+}
+
+TEST_CASE("scenario: a member whose workers finished does not re-form, and the others re-join "
+          "without it", "[engine][scenario][derived]") {
+  ScenarioNodes c(GENERATE(std::string("c10d"), std::string("etcd")), 1, 3);
+  for (int i = 0; i < 3; ++i) c.add_node();
+  REQUIRE(all_done(c.next_round({0, 1, 2})));
+  auto barrier = spawn(c.io, c.node(0).finish(true));  // n0's workers succeeded
+  run_for(c.io, 100ms);
+  CHECK_FALSE(barrier->done);
+  auto w1 = spawn(c.io, c.node(1).watch_round());
+  c.kill(2);
+  REQUIRE(run_until(c.io, [&] { return w1->done; }));
+  const auto next = c.next_round({1});
+  REQUIRE(all_done(next));
+  CHECK(next[0]->get().round == 1);
+  CHECK(next[0]->get().group_world_size == 1);  // a derived round would have held n0 too
+}
+
+TEST_CASE("scenario: a survivor that dies before it takes its place in a derived round is lost "
+          "there too", "[engine][scenario][derived]") {
+  ScenarioNodes c(GENERATE(std::string("c10d"), std::string("etcd")), 1, 4);
+  for (int i = 0; i < 4; ++i) c.add_node();
+  REQUIRE(all_done(c.next_round({0, 1, 2, 3})));
+  auto w0 = spawn(c.io, c.node(0).watch_round());
+  c.kill(3);
+  REQUIRE(run_until(c.io, [&] { return w0->done; }));
+  const auto derived = c.next_round({0, 1});  // n2 is in the plan, and never comes
+  REQUIRE(all_done(derived));
+  CHECK(derived[0]->get().group_world_size == 3);
+  auto lost = spawn(c.io, c.node(0).watch_round());
+  c.kill(2);
+  REQUIRE(run_until(c.io, [&] { return lost->done; }));
+  CHECK(lost->get().change == RoundChange::kNodeLost);
+  const auto next = c.next_round({0, 1});
+  REQUIRE(all_done(next));
+  CHECK(next[0]->get().round == 2);
+  CHECK(next[1]->get().group_world_size == 2);
 }

@@ -1,0 +1,34 @@
+// Proposing a round's plan. The checks that forbid deriving cost one request each and run only
+// when the changes would allow a derived round: a plain loss.
+
+#include "rendezvous/engine/round_plan.hpp"
+
+namespace ddp::rdzv {
+
+asio::awaitable<Bytes> propose_plan(Coordination& coordination, PlanProposal proposal,
+                                    RoundChanges changes) {
+  std::optional<DerivedRound> derived;
+  if (proposal.may_derive) derived = derivable(proposal.prev, changes, proposal.min_nodes);
+  for (const std::string& tally : proposal.full_join_if_any) {
+    if (derived && co_await coordination.count(tally) > 0) derived.reset();
+  }
+  if (!derived) co_return co_await coordination.create(proposal.key, join_plan(proposal.name));
+  if (proposal.open_worker_store) {
+    std::tie(derived->master_addr, derived->master_port) = proposal.open_worker_store();
+  }
+  const int size = proposal.prev.size - static_cast<int>(derived->lost.size());
+  co_return co_await coordination.create(proposal.key,
+                                         encode_plan(size, proposal.name, *derived));
+}
+
+asio::awaitable<Bytes> await_plan(Coordination& coordination, std::string key, std::string name,
+                                  std::chrono::milliseconds timeout) {
+  if (co_await coordination.wait_for(key, timeout)) {
+    std::vector<std::string> one(1, key);
+    auto values = co_await coordination.get(std::move(one));
+    if (values.at(0)) co_return std::move(*values[0]);
+  }
+  co_return co_await coordination.create(std::move(key), join_plan(name));
+}
+
+}  // namespace ddp::rdzv
