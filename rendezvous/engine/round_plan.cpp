@@ -3,6 +3,8 @@
 
 #include "rendezvous/engine/round_plan.hpp"
 
+#include <algorithm>
+
 namespace ddp::rdzv {
 
 asio::awaitable<Bytes> propose_plan(Coordination& coordination, PlanProposal proposal,
@@ -22,11 +24,20 @@ asio::awaitable<Bytes> propose_plan(Coordination& coordination, PlanProposal pro
 }
 
 asio::awaitable<Bytes> await_plan(Coordination& coordination, std::string key, std::string name,
-                                  std::chrono::milliseconds timeout) {
-  if (co_await coordination.wait_for(key, timeout)) {
-    std::vector<std::string> one(1, key);
-    auto values = co_await coordination.get(std::move(one));
-    if (values.at(0)) co_return std::move(*values[0]);
+                                  std::chrono::milliseconds timeout, HostAlive host_alive,
+                                  std::chrono::milliseconds poll) {
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point deadline = Clock::now() + timeout;
+  for (;;) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) break;
+    if (co_await coordination.wait_for(key, host_alive ? std::min(poll, left) : left)) {
+      std::vector<std::string> one(1, key);
+      auto values = co_await coordination.get(std::move(one));
+      if (values.at(0)) co_return std::move(*values[0]);
+    }
+    if (host_alive && !co_await host_alive()) break;
   }
   co_return co_await coordination.create(std::move(key), join_plan(name));
 }

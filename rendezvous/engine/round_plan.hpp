@@ -36,9 +36,15 @@ struct PlanProposal {
 asio::awaitable<Bytes> propose_plan(Coordination& coordination, PlanProposal proposal,
                                     RoundChanges changes);
 
+// Whether the host that is to propose still lives, asked while a member waits for its plan.
+using HostAlive = std::function<asio::awaitable<bool>()>;
+
 // A member that leaves the proposal to the host: the plan at `key` once it exists, or after
 // `timeout` (the host may be in the exit barrier, which does not re-form) a full join it asks for.
+// With `host_alive`, the wait asks it every `poll` and asks for the full join at once when the host
+// is gone (it died with the loss the members re-form from, before anyone saw it lost).
 asio::awaitable<Bytes> await_plan(Coordination& coordination, std::string key, std::string name,
-                                  std::chrono::milliseconds timeout);
+                                  std::chrono::milliseconds timeout, HostAlive host_alive = {},
+                                  std::chrono::milliseconds poll = std::chrono::milliseconds(250));
 
 }  // namespace ddp::rdzv

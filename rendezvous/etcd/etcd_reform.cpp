@@ -18,6 +18,7 @@
 #include "rendezvous/etcd/etcd_coordination.hpp"
 #include "rendezvous/etcd/etcd_keys.hpp"
 #include "rendezvous/etcd/etcd_lease.hpp"
+#include "rendezvous/etcd/etcd_links.hpp"
 #include "rendezvous/etcd/etcd_rendezvous.hpp"
 
 namespace ddp::rdzv::etcd {
@@ -32,8 +33,16 @@ asio::awaitable<Bytes> EtcdRendezvous::plan_of(const RoundHeader& prev, const Ro
   const std::shared_ptr<Lease> lease = lease_;
   EtcdCoordination coordination(*client_, [lease] { return lease ? lease->id : 0; });
   if (current_->group_rank != 0) {
+    // The host may have died with the loss seen, before anyone saw it lost: its link store
+    // refusing a connect says so (etcd_absentees.cpp says why one refusal is enough).
+    HostAlive host_alive;
+    if (prev.link_port != 0 && !prev.master_addr.empty()) {
+      host_alive = [addr = prev.master_addr, port = prev.link_port]() -> asio::awaitable<bool> {
+        co_return co_await probe(addr, port, std::chrono::milliseconds(250)) != Probe::kRefused;
+      };
+    }
     co_return co_await await_plan(coordination, keys::assignment(job_, next), self_.name,
-                                  settings_.last_call_timeout);
+                                  settings_.last_call_timeout, std::move(host_alive));
   }
   PlanProposal proposal;
   proposal.key = keys::assignment(job_, next);
