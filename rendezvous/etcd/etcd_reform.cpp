@@ -12,6 +12,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "ddp/error.hpp"
 #include "rendezvous/engine/rdzv_log.hpp"
 #include "rendezvous/engine/round_plan.hpp"
@@ -32,6 +34,11 @@ asio::awaitable<Bytes> EtcdRendezvous::plan_of(const RoundHeader& prev, const Ro
   const int next = prev.round + 1;
   const std::shared_ptr<Lease> lease = lease_;
   EtcdCoordination coordination(*client_, [lease] { return lease ? lease->id : 0; });
+  const bool host_lost = std::any_of(seen.lost_members.begin(), seen.lost_members.end(),
+                                     [](const auto& m) { return m && m->group_rank == 0; });
+  if (current_->group_rank != 0 && host_lost) {
+    co_return co_await coordination.create(keys::assignment(job_, next), join_plan(self_.name));
+  }
   if (current_->group_rank != 0) {
     // The host may have died with the loss seen, before anyone saw it lost: its link store
     // refusing a connect says so (etcd_absentees.cpp says why one refusal is enough).
