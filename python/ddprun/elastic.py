@@ -73,11 +73,13 @@ class RoundChanged(Exception):
 class _Channel:
     """The worker's end of the agent's hand-over socket (agent/process/reform_channel.hpp). A
     daemon thread reads it, so places arrive while the main thread is blocked in C++ (torch
-    releases the GIL in collectives' and the store's waits). The main thread shows progress at
-    least every `grace` seconds (a commit, a place taken: grace is longer than a step), so a
-    new place is due `grace` after its last progress, or at its arrival if that is later: a
-    main thread already blocked for `grace` (in a collective with a peer whose link was cut
-    until the peer's loss was judged) is not waited for again. When the newest place is overdue,
+    releases the GIL in collectives' and the store's waits). While it trains, the main thread
+    commits at least every `grace` seconds (grace is longer than a step), so a new place is due
+    `grace` after its last commit, or at its arrival if that is later: a main thread already
+    blocked for `grace` (in a collective with a peer whose link was cut until the peer's loss
+    was judged) is not waited for again. From a place taken (or the process's start) to its
+    next commit it forms a group, which waits for peers as long as they take: a place arriving
+    then is due `grace` after its arrival. When the newest place is overdue,
     the thread frees the main thread with `abort(round)` where `may_abort(round)` (an NCCL
     group), which then gets another `grace` seconds; else it calls `give_up(round)`, which ends
     the process."""
@@ -98,6 +100,7 @@ class _Channel:
         self._due = 0.0  # when the main thread must have taken `latest` (time.monotonic())
         self._progress = time.monotonic()  # the main thread's last commit or place taken
         self._waiting = False  # the main thread waits for a place (it takes one at once)
+        self._forming = True  # the main thread took a place and has not committed since
         self._taken = -1  # the newest round the main thread took a place of
         self._closed = False
         self._giving_up = False
@@ -151,7 +154,7 @@ class _Channel:
                     if self.latest is None or place["round"] > self.latest["round"]:
                         self.latest = place
                         now = time.monotonic()
-                        since = now if self._waiting else self._progress
+                        since = now if self._waiting or self._forming else self._progress
                         self._due = max(now, since + self._grace)
                         self._changed.notify_all()
 
@@ -162,6 +165,7 @@ class _Channel:
     def progressed(self):
         """On the main thread: it committed (so it is not blocked)."""
         self._progress = time.monotonic()
+        self._forming = False
 
     def newer_than(self, round_):
         """The latest place if it is for a round after `round_`, without waiting; else None."""
@@ -183,6 +187,7 @@ class _Channel:
                     elif self.latest is not None and self.latest["round"] > round_:
                         self._taken = self.latest["round"]
                         self._progress = time.monotonic()
+                        self._forming = True
                         return self.latest
                     else:
                         self._changed.wait()

@@ -31,10 +31,11 @@ import ddprun.elastic as elastic  # noqa: E402
 GRACE_S = 30.0
 
 
-def hand_over(blocked_s, committing, wait_s, waiting=False):
+def hand_over(blocked_s, committing, wait_s, waiting=False, forming=False):
     """A channel whose main thread last committed `blocked_s` ago (and, with `committing`, keeps
-    committing; with `waiting`, waits for the place); the agent hands round 1 over. Returns
-    whether the place was given up within `wait_s`."""
+    committing; with `waiting`, waits for the place; with `forming`, has not committed since it
+    took its place `blocked_s` ago: it waits in its group's init); the agent hands round 1 over.
+    Returns whether the place was given up within `wait_s`."""
     given_up = threading.Event()
     path = os.path.join(ddptest.temp_dir(), "reform.sock")
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -44,6 +45,8 @@ def hand_over(blocked_s, committing, wait_s, waiting=False):
                                lambda r: given_up.set())
     agent, _ = server.accept()
     check(agent.recv(100).startswith(b"hello 0 "), "no hello")
+    if not forming:
+        channel.progressed()  # it trains (a process forms its group until its first commit)
     channel._progress = time.monotonic() - blocked_s  # (a main thread blocked since then)
     stop = threading.Event()
 
@@ -79,3 +82,8 @@ print("ok a main thread that commits gets the grace", flush=True)
 check(not hand_over(60.0, False, 2.0, waiting=True),
       "a main thread waiting for its place: the place was given up")
 print("ok a main thread waiting for its place takes it", flush=True)
+# The etcd soak's seed 31 (etcd_soak_seed31_worker_kill_then_node_kill): a survivor that took its
+# place and waits in its group's init for a newcomer is not blocked in a step.
+check(not hand_over(60.0, False, 2.0, forming=True),
+      "a main thread forming its group since it took its place: the place was given up")
+print("ok a main thread forming its group gets the grace", flush=True)
