@@ -48,6 +48,9 @@ class RecoverySession {
   void check_new_round();
   // Tells the agent that this worker re-formed in the current round.
   void reformed();
+  // The training thread committed a step: a new place is due a grace after the last of these
+  // (ReformClient::progressed), so a thread blocked past it is not waited for again.
+  void progressed() { client_->progressed(); }
   int round() const { return round_; }
 
   // The group the training thread uses from now on, formed in round(); nullptr before it drops

@@ -115,6 +115,7 @@ void Trainer::commit_step() {
   }
   commit_->take({pos_, world_});
   train_log_.commit(pos_, commit_->count());
+  session_->progressed();
   session_->check_new_round();
 }
 

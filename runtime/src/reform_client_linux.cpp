@@ -9,6 +9,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <condition_variable>
 #include <cstdlib>
@@ -77,7 +78,10 @@ struct ReformClient::Impl {
   std::mutex mutex;  // guards what follows
   std::condition_variable changed;
   std::optional<reform::Place> latest;
-  Clock::time_point arrived;
+  Clock::time_point due;  // when the training thread must have taken `latest`
+  Clock::time_point progress = Clock::now();  // its last commit or place taken
+  bool waiting = false;  // it waits for a place (it takes one at once)
+  bool forming = true;   // it took a place (or started) and has not committed since
   int taken = -1;       // the newest round the training thread took a place of
   std::string failure;  // why the channel failed; "" while it works
   bool overdue_called = false;
@@ -85,8 +89,7 @@ struct ReformClient::Impl {
   // Milliseconds until the newest place is overdue (0: it is); -1: nothing waits.
   int overdue_in_ms() const {
     if (!latest || latest->round <= taken || overdue_called || !on_overdue) return -1;
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        arrived + grace - Clock::now());
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(due - Clock::now());
     return static_cast<int>(std::max<std::int64_t>(0, left.count()));
   }
 
@@ -103,7 +106,12 @@ struct ReformClient::Impl {
       std::lock_guard lock(mutex);
       if (latest && place->round <= latest->round) return;
       latest = *place;
-      arrived = Clock::now();
+      // A training thread commits at least every `grace` (grace is longer than a step), so one
+      // silent for longer is blocked (in a collective with a peer whose link was cut until the
+      // peer's loss was judged) and is not waited for again. One forming a group waits for its
+      // peers as long as they take: its place is due a grace after the arrival.
+      const Clock::time_point now = Clock::now();
+      due = std::max(now, (waiting || forming ? now : progress) + grace);
       changed.notify_all();
     }
     if (on_place) on_place(to_public(*place));  // unlocked: it may look at the training's group
@@ -128,7 +136,7 @@ struct ReformClient::Impl {
         if (on_overdue(round)) {  // freed some other way: the place waits another grace
           std::lock_guard lock(mutex);
           overdue_called = false;
-          arrived = Clock::now();
+          due = Clock::now() + grace;
         }
         continue;
       }
@@ -220,12 +228,22 @@ std::optional<ReformPlace> ReformClient::newer_than(int round) {
 
 ReformPlace ReformClient::wait_newer_than(int round) {
   std::unique_lock lock(impl_->mutex);
+  impl_->waiting = true;
   impl_->changed.wait(lock, [&] {
     return !impl_->failure.empty() || (impl_->latest && impl_->latest->round > round);
   });
+  impl_->waiting = false;
   impl_->check_open();
   impl_->taken = impl_->latest->round;
+  impl_->progress = Clock::now();
+  impl_->forming = true;
   return Impl::to_public(*impl_->latest);
+}
+
+void ReformClient::progressed() {
+  std::lock_guard lock(impl_->mutex);
+  impl_->progress = Clock::now();
+  impl_->forming = false;
 }
 
 void ReformClient::reformed(int round) {

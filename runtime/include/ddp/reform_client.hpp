@@ -6,8 +6,12 @@
 // so a place arrives while the training thread is blocked in a collective. On that thread the
 // client calls the place handler as each new place arrives (ddp-train aborts its NCCL group
 // there when the new round has lost a member), and the overdue handler when the training thread
-// has not taken it within `grace` (ddp-train aborts its group, or leaves its last commit in a
-// file and exits with kGiveUpExit). docs/agent.md has the protocol, docs/elastic.md the
+// has not taken it in time (ddp-train aborts its group, or leaves its last commit in a file and
+// exits with kGiveUpExit). In time: while the training thread trains, it reports each commit
+// (progressed()) at least every `grace`, and a place is due `grace` after its last commit, or at
+// its arrival if that is later (a thread silent for longer is blocked, and is not waited for
+// again); from a place taken (or the client's start) to its next commit it forms a group, which
+// waits for peers as long as they take, and a place is due `grace` after its arrival. docs/agent.md has the protocol, docs/elastic.md the
 // recovery.
 
 #include <chrono>
@@ -31,10 +35,10 @@ inline constexpr int kReformGiveUpExit = 75;
 
 class ReformClient {
  public:
-  // Called on the client's thread with the round whose place waited `grace` for the training
-  // thread. Returns true when it freed the training thread some other way (aborted its group):
-  // the place then waits another `grace`, after which the handler is called again. Returning
-  // false (or not at all: it may end the process), it is not called again.
+  // Called on the client's thread with the round whose place is overdue (see the class comment).
+  // Returns true when it freed the training thread some other way (aborted its group): the
+  // place then waits another `grace`, after which the handler is called again. Returning false
+  // (or not at all: it may end the process), it is not called again.
   using OverdueHandler = std::function<bool(int round)>;
   // Called on the client's thread with each place for a round after every earlier place, as it
   // arrives (before the training thread can take it, or while it is taking it). Must not block.
@@ -62,6 +66,9 @@ class ReformClient {
   // Waits until the agent hands over a place for a round after `round` and takes it (it is no
   // longer overdue). Throws IoError when the channel fails first.
   ReformPlace wait_newer_than(int round);
+
+  // On the training thread: it committed a step (so it is not blocked). See the class comment.
+  void progressed();
 
   // Tells the agent that this worker's group of `round` is up and its state synced. Throws
   // IoError when the channel is gone.

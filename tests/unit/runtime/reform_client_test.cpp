@@ -9,6 +9,7 @@
 #include <future>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/reform_protocol.hpp"
@@ -131,4 +132,61 @@ TEST_CASE("the agent hanging up fails the waits with IoError", "[reform]") {
 TEST_CASE("a channel nobody listens at is an IoError naming it", "[reform]") {
   CHECK_THROWS_WITH(ddp::ReformClient("@ddp-reform-test-nobody-here", 0, 1s, nullptr),
                     Catch::Contains("ddp-reform-test-nobody-here"));
+}
+
+namespace {
+
+// The round of each overdue call, as they come, for waiting on them with a bound.
+struct OverdueCalls {
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::vector<int> rounds;
+
+  ddp::ReformClient::OverdueHandler handler() {
+    return [this](int round) {
+      std::lock_guard lock(mutex);
+      rounds.push_back(round);
+      changed.notify_all();
+      return false;
+    };
+  }
+  bool called_within(std::chrono::milliseconds bound) {
+    std::unique_lock lock(mutex);
+    return changed.wait_for(lock, bound, [&] { return !rounds.empty(); });
+  }
+};
+
+}  // namespace
+
+TEST_CASE("issue 34: a place for a thread silent past the grace since its commit is due at once",
+          "[reform]") {
+  ScriptedAgent agent;
+  OverdueCalls overdue;
+  ddp::ReformClient client(agent.address(), 0, 1s, overdue.handler());
+  agent.accept();
+  agent.read_line();
+  agent.send_place(0, "0");
+  CHECK(client.wait_newer_than(-1).round == 0);
+  client.progressed();  // it trains, and then blocks in a collective with a cut peer
+  std::this_thread::sleep_for(1100ms);
+  agent.send_place(1, "0");
+  // Counted from the arrival it would wait another second; from the commit it is due now.
+  REQUIRE(overdue.called_within(600ms));
+  CHECK(overdue.rounds == std::vector<int>{1});
+}
+
+TEST_CASE("issue 34: a place arriving while the thread forms its group waits a grace from then",
+          "[reform]") {
+  ScriptedAgent agent;
+  OverdueCalls overdue;
+  ddp::ReformClient client(agent.address(), 0, 1s, overdue.handler());
+  agent.accept();
+  agent.read_line();
+  agent.send_place(0, "0");
+  CHECK(client.wait_newer_than(-1).round == 0);
+  std::this_thread::sleep_for(1100ms);  // still joining round 0: no commit since the place
+  agent.send_place(1, "0");
+  CHECK_FALSE(overdue.called_within(600ms));
+  REQUIRE(overdue.called_within(10s));
+  CHECK(overdue.rounds == std::vector<int>{1});
 }
