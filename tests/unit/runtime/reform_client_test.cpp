@@ -156,6 +156,14 @@ struct OverdueCalls {
   }
 };
 
+// The worker says hello and its training thread takes the place of round 0.
+void take_first_place(ScriptedAgent& agent, ddp::ReformClient& client) {
+  agent.accept();
+  agent.read_line();
+  agent.send_place(0, "0");
+  CHECK(client.wait_newer_than(-1).round == 0);
+}
+
 }  // namespace
 
 TEST_CASE("issue 34: a place for a thread silent past the grace since its commit is due at once",
@@ -163,10 +171,7 @@ TEST_CASE("issue 34: a place for a thread silent past the grace since its commit
   ScriptedAgent agent;
   OverdueCalls overdue;
   ddp::ReformClient client(agent.address(), 0, 1s, overdue.handler());
-  agent.accept();
-  agent.read_line();
-  agent.send_place(0, "0");
-  CHECK(client.wait_newer_than(-1).round == 0);
+  take_first_place(agent, client);
   client.progressed();  // it trains, and then blocks in a collective with a cut peer
   std::this_thread::sleep_for(1100ms);
   agent.send_place(1, "0");
@@ -180,10 +185,7 @@ TEST_CASE("issue 34: a place arriving while the thread forms its group waits a g
   ScriptedAgent agent;
   OverdueCalls overdue;
   ddp::ReformClient client(agent.address(), 0, 1s, overdue.handler());
-  agent.accept();
-  agent.read_line();
-  agent.send_place(0, "0");
-  CHECK(client.wait_newer_than(-1).round == 0);
+  take_first_place(agent, client);
   std::this_thread::sleep_for(1100ms);  // still joining round 0: no commit since the place
   agent.send_place(1, "0");
   CHECK_FALSE(overdue.called_within(600ms));
