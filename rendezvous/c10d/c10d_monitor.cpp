@@ -459,7 +459,8 @@ asio::awaitable<std::optional<RoundEvent>> C10dRendezvous::failure_verdict(
   co_await m->refresh(milliseconds(0));
   if (!m->changes.failure_cause() && !m->stopped && !m->error) {
     m->roll_call = co_await c10d_call_roll(store_, keys::prefix(settings_.run_id),
-                                           current_->header, self_.name);
+                                           current_->header, self_.name,
+                                           settings_.max_keys_per_request);
   }
   co_return co_await judge_failure(
       *m, failed_at + settings_.connection_grace + settings_.verdict_margin, kVerdictPoll);

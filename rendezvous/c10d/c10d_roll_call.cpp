@@ -3,6 +3,8 @@
 
 #include "rendezvous/c10d/c10d_roll_call.hpp"
 
+#include <algorithm>
+
 #include "rendezvous/c10d/c10d_keys.hpp"
 #include "rendezvous/engine/rdzv_log.hpp"
 #include "rendezvous/store/store_lease.hpp"
@@ -13,7 +15,8 @@ namespace ddp::rdzv {
 asio::awaitable<std::optional<C10dRollCall>> c10d_call_roll(Store& store,
                                                             const std::string& call_key_prefix,
                                                             const C10dRoundHeader& header,
-                                                            const std::string& caller) {
+                                                            const std::string& caller,
+                                                            int max_keys_per_request) {
   C10dRollCall call;
   call.key = c10d_keys::roll_call(header.round);
   // Every member holds a lease but the store host (host_first: the host is a member).
@@ -26,23 +29,32 @@ asio::awaitable<std::optional<C10dRollCall>> c10d_call_roll(Store& store,
   // Lost: another caller claimed this generation after our read, so after our failure.
   if (co_await store.compare_set(call.key, seen, mine) != mine) co_return call;
 
-  std::vector<std::string> node_keys;
-  for (int i = 1; i <= header.size; ++i) node_keys.push_back(c10d_keys::node(header.round, i));
-  if (!co_await store.check(node_keys)) {
-    // A member of a derived round that has not started there cannot be named: the call stays
-    // unanswered and the verdict waits as without one.
-    logger()->info("round {}: no roll call: a member has not written its descriptor yet",
-                   header.round);
-    co_return call;
-  }
-  const std::vector<Bytes> descs = co_await store.multi_get_existing(node_keys);
+  // In chunks: a large round's descriptors exceed the store's keys-per-request limit.
+  const int chunk = std::max(max_keys_per_request, 1);
   const Bytes bell = to_bytes(call_key_prefix + "/" + call.key);
-  std::vector<std::pair<std::string, Bytes>> bells;
-  for (std::size_t i = 0; i < descs.size(); ++i) {
-    const C10dNodeDesc desc = decode_node_desc(descs[i], node_keys[i]);
-    if (!desc.is_host) bells.emplace_back(lease_hold_key(c10d_keys::lease_base(desc.name)), bell);
+  for (int first = 1, last = 0; first <= header.size; first = last + 1) {
+    last = first + std::min(chunk, header.size - first + 1) - 1;
+    std::vector<std::string> node_keys;
+    for (int i = first; i <= last; ++i) {
+      node_keys.push_back(c10d_keys::node(header.round, i));
+    }
+    if (!co_await store.check(node_keys)) {
+      // A member of a derived round that has not started there cannot be named: the call
+      // stays unanswered and the verdict waits as without one.
+      logger()->info("round {}: no roll call: a member has not written its descriptor yet",
+                     header.round);
+      co_return call;
+    }
+    const std::vector<Bytes> descs = co_await store.multi_get_existing(node_keys);
+    std::vector<std::pair<std::string, Bytes>> bells;
+    for (std::size_t i = 0; i < descs.size(); ++i) {
+      const C10dNodeDesc desc = decode_node_desc(descs[i], node_keys[i]);
+      if (!desc.is_host) {
+        bells.emplace_back(lease_hold_key(c10d_keys::lease_base(desc.name)), bell);
+      }
+    }
+    if (!bells.empty()) co_await store.multi_set(std::move(bells));
   }
-  co_await store.multi_set(std::move(bells));
   logger()->info("round {}: roll call {} rang {} lease holder(s)", header.round, call.generation,
                  call.expected);
   co_return call;

@@ -25,11 +25,13 @@ struct C10dRollCall {
 
 // Joins or starts a roll call of `header`'s round for the node `caller` (its unique name);
 // `store` is the run's prefixed store and `call_key_prefix` the prefix its holders see
-// ("/ddprun/<run_id>"). nullopt when the round has nobody to call.
+// ("/ddprun/<run_id>"); the winner reads descriptors and rings in requests of at most
+// `max_keys_per_request` keys. nullopt when the round has nobody to call.
 asio::awaitable<std::optional<C10dRollCall>> c10d_call_roll(Store& store,
                                                             const std::string& call_key_prefix,
                                                             const C10dRoundHeader& header,
-                                                            const std::string& caller);
+                                                            const std::string& caller,
+                                                            int max_keys_per_request);
 
 // True once every expected holder answered the call's generation or a newer one (answers go to
 // the newest generation only).

@@ -177,7 +177,9 @@ C10dSettings roll_call_settings(std::chrono::milliseconds grace) {
 }  // namespace
 
 TEST_CASE("a roll call ends the verdict once every lease holder answered", "[c10d][tcp][roll]") {
-  TcpJob job(roll_call_settings(30s));
+  C10dSettings s = roll_call_settings(30s);
+  s.max_keys_per_request = 1;  // the ring reads and sets in chunks, here of one key
+  TcpJob job(s);
   REQUIRE(all_done(job.next_round({0, 1, 2})));
   auto verdict =
       spawn(job.io, job.nodes[1].rdzv->failure_verdict(std::chrono::steady_clock::now()));
