@@ -55,6 +55,9 @@ inline std::string restart_count(int round) { return round_key(round, "restart_c
 inline std::string finished(int round) { return round_key(round, "finished"); }  // counter
 inline std::string all_finished(int round) { return round_key(round, "all_finished"); }
 inline std::string left(int round) { return round_key(round, "left"); }  // counter
+// The roll call of a failure verdict: "<generation> <caller>" (store_roll_call.hpp); answers
+// count at r<N>/roll/<generation>.
+inline std::string roll_call(int round) { return round_key(round, "roll"); }
 inline std::string standby(int round) { return round_key(round, "standby"); }  // counter: spares
 
 }  // namespace ddp::rdzv::c10d_keys

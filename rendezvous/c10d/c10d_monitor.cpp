@@ -23,6 +23,7 @@
 #include "ddp/error.hpp"
 #include "rendezvous/c10d/c10d_keys.hpp"
 #include "rendezvous/c10d/c10d_rendezvous.hpp"
+#include "rendezvous/c10d/c10d_roll_call.hpp"
 #include "rendezvous/engine/exit_barrier.hpp"
 #include "rendezvous/engine/failure_verdict.hpp"
 #include "rendezvous/engine/rdzv_log.hpp"
@@ -53,6 +54,7 @@ struct C10dRendezvous::Monitor : RoundMonitor {
   Store& store;             // the rendezvous's (prefixed) store
   std::string change_key;   // r<N>/change
   std::string passed_key;   // r<N>/all_finished
+  std::optional<C10dRollCall> roll_call;  // the failure verdict's, once called
 };
 
 namespace {
@@ -168,6 +170,13 @@ asio::awaitable<void> C10dRendezvous::Monitor::refresh(milliseconds period) {
   }
   if (stopped || error) co_return;
   changes = parse_changes(co_await read_change_log(store, change_key));
+  if (roll_call && !all_present && !changes.failure_cause()) {
+    all_present = co_await c10d_roll_answered(store, *roll_call);
+    if (all_present) {
+      logger()->info("failure verdict round={}: all {} lease holder(s) answered roll call {}, "
+                     "so none was lost", round, roll_call->expected, roll_call->generation);
+    }
+  }
 }
 
 C10dWatched c10d_watched(int index, int size) {
@@ -444,7 +453,15 @@ asio::awaitable<std::optional<RoundEvent>> C10dRendezvous::failure_verdict(
   if (!current_ || !m || current_->header.size == 1) co_return std::nullopt;  // no peer to lose
   // A dead node's connection closes when it dies, before its workers (parent-death signal) and
   // so before ours notice; its lease then expires `connection_grace` later. The margin covers a
-  // loaded store host; only a failure with every node alive waits it out.
+  // loaded store host. With every node alive the roll call ends the wait once all answered.
+  m->roll_call.reset();  // an earlier failure's roll call says nothing of this one
+  m->all_present = false;
+  co_await m->refresh(milliseconds(0));
+  if (!m->changes.failure_cause() && !m->stopped && !m->error) {
+    m->roll_call = co_await c10d_call_roll(store_, keys::prefix(settings_.run_id),
+                                           current_->header, self_.name,
+                                           settings_.max_keys_per_request);
+  }
   co_return co_await judge_failure(
       *m, failed_at + settings_.connection_grace + settings_.verdict_margin, kVerdictPoll);
 }

@@ -2,7 +2,7 @@
 // backend's detection time (c10d: its store connection's grace; etcd: its link's grace, else its
 // lease's TTL), and the workers of its peers usually fail before that: so a failure waits, up
 // to that time plus a margin, for a loss that explains it. Only a failure with every node alive
-// waits it out, unless a roll call shows every member alive sooner (etcd).
+// waits it out, unless a roll call shows every member alive sooner.
 
 #include "rendezvous/engine/failure_verdict.hpp"
 

@@ -46,7 +46,7 @@ struct RoundMonitor {
   bool finishing = false;  // this node is in the exit barrier
   RoundChanges changes;    // what the round's log or watch said so far
   bool passed = false;       // the round's exit barrier passed: every live member finished
-  bool all_present = false;  // every member answered a roll call made after a failure (etcd)
+  bool all_present = false;  // every member answered a roll call made after a failure
   std::exception_ptr error;
   int round = 0;
 };

@@ -1,10 +1,10 @@
 #pragma once
 // Store leases: what a client tells the store to do when its connection dies. The client parks a
-// WAIT on the lease's hold key (a key nobody sets) over a connection of its own; when that wait
-// goes away without waking (the connection closed) and none is parked there again within the
-// lease's grace, the store appends the lease's value to the lease's key. Key names and the lease
-// document only; the store side is KeyLeases (key_leases.hpp). PyTorch clients never use
-// these keys, so to them the store is unchanged.
+// WAIT on the lease's hold key (set only to ring a roll call) over a connection of its own; when
+// that wait goes away without waking (the connection closed) and none is parked there again
+// within the lease's grace, the store appends the lease's value to the lease's key. Key names and
+// the lease document only; the store side is KeyLeases (key_leases.hpp). PyTorch clients never
+// use these keys, so to them the store is unchanged.
 
 #include <chrono>
 #include <optional>
@@ -24,8 +24,8 @@ struct Lease {
 inline constexpr std::string_view kLeaseHoldSuffix = "/lease.held";
 inline constexpr std::string_view kLeaseAfterMs = "{after_ms}";
 
-// The lease of `base` (any key path): its document at "<base>/lease", its hold key (waited on,
-// never set) at "<base>/lease.held".
+// The lease of `base` (any key path): its document at "<base>/lease", its hold key (waited on;
+// set only to ring a roll call, store_roll_call.hpp) at "<base>/lease.held".
 inline std::string lease_key(const std::string& base) { return base + "/lease"; }
 inline std::string lease_hold_key(const std::string& base) {
   return base + std::string(kLeaseHoldSuffix);

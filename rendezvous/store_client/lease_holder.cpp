@@ -1,6 +1,8 @@
 // The holding coroutine. A failed wait (a reset connection, a call timeout) is retried after a
 // short pause: TcpStoreClient reconnects on the next call, and the server counts the new wait
-// as the same lease if it arrives within the grace.
+// as the same lease if it arrives within the grace. A wait that wakes because the hold key was
+// set is a roll call (store_roll_call.hpp): the holder reads and deletes its bell, answers, and
+// parks again, four requests in all; a wait woken by a set is no drop, so no grace runs.
 
 #include "rendezvous/store_client/lease_holder.hpp"
 
@@ -11,6 +13,7 @@
 
 #include "common/log.hpp"
 #include "rendezvous/store/store_lease.hpp"
+#include "rendezvous/store/store_roll_call.hpp"
 
 namespace ddp::rdzv {
 
@@ -18,11 +21,17 @@ namespace {
 
 asio::awaitable<void> hold(asio::any_io_executor executor, Store& store, std::string base,
                            std::chrono::milliseconds park, std::shared_ptr<bool> stopped) {
-  std::vector<std::string> keys(1, lease_hold_key(base));
+  const std::string hold_key = lease_hold_key(base);
+  std::vector<std::string> keys(1, hold_key);
   asio::steady_timer pause(executor);
+  std::string answered;  // the roll call generation answered last
   while (!*stopped) {
     try {
-      co_await store.wait_for(keys, park);
+      if (!co_await store.wait_for(keys, park) || *stopped) continue;
+      const Bytes bell = co_await store.get(hold_key);
+      co_await store.delete_key(hold_key);
+      answered = co_await answer_roll_call(store, bell, answered);
+      log::get("rdzv")->debug("lease {}: answered roll call {}", base, answered);
       continue;
     } catch (const std::exception& e) {
       if (*stopped) co_return;

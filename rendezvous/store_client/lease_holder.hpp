@@ -1,7 +1,8 @@
 #pragma once
 // LeaseHolder: the client side of a store lease (store_lease.hpp). Keeps a WAIT parked on the
 // lease's hold key over a store connection that serves nothing else, re-parking it when it ends,
-// so that the store sees the lease dropped only when this process (or its link) is gone. Runs on
+// so that the store sees the lease dropped only when this process (or its link) is gone, and
+// answering the roll calls rung on that key (store_roll_call.hpp). Runs on
 // the executor of the io_context that owns the store; stopping or destroying it closes nothing
 // but its own coroutine, which ends when its current wait does (the owner destroys the store).
 

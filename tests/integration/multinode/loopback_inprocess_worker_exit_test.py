@@ -11,7 +11,12 @@ the forkserver's template (no --start_method: --recovery=inprocess's default); w
 are exec'd (--start_method=spawn). With the argument `sigstop` rank 1 is
 instead stopped with SIGSTOP after step 5, under --hang_timeout=2: its agent names the hang
 (event hang), stops that process alone (worker_exited, stopped_by_agent) and starts it again
-as above, while its sibling keeps its PID.
+as above, while its sibling keeps its PID. With the argument `sigkill` rank 1 is SIGKILLed
+after step 5 instead.
+
+With every node alive, the failing node's failure verdict ends on the c10d roll call (every
+lease holder answered), not on connection_grace + verdict_margin: its agent logs the answers
+before it spends the restart.
 
 Either way the logs stay apart (--log_dir, --redirects=3): the failed process's stderr.log
 still holds its own lines after its replacement started, and the new process writes its own."""
@@ -29,14 +34,17 @@ from netns_rig import check_no_processes
 NODES = (0, 1)
 FORKSERVER = "forkserver" in sys.argv[1:]
 SIGSTOP = "sigstop" in sys.argv[1:]
+SIGKILL = "sigkill" in sys.argv[1:]
 
 
 def agent_cmd(port, out_dir, node):
     log = os.path.join(out_dir, f"events_n{node}.jsonl")
     start = [] if FORKSERVER else ["--start_method=spawn"]
     fault = ["--hang_timeout=2"] if SIGSTOP else []
-    worker_fault = [] if SIGSTOP else ["--fail", "1:8"]
-    return [ddptest.bin_path("ddprun"), *start, *fault, "--nnodes=2", "--nproc_per_node=2",
+    worker_fault = [] if SIGSTOP or SIGKILL else ["--fail", "1:8"]
+    # (--log_level=info: the checks read the verdict's info line.)
+    return [ddptest.bin_path("ddprun"), "--log_level=info", *start, *fault, "--nnodes=2",
+            "--nproc_per_node=2",
             "--max_restarts=1", "--rdzv_backend=c10d", f"--rdzv_endpoint=127.0.0.1:{port}",
             "--rdzv_id=replace", "--rdzv_conf=reform_timeout=90", "--recovery=inprocess",
             f"--event_log={log}", f"--log_dir={os.path.join(out_dir, f'logs_n{node}')}",
@@ -68,13 +76,15 @@ def main():
         initial = {pid for _, pid in started.values()}
         if SIGSTOP:
             os.kill(failed_pid, signal.SIGSTOP)
+        if SIGKILL:
+            os.kill(failed_pid, signal.SIGKILL)
 
         fresh = lambda: [r for r in records(out_dir) if r["pid"] not in initial]
         check(ddptest.wait_until(fresh, 120, 0.05), "the failed worker was not started again")
         entry = fresh()[0]
-        # It resumes at the newest commit: past step 8 (the exit), or the 5 before the SIGSTOP.
+        # It resumes at the newest commit: past step 8 (the exit), or the 5 before the signal.
         check(entry["kind"] == "entry" and entry["node"] == failed_node and
-              entry["step"] >= (5 if SIGSTOP else 8),
+              entry["step"] >= (5 if SIGSTOP or SIGKILL else 8),
               f"the new worker did not receive the state: {entry}")
         wait_steps(out_dir, 4, 3, entry["time"], "world 4 after the replacement")
 
@@ -109,6 +119,16 @@ def main():
         exits = [e for e in log if e["event"] == "worker_exited" and e["pid"] == failed_pid]
         check(len(exits) == 1 and exits[0]["stopped_by_agent"] == (1 if SIGSTOP else 0),
               f"node {failed_node}: the failed worker's exit: {exits}")
+        check(names.index("worker_exited") < names.index("restart"),
+              f"node {failed_node} spent the restart before its worker exited: {names}")
+        # The verdict: the roll call, answered by every lease holder, before the restart.
+        with open(os.path.join(out_dir, f"agent_n{failed_node}.log")) as f:
+            agent_log = f.read()
+        answered = agent_log.find("failure verdict round=0: all 1 lease holder(s) answered roll "
+                                  "call 1, so none was lost")
+        restarting = agent_log.find("restarting workers restart_count=1")
+        check(0 <= answered < restarting,
+              f"node {failed_node}'s verdict did not end on the roll call:\n{agent_log[-3000:]}")
 
         # The failed process's log and its replacement's are two files, each with its own lines
         # (inprocess_worker.py names its pid on stderr).

@@ -10,6 +10,7 @@
 #include "c10d_test_util.hpp"
 #include "rendezvous/c10d/c10d_keys.hpp"
 #include "rendezvous/store/key_table.hpp"
+#include "rendezvous/store/store_roll_call.hpp"
 #include "rendezvous/store_client/lease_holder.hpp"
 #include "rendezvous/store_client/tcp_store_client.hpp"
 #include "rendezvous/store_server/tcp_store_server.hpp"
@@ -154,4 +155,90 @@ TEST_CASE("a node alone in its round has no loss to wait for", "[c10d][loss]") {
   auto verdict = spawn(c.io, c.nodes[0]->failure_verdict(std::chrono::steady_clock::now()));
   REQUIRE(run_until(c.io, [&] { return verdict->done; }, 5s));  // not the 60 s margin
   CHECK_FALSE(verdict->get().has_value());
+}
+
+namespace {
+
+// The value of key (full name) on the job's store, or "" when it does not exist.
+std::string roll_key_value(TcpJob& job, const std::string& key) {
+  const Bytes* value = job.server.store().table().find(key);
+  return value == nullptr ? std::string() : to_string(*value);
+}
+
+// Slow heartbeats, and a margin no verdict in these tests may wait out: a verdict that returns
+// did so because the roll call or a loss ended it.
+C10dSettings roll_call_settings(std::chrono::milliseconds grace) {
+  C10dSettings s = slow_heartbeats();
+  s.connection_grace = grace;
+  s.verdict_margin = 60s;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("a roll call ends the verdict once every lease holder answered", "[c10d][tcp][roll]") {
+  C10dSettings s = roll_call_settings(30s);
+  s.max_keys_per_request = 1;  // the ring reads and sets in chunks, here of one key
+  TcpJob job(s);
+  REQUIRE(all_done(job.next_round({0, 1, 2})));
+  auto verdict =
+      spawn(job.io, job.nodes[1].rdzv->failure_verdict(std::chrono::steady_clock::now()));
+  REQUIRE(run_until(job.io, [&] { return verdict->done; }, 20s));  // not the 60 s margin
+  CHECK_FALSE(verdict->get().has_value());
+  // Node 1 rang both lease holders (the host holds none); both answered generation 1, deleted
+  // their bells and parked their waits again.
+  CHECK(roll_key_value(job, "/ddprun/test/r0/roll") == "1 n1");
+  CHECK(roll_key_value(job, "/ddprun/test/r0/roll/1") == "2");
+  REQUIRE(run_until(job.io, [&] {
+    return roll_key_value(job, "/ddprun/test/nodes/n1/lease.held").empty() &&
+           roll_key_value(job, "/ddprun/test/nodes/n2/lease.held").empty() &&
+           job.server.store().table().has_waiters("/ddprun/test/nodes/n1/lease.held") &&
+           job.server.store().table().has_waiters("/ddprun/test/nodes/n2/lease.held");
+  }));
+  // Answering is no drop: no lease expired, no loss was logged.
+  CHECK(roll_key_value(job, "/ddprun/test/r0/change").find("lost") == std::string::npos);
+
+  // A later failure in the same round calls again: the first call's answers say nothing of it.
+  auto again =
+      spawn(job.io, job.nodes[0].rdzv->failure_verdict(std::chrono::steady_clock::now()));
+  REQUIRE(run_until(job.io, [&] { return again->done; }, 20s));
+  CHECK_FALSE(again->get().has_value());
+  CHECK(roll_key_value(job, "/ddprun/test/r0/roll") == "2 n0");  // the store host calls too
+  CHECK(roll_key_value(job, "/ddprun/test/r0/roll/2") == "2");
+}
+
+TEST_CASE("a member whose lease holder died never answers: the verdict is its loss",
+          "[c10d][tcp][roll]") {
+  TcpJob job(roll_call_settings(1s));
+  REQUIRE(all_done(job.next_round({0, 1, 2})));
+  job.kill(2);
+  auto verdict =
+      spawn(job.io, job.nodes[1].rdzv->failure_verdict(std::chrono::steady_clock::now()));
+  REQUIRE(run_until(job.io, [&] { return verdict->done; }, 20s));
+  const auto loss = verdict->get();
+  REQUIRE(loss.has_value());
+  CHECK(loss->change == RoundChange::kNodeLost);
+  REQUIRE(loss->lost.size() == 1);
+  CHECK(loss->lost[0].node == "n2");
+  CHECK(loss->lost[0].detected_by == "connection");
+  // Node 1 answered; the dead node's bell stays rung, unanswered.
+  CHECK(roll_key_value(job, "/ddprun/test/r0/roll/1") == "1");
+  CHECK(roll_key_value(job, "/ddprun/test/nodes/n2/lease.held") == "/ddprun/test/r0/roll");
+}
+
+TEST_CASE("failures on every node at once all end on the roll call", "[c10d][tcp][roll]") {
+  TcpJob job(roll_call_settings(30s));
+  REQUIRE(all_done(job.next_round({0, 1, 2})));
+  const auto now = std::chrono::steady_clock::now();
+  std::vector<std::shared_ptr<Outcome<std::optional<RoundEvent>>>> verdicts;
+  for (auto& node : job.nodes) verdicts.push_back(spawn(job.io, node.rdzv->failure_verdict(now)));
+  REQUIRE(run_until(job.io, [&] { return all_done(verdicts); }, 20s));
+  for (const auto& v : verdicts) CHECK_FALSE(v->get().has_value());
+  // A caller that read the key after another's claim claims the next generation; a newer
+  // generation moves every answer there, and each caller accepts it.
+  const std::int64_t newest =
+      roll_call_generation(to_bytes(roll_key_value(job, "/ddprun/test/r0/roll")));
+  CHECK(newest >= 1);
+  CHECK(newest <= 3);
+  CHECK(roll_key_value(job, "/ddprun/test/r0/roll/" + std::to_string(newest)) == "2");
 }

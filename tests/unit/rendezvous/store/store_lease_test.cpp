@@ -1,10 +1,12 @@
 // Store leases: the lease document, KeyLeases over a MemoryStore's table (a dropped wait is a
-// closed connection) and over a real TcpStoreServer with LeaseHolder clients.
+// closed connection) and over a real TcpStoreServer with LeaseHolder clients; a holder's answers
+// to the roll calls rung on its hold key.
 
 #include <catch2/catch.hpp>
 
 #include "rendezvous/store/key_table.hpp"
 #include "rendezvous/store/store_lease.hpp"
+#include "rendezvous/store/store_roll_call.hpp"
 #include "rendezvous/store_client/lease_holder.hpp"
 #include "rendezvous/store_client/tcp_store_client.hpp"
 #include "rendezvous/store_server/tcp_store_server.hpp"
@@ -113,4 +115,50 @@ TEST_CASE("a lease holder's closed connection expires its lease on a real server
   run_for(io, 200ms);
   CHECK_FALSE(table.contains("/log_alive"));
   CHECK(table.contains(lease_key("/alive")));
+}
+
+TEST_CASE("a lease holder answers each roll call generation rung on its hold key once",
+          "[lease][roll]") {
+  asio::io_context io;
+  MemoryStore store(io.get_executor());
+  KeyTable& table = store.table();
+  table.set(lease_key("/n1"), encode(lease_to("/log", 30ms)));
+  LeaseHolder holder(io.get_executor(), store, "/n1", 50ms);  // re-parked within the grace
+  const std::string hold = lease_hold_key("/n1");
+  REQUIRE(run_until(io, [&] { return table.has_waiters(hold); }, 2s));
+  // The bell is answered, deleted, and the wait parked again.
+  const auto rung_and_parked_again = [&] {
+    return !table.contains(hold) && table.has_waiters(hold);
+  };
+
+  table.set("/call", roll_call_value(1, "a"));
+  table.set(hold, to_bytes("/call"));
+  REQUIRE(run_until(io, [&] { return value_of(table, "/call/1") == "1"; }, 2s));
+  REQUIRE(run_until(io, rung_and_parked_again, 2s));
+
+  // Rung again for the generation it answered: no second answer.
+  table.set(hold, to_bytes("/call"));
+  REQUIRE(run_until(io, rung_and_parked_again, 2s));
+  run_for(io, 50ms);
+  CHECK(value_of(table, "/call/1") == "1");
+
+  // A newer generation: answered there.
+  table.set("/call", roll_call_value(2, "b"));
+  table.set(hold, to_bytes("/call"));
+  REQUIRE(run_until(io, [&] { return value_of(table, "/call/2") == "1"; }, 2s));
+  REQUIRE(run_until(io, rung_and_parked_again, 2s));
+
+  // Answering is no drop: the lease never expired.
+  run_for(io, 100ms);
+  CHECK_FALSE(table.contains("/log"));
+  CHECK(table.contains(lease_key("/n1")));
+  holder.stop();
+  run_for(io, 100ms);  // its last wait ends before the store goes
+}
+
+TEST_CASE("roll call values name their generation", "[lease][roll]") {
+  CHECK(roll_call_generation(roll_call_value(7, "node-a")) == 7);
+  CHECK(roll_call_generation(Bytes{}) == 0);
+  CHECK(roll_call_generation(to_bytes("garbage")) == 0);
+  CHECK(roll_call_answers_key("/r0/roll", 3) == "/r0/roll/3");
 }
