@@ -92,7 +92,8 @@ void RecoverySession::on_place(const ReformPlace& place) {
   const int world = it != place.env.end() ? parse_number<int>(it->second).value_or(-1) : -1;
   const auto [facts, group] = facts_of(place.round, world, /*overdue=*/false);
   if (decide_reform_action(facts) != ReformAction::kAbortGroup) return;
-  // Gloo has no abort (false): its collectives with the lost member fail by themselves.
+  // Gloo too: a collective with a lost member fails by itself only when its connections close;
+  // one with a node whose link was cut would wait out the group's timeout.
   if (group->abort()) {
     log::get("train")->info(
         "round {} has world_size={} < {}: a peer is gone; aborted the {} "

@@ -5,9 +5,9 @@
 // the next round here, sync every rank to the most-committed state. Absent (nullptr) when the
 // launcher has no hand-over channel: ddp-train then runs as under --recovery=restart.
 // Training thread, except on_place() and on_overdue(), which run on the reform client's thread:
-// they abort the watched group (decide_reform_action, reform_action.hpp) so that an NCCL
-// collective blocked on a peer that is gone returns with IoError, the way a Gloo one fails by
-// itself, or give the process up.
+// they abort the watched group (decide_reform_action, reform_action.hpp) so that a collective
+// blocked on a peer that is gone returns with IoError (NCCL always; Gloo when the peer's link was
+// cut and no connection closed), or give the process up.
 
 #include <atomic>
 #include <chrono>

@@ -1,5 +1,8 @@
 // decide_reform_action. A smaller round is the one sure sign, on arrival, that a member of the
-// group is gone: the agent shrinks a round only when a node or a worker left it. Any other round
+// group is gone: the agent shrinks a round only when a node or a worker left it. The decision is
+// the same for every backend: the step in flight cannot finish without the lost member, so the
+// abort loses nothing, and it spares a Gloo collective blocked on a cut link the wait for the
+// grace (Gloo's abort: collectives/gloo/gloo_abort.cpp). Any other round
 // (a node waiting to join, a peer replaced at the same size) leaves the group whole until the
 // training thread reaches its commit; if it does not within the grace, it is blocked all the
 // same, and the abort frees it.

@@ -9,7 +9,7 @@ namespace ddp::train {
 
 enum class ReformAction {
   kWait,        // the training thread takes the place at its next commit or failed collective
-  kAbortGroup,  // abort the group: a collective blocked on a peer that is gone returns (NCCL)
+  kAbortGroup,  // abort the group: a collective blocked on a peer that is gone returns
   kGiveUp,      // leave the last commit in a file and end the process (kReformGiveUpExit)
 };
 
@@ -24,7 +24,9 @@ struct ReformFacts {
 };
 
 // On arrival: abort when the new round is smaller than the group's (a member is gone: an NCCL
-// collective with it would wait for ever, while a Gloo one fails by itself); otherwise wait, so
+// collective with it would wait for ever, and so would a Gloo one whose peer's link was cut,
+// until the group's timeout; a Gloo one with a dead peer fails by itself, and the abort then
+// finds the group broken already, which costs nothing); otherwise wait, so
 // that a joining node is taken in at a step boundary with the step in flight finished. Overdue:
 // abort a group not aborted yet; give up when there is none to abort (the training thread is
 // blocked joining, or an abort did not free it).

@@ -1,9 +1,9 @@
 // The Trainer's in-process recovery (ddprun --recovery=inprocess). Every rank commits after a
 // step; a re-form happens when a collective fails because a peer is gone (Gloo's closed
 // connection; NCCL's error) or when a commit finds that the agent announced a new round (a node
-// joining is taken in at a step boundary). An NCCL collective blocked on a peer that is gone
-// fails because the reform client's thread aborts the group (recovery_session.hpp). Ranks are
-// in lockstep, so the survivors hold the same commit: a rank that leaves at commit N makes its
+// joining is taken in at a step boundary). A collective blocked on a peer that is gone without
+// closing its connections (NCCL; Gloo with a cut link) fails because the reform client's thread
+// aborts the group (recovery_session.hpp). Ranks are in lockstep, so the survivors hold the same commit: a rank that leaves at commit N makes its
 // peers' next collective fail, and they restore commit N too.
 
 #include <fmt/format.h>
@@ -108,7 +108,7 @@ void Trainer::commit_step() {
   if (session_ == nullptr || pos_.step % options_.commit_every != 0) return;
   engine_->store_to_host();
   // An aborted NCCL kernel ends without an error, leaving partial sums behind: a step whose
-  // group was aborted before its state reached the host is never committed.
+  // group was aborted before its state reached the host is never committed (NCCL or Gloo).
   if (group_ && group_->is_aborted()) {
     throw IoError(fmt::format("the {} group of round {} was aborted before the commit of step {}",
                               group_->backend(), session_->round(), pos_.step));

@@ -71,13 +71,7 @@ std::shared_ptr<Work> GlooProcessGroup::submit_collective(const char* name,
                                                           std::function<void(std::uint32_t)> body) {
   const std::uint64_t seq = ++next_seq_;
   return worker_->submit([this, name, seq, body = std::move(body)] {
-    {
-      std::lock_guard lock(broken_mutex_);
-      if (!broken_.empty()) {
-        throw IoError(fmt::format("gloo {} #{}: the group is unusable after an earlier failure: {}",
-                                  name, seq, broken_));
-      }
-    }
+    throw_if_broken(name, seq);
     arrivals_->arrive(seq);
     try {
       body(static_cast<std::uint32_t>(seq));
@@ -94,6 +88,12 @@ std::shared_ptr<Work> GlooProcessGroup::submit_collective(const char* name,
 void GlooProcessGroup::fail_collective(const char* name, std::uint64_t seq,
                                        const std::exception& e) {
   const std::string what = e.what();
+  if (aborted_.load()) {  // abort() woke it: no peer to name, and the store may be gone
+    const std::string message =
+        fmt::format("gloo {} #{} aborted on rank {}: {}", name, seq, global_ranks_[rank_], what);
+    log::get("coll")->info("{}", message);
+    throw IoError(message);
+  }
   const bool timed_out = is_gloo_timeout(e);
   // A zero grace skips the store entirely: its host may be the node that was lost.
   const auto grace = std::min(timeout(), options_.arrival_grace);

@@ -38,17 +38,22 @@ std::shared_ptr<Work> GlooProcessGroup::post_p2p(bool sending, Tensor t, int pee
   const char* name = sending ? "send" : "recv";
   check_tensor(name, t);
   check_peer(name, peer);
+  throw_if_broken(name, 0);
+  const std::string operation = fmt::format("gloo {} {} {} (tag {})", name, sending ? "to" : "from",
+                                            describe_ranks({peer}), tag);
   std::shared_ptr<gloo::transport::UnboundBuffer> buffer =
       context_->createUnboundBuffer(t.data, t.bytes());
   const std::uint64_t slot = kP2PSlotBase | static_cast<std::uint32_t>(tag);
-  if (sending) {
-    buffer->send(peer, slot);
-  } else {
-    buffer->recv(peer, slot);
+  try {  // a pair that failed (or was aborted) since the check throws its exception here
+    if (sending) {
+      buffer->send(peer, slot);
+    } else {
+      buffer->recv(peer, slot);
+    }
+  } catch (const gloo::Exception& e) {
+    throw IoError(fmt::format("{} failed: {}", operation, e.what()));
   }
   const auto timeout_ms = timeout();
-  const std::string operation = fmt::format("gloo {} {} {} (tag {})", name, sending ? "to" : "from",
-                                            describe_ranks({peer}), tag);
   return p2p_waiter_->submit([buffer, timeout_ms, operation, sending] {
     try {
       if (sending) {

@@ -125,6 +125,12 @@ std::shared_ptr<ProcessGroup> GlooProcessGroup::new_group(std::vector<int> ranks
                            static_cast<int>(ranks.size()), ranks, shared_));
   group->set_timeout(timeout());
   group->connect();
+  {
+    std::lock_guard lock(sub_groups_mutex_);
+    std::erase_if(sub_groups_, [](const auto& weak) { return weak.expired(); });
+    sub_groups_.push_back(group);
+  }
+  if (is_aborted()) group->abort();  // abort() may have run while it connected
   return group;
 }
 

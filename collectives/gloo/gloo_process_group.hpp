@@ -6,7 +6,9 @@
 // OpWorker thread in submission order; send/recv are posted at once on the caller's thread (so a
 // send and a recv in either order cannot deadlock) and waited for on a second thread. Every
 // operation uses the group's timeout(); a failure names the ranks that never arrived
-// (ArrivalTracker) and breaks the group: later operations fail with the same cause.
+// (ArrivalTracker) and breaks the group: later operations fail with the same cause. abort() (any
+// thread) breaks it on purpose: it fails every pending Gloo transfer as a socket error would, so a
+// collective blocked on a peer that is cut off, not dead, returns at once (gloo_abort.cpp).
 
 #include <atomic>
 #include <chrono>
@@ -74,6 +76,13 @@ class GlooProcessGroup final : public ProcessGroup {
   std::shared_ptr<Work> recv(Tensor t, int src, int tag = 0) override;
   std::shared_ptr<ProcessGroup> new_group(std::vector<int> ranks) override;
 
+  // Any thread: breaks this group and its sub-groups for good. The operation blocked in it (a
+  // Gloo transfer, or a shared-memory wait within a few milliseconds) and every later one fail
+  // with IoError "... aborted ..."; the group's connections close, so its peers' operations with
+  // it fail too. Always true. Destroying the group afterwards does not wait for its peers.
+  bool abort() override;
+  bool is_aborted() const override { return aborted_.load(); }
+
  private:
   struct Shared;  // device and options shared with sub-groups
   GlooProcessGroup(std::shared_ptr<rdzv::BlockingStore> store, int rank, int size,
@@ -103,6 +112,10 @@ class GlooProcessGroup final : public ProcessGroup {
   void check_peer(const char* name, int peer) const;
   // send (`sending`) or recv of `t` with `peer`: posts the buffer now, waits on the p2p thread.
   std::shared_ptr<Work> post_p2p(bool sending, Tensor t, int peer, int tag);
+  // Throws IoError when the group is broken (aborted, or an earlier failure).
+  void throw_if_broken(const char* name, std::uint64_t seq);
+  // Fails every pending transfer of `context` (and closes its connections) with `why`.
+  static void fail_transfers(gloo::Context& context, const std::string& why);
 
   std::shared_ptr<rdzv::BlockingStore> store_;
   int rank_;
@@ -119,6 +132,9 @@ class GlooProcessGroup final : public ProcessGroup {
   int next_group_ = 0;                             // caller thread
   std::mutex broken_mutex_;
   std::string broken_;  // guarded by broken_mutex_: the first failure, once the group is broken
+  std::atomic<bool> aborted_{false};
+  std::mutex sub_groups_mutex_;
+  std::vector<std::weak_ptr<GlooProcessGroup>> sub_groups_;  // guarded: aborted with this group
   std::unique_ptr<ArrivalTracker> arrivals_;
   std::unique_ptr<OpWorker> p2p_waiter_;
   std::unique_ptr<OpWorker> worker_;  // last: joined first, while everything above still exists

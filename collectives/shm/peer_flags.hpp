@@ -2,7 +2,8 @@
 // PeerFlags: the header at the start of every rank's shared segment, and the cross-process
 // barrier built on it. A rank announces that it reached barrier number g by storing g in its own
 // `generation`; peers wait for that value, spinning briefly and then sleeping on a futex, and
-// check every few milliseconds that the rank they wait for is still alive.
+// check every few milliseconds that the rank they wait for is still alive and that the wait was
+// not aborted.
 
 #include <atomic>
 #include <chrono>
@@ -22,8 +23,10 @@ void announce(PeerFlags& mine, std::uint32_t generation);
 
 // Returns once `peer` (job rank `rank`) has announced `generation` (or a later one). Throws
 // ddp::TimeoutError "timed out waiting for rank R" after `deadline`, or std::runtime_error
-// "rank R (pid P) exited" when its process is gone.
+// "rank R (pid P) exited" when its process is gone, or "aborted while waiting for rank R" once
+// `aborted` is set (seen within one nap, 20 ms).
 void await(PeerFlags& peer, std::uint32_t generation,
-           std::chrono::steady_clock::time_point deadline, int rank);
+           std::chrono::steady_clock::time_point deadline, int rank,
+           const std::atomic<bool>& aborted);
 
 }  // namespace ddp::coll::shm

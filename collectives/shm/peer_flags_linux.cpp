@@ -69,7 +69,8 @@ void announce(PeerFlags& mine, std::uint32_t generation) {
 }
 
 void await(PeerFlags& peer, std::uint32_t generation,
-           std::chrono::steady_clock::time_point deadline, int rank) {
+           std::chrono::steady_clock::time_point deadline, int rank,
+           const std::atomic<bool>& aborted) {
   for (int i = 0; i < kSpins; ++i) {
     if (reached(peer, generation)) return;
     cpu_relax();
@@ -85,6 +86,9 @@ void await(PeerFlags& peer, std::uint32_t generation,
     }
     peer.sleepers.fetch_sub(1, std::memory_order_seq_cst);
     if (reached(peer, generation)) return;
+    if (aborted.load()) {
+      throw std::runtime_error(fmt::format("aborted while waiting for rank {}", rank));
+    }
     if (is_gone(peer.pid)) {
       throw std::runtime_error(fmt::format("rank {} (pid {}) exited", rank, peer.pid));
     }

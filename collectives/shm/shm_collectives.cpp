@@ -135,7 +135,7 @@ void ShmCollectives::barrier(std::chrono::steady_clock::time_point deadline) {
   ++generation_;
   announce(*flags_[rank_], generation_);
   for (int peer = 0; peer < size_; ++peer) {
-    if (peer != rank_) await(*flags_[peer], generation_, deadline, global_ranks_[peer]);
+    if (peer != rank_) await(*flags_[peer], generation_, deadline, global_ranks_[peer], aborted_);
   }
 }
 

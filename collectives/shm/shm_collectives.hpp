@@ -12,6 +12,7 @@
 // Every element is reduced by exactly one rank in rank order (0 + 1 + 2 ...), so all ranks end
 // with bitwise identical results.
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -52,7 +53,8 @@ class ShmCollectives {
                                                  Refusal& refusal, const std::string& domain);
 
   // Each operation is collective and works on CPU memory. They throw ddp::TimeoutError
-  // "timed out ..." after `deadline`, or std::runtime_error naming a peer whose process exited.
+  // "timed out ..." after `deadline`, or std::runtime_error naming a peer whose process exited,
+  // or "aborted ..." once abort() was called.
 
   // In place over `t` with `reduce`; with `divide_by` > 1 (ReduceOp::kAvg) every result is then
   // divided by it as divide_by_count does, in the same pass over the share.
@@ -66,6 +68,9 @@ class ShmCollectives {
   void all_gather(const Tensor& in, const Tensor& out,
                   std::chrono::steady_clock::time_point deadline);
 
+  // Any thread: the operation waiting on a peer, and every later one, throw within one nap.
+  void abort() { aborted_.store(true); }
+
  private:
   ShmCollectives(int rank, std::vector<int> global_ranks, std::vector<SharedSegment> segments);
   std::byte* slot(int rank, int which) const;
@@ -77,6 +82,7 @@ class ShmCollectives {
   std::vector<PeerFlags*> flags_;        // by group rank: the header of each segment
   std::uint32_t generation_ = 0;         // barriers passed
   std::uint64_t chunks_ = 0;             // chunks moved by any operation: picks the slot
+  std::atomic<bool> aborted_{false};
 };
 
 }  // namespace ddp::coll::shm

@@ -86,8 +86,7 @@ class ProcessGroup {
   // Thread-safe: the one call another thread may make while this group's thread uses it. Ends
   // the group for good: an operation blocked on it (a peer that died mid-collective) and every
   // later one fail with IoError. Returns false, doing nothing, where the backend has no abort
-  // (Gloo: its collectives fail on their own once a peer's connection closes). Also aborts the
-  // groups made by new_group().
+  // (NCCL and Gloo have one). Also aborts the groups made by new_group().
   virtual bool abort() { return false; }
   // True once abort() took effect. An operation that completed since then may hold partial
   // data (an aborted NCCL kernel returns without an error): check this before keeping results.

@@ -2,17 +2,17 @@
 // ReformClient: a worker's end of ddprun's hand-over channel (--recovery=inprocess), the native
 // counterpart of ddprun.elastic's. The agent hands every live worker its place in a new round
 // (rank, world size, store address, round); the worker tears its group down, joins the new one
-// (ddp::init_at) and reports back with reformed(). A thread of the client's reads the channel,
-// so a place arrives while the training thread is blocked in a collective. On that thread the
-// client calls the place handler as each new place arrives (ddp-train aborts its NCCL group
-// there when the new round has lost a member), and the overdue handler when the training thread
-// has not taken it in time (ddp-train aborts its group, or leaves its last commit in a file and
-// exits with kGiveUpExit). In time: while the training thread trains, it reports each commit
-// (progressed()) at least every `grace`, and a place is due `grace` after its last commit, or at
-// its arrival if that is later (a thread silent for longer is blocked, and is not waited for
-// again); from a place taken (or the client's start) to its next commit it forms a group, which
-// waits for peers as long as they take, and a place is due `grace` after its arrival. docs/agent.md has the protocol, docs/elastic.md the
-// recovery.
+// (ddp::init_at) and reports back with reformed(). A thread of the client's reads the channel, so a
+// place arrives while the training thread is blocked in a collective. On that thread the client
+// calls the place handler as each new place arrives (ddp-train aborts its NCCL or Gloo group there
+// when the new round has lost a member), and the overdue handler when the training thread has not
+// taken it in time (ddp-train aborts its group, or leaves its last commit in a file and exits with
+// kGiveUpExit). In time: while the training thread trains, it reports each commit (progressed()) at
+// least every `grace`, and a place is due `grace` after its last commit, or at its arrival if that
+// is later (a thread silent for longer is blocked, and is not waited for again); from a place taken
+// (or the client's start) to its next commit it forms a group, which waits for peers as long as
+// they take, and a place is due `grace` after its arrival. docs/agent.md has the protocol,
+// docs/elastic.md the recovery.
 
 #include <chrono>
 #include <functional>

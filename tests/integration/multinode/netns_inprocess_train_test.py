@@ -1,14 +1,21 @@
 """In-process recovery of the native path: ddp-train workers (libddp, Gloo over the nodes' eth0)
 under ddprun --recovery=inprocess on network-namespace nodes under c10d, with no flag on
-ddp-train for it. Node 3's agent is SIGKILLed mid-training (its worker dies with it, by the
-parent-death signal); the survivors:
+ddp-train for it. Mid-training, node 3 is lost:
+- sigkill: its agent is SIGKILLed (its worker dies with it, by the parent-death signal, and the
+  survivors' Gloo collectives with it fail when its connections close);
+- link_cut: its link is cut (no FIN or RST reaches anyone): the survivors' collectives with it
+  stay blocked until their agents judge the node lost and hand over the smaller round, whose
+  arrival aborts their Gloo groups (GlooProcessGroup::abort).
+The survivors:
 - keep their worker PIDs (every `reform` line of a node names the same pid; one workers_started
   per agent, no restart: --max_restarts=0 would end the job);
 - go on from the step they had committed: the step the re-form syncs to is at least the last step
   printed at world 3 (a step is printed after its commit), so no committed step is done twice;
 - hold bitwise-equal parameters after every re-form (CRC32 all-reduced as min and max);
 - train to the end at world 2 with a sane test accuracy.
-The agents' event logs say node_lost, then reform with cause node_lost. No process is left."""
+The agents' event logs say node_lost, then reform with cause node_lost. No process is left.
+
+Usage: netns_inprocess_train_test.py [sigkill|link_cut]"""
 
 import os
 import re
@@ -80,7 +87,20 @@ def all_lines(readers):
     return sorted((t, line) for r in readers.values() for t, line in r.lines)
 
 
+def lose_node_3(c, mode):
+    """Takes node 3 away as `mode` says; returns the time it happened."""
+    at = time.time()
+    if mode == "sigkill":
+        os.killpg(c.agents_by_node[3].pid, signal.SIGKILL)
+        c.agents_by_node[3].wait()
+    else:
+        c.cut(3)
+    return at
+
+
 def main():
+    mode = sys.argv[1] if len(sys.argv) > 1 else "sigkill"
+    check(mode in ("sigkill", "link_cut"), f"unknown mode {mode!r}: sigkill or link_cut")
     netns_rig.require_rig()
     tc.require_data()
     tag = os.urandom(6).hex()
@@ -97,13 +117,18 @@ def main():
             check(ddptest.wait_until(lambda: len(steps()) >= 40, 120, 0.05),
                   f"the job did not reach step 40 at world 3: {all_lines(readers)[-20:]}")
             last_at_three = max(steps())
-            killed_at = time.time()
-            os.killpg(c.agents_by_node[3].pid, signal.SIGKILL)
-            c.agents_by_node[3].wait()
+            killed_at = lose_node_3(c, mode)
             errs = {}
             for n in (1, 2):
                 rc, errs[n] = readers[n].finish(180, f"agent on node {n}")
                 check(rc == 0, f"agent on node {n} exited {rc}\n{errs[n][-3000:]}")
+            if mode == "link_cut":  # node 3, cut off, has no job left to find
+                os.killpg(c.agents_by_node[3].pid, signal.SIGKILL)
+                c.agents_by_node[3].wait()
+                c.heal(3)
+            for n in (1, 2):
+                check("blocked past the hand-over" not in errs[n],
+                      f"node {n}'s worker gave its process up\n{errs[n][-3000:]}")
             lines = all_lines(readers)
             reforms = [(t, REFORM.search(line)) for t, line in lines if REFORM.search(line)]
             for _, m in reforms:
@@ -120,7 +145,7 @@ def main():
                 check(len(pids) == 1, f"node {n}'s worker changed: pids {pids}\n{errs[n][-3000:]}")
             first = min(t for t, line in lines if t > max(t for t, _ in after) and
                         PROGRESS.search(line))
-            print(f"first step at world 2 completed {first - killed_at:.2f} s after the SIGKILL "
+            print(f"first step at world 2 completed {first - killed_at:.2f} s after the {mode} "
                   f"(synced to step {synced}; last printed at world 3: {last_at_three})",
                   flush=True)
             summary = tc.summary_fields("\n".join(line for _, line in lines))
@@ -129,7 +154,7 @@ def main():
             check(float(summary["test_accuracy"]) > 0.7, f"test accuracy: {summary}")
             check_kept_workers(out_dir, (1, 2), "ddp-train in-process")
         check_no_processes(tag, "ddp-train in-process")
-        print("ok SIGKILL of node 3: the ddp-train survivors kept their processes, re-formed at "
+        print(f"ok {mode} of node 3: the ddp-train survivors kept their processes, re-formed at "
               f"world 2 from the committed step, equal parameters, test_accuracy="
               f"{summary['test_accuracy']}", flush=True)
     finally:

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <random>
@@ -222,7 +223,8 @@ TEST_CASE("a barrier ends when the peer has exited, even before anyone reaps it"
   shm::PeerFlags peer;
   peer.pid = static_cast<std::int32_t>(child);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  CHECK_THROWS_MATCHES(shm::await(peer, 1, deadline, 2), std::runtime_error,
+  const std::atomic<bool> not_aborted{false};
+  CHECK_THROWS_MATCHES(shm::await(peer, 1, deadline, 2, not_aborted), std::runtime_error,
                        Catch::Matchers::Message(fmt::format("rank 2 (pid {}) exited", child)));
   CHECK(std::chrono::steady_clock::now() < deadline);
   int status = 0;
@@ -232,6 +234,17 @@ TEST_CASE("a barrier ends when the peer has exited, even before anyone reaps it"
 TEST_CASE("a barrier past its deadline throws TimeoutError naming the rank", "[shm]") {
   shm::PeerFlags peer;
   peer.pid = static_cast<std::int32_t>(::getpid());  // alive: only the deadline can end the wait
-  CHECK_THROWS_MATCHES(shm::await(peer, 1, std::chrono::steady_clock::now(), 3), TimeoutError,
-                       Catch::Matchers::Message("timed out waiting for rank 3"));
+  const std::atomic<bool> not_aborted{false};
+  CHECK_THROWS_MATCHES(shm::await(peer, 1, std::chrono::steady_clock::now(), 3, not_aborted),
+                       TimeoutError, Catch::Matchers::Message("timed out waiting for rank 3"));
+}
+
+TEST_CASE("an aborted barrier throws long before its deadline", "[shm][abort]") {
+  shm::PeerFlags peer;
+  peer.pid = static_cast<std::int32_t>(::getpid());  // alive, never announces
+  const std::atomic<bool> aborted{true};
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  CHECK_THROWS_MATCHES(shm::await(peer, 1, deadline, 4, aborted), std::runtime_error,
+                       Catch::Matchers::Message("aborted while waiting for rank 4"));
+  CHECK(std::chrono::steady_clock::now() < deadline);
 }
