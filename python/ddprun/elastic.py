@@ -57,6 +57,8 @@ _STORE_RETRY_PAUSE = 0.1
 
 # The exit code of a worker that gave up its place (EX_TEMPFAIL): its commit is in its file.
 GIVE_UP_EXIT = 75
+# How long a place waits for a main thread blocked past its grace (see _Channel).
+_BLOCKED_WAIT_S = 0.5
 
 # What the backends say when a peer process or its link is gone (gloo's tcp pair, NCCL after an
 # abort, the store client). Other errors are the script's own and propagate.
@@ -75,9 +77,11 @@ class _Channel:
     daemon thread reads it, so places arrive while the main thread is blocked in C++ (torch
     releases the GIL in collectives' and the store's waits). While it trains, the main thread
     commits at least every `grace` seconds (grace is longer than a step), so a new place is due
-    `grace` after its last commit, or at its arrival if that is later: a main thread already
-    blocked for `grace` (in a collective with a peer whose link was cut until the peer's loss
-    was judged) is not waited for again. From a place taken (or the process's start) to its
+    `grace` after its last commit, or _BLOCKED_WAIT_S (at most `grace`) after its arrival if
+    that is later: a main thread already blocked for `grace` (in a collective with a peer whose
+    link was cut until the peer's loss was judged) is not waited for a whole grace again, but
+    one blocked on a peer whose process has just ended is freed within that wait: the ranks next
+    to the peer fail at once and close their sockets as they re-form, which fails the rest. From a place taken (or the process's start) to its
     next commit it forms a group, which waits for peers as long as they take: a place arriving
     then is due `grace` after its arrival. When the newest place is overdue,
     the thread frees the main thread with `abort(round)` where `may_abort(round)` (an NCCL
@@ -154,8 +158,11 @@ class _Channel:
                     if self.latest is None or place["round"] > self.latest["round"]:
                         self.latest = place
                         now = time.monotonic()
-                        since = now if self._waiting or self._forming else self._progress
-                        self._due = max(now, since + self._grace)
+                        if self._waiting or self._forming:
+                            self._due = now + self._grace
+                        else:  # blocked past its grace: a short wait, not none (see above)
+                            self._due = max(now + min(self._grace, _BLOCKED_WAIT_S),
+                                            self._progress + self._grace)
                         self._changed.notify_all()
 
     def _check_open(self):
