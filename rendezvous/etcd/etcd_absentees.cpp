@@ -70,19 +70,21 @@ asio::awaitable<std::vector<Absentee>> refusing(std::vector<Absentee> absent,
 
 }  // namespace
 
-asio::awaitable<int> declare_dead_absentees(std::shared_ptr<EtcdKv> client, std::string job,
-                                            RoundHeader previous,
-                                            std::chrono::milliseconds grace) {
-  const std::vector<Absentee> gone =
-      co_await refusing(co_await read_absentees(*client, job, previous), grace);
-  int declared = 0;
+asio::awaitable<Absentees> declare_dead_absentees(std::shared_ptr<EtcdKv> client,
+                                                  std::string job, RoundHeader previous,
+                                                  std::chrono::milliseconds grace) {
+  std::vector<Absentee> absent = co_await read_absentees(*client, job, previous);
+  Absentees result{static_cast<int>(absent.size()), 0};
+  const std::vector<Absentee> gone = co_await refusing(std::move(absent), grace);
   for (const Absentee& a : gone) {
     logger()->info("round {}: node {} has not joined round {} and its agent's link store at {}:{} "
                    "refuses connections",
                    previous.round, a.name, previous.round + 1, a.addr, a.link_port);
-    if (co_await declare_lost(client, job, previous, a.name, a.group_rank, grace)) ++declared;
+    if (co_await declare_lost(client, job, previous, a.name, a.group_rank, grace)) {
+      ++result.declared;
+    }
   }
-  co_return declared;
+  co_return result;
 }
 
 }  // namespace ddp::rdzv::etcd

@@ -12,6 +12,7 @@
 #include <charconv>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
@@ -20,6 +21,7 @@
 #include "rendezvous/engine/failure_verdict.hpp"
 #include "rendezvous/engine/rdzv_log.hpp"
 #include "rendezvous/engine/round_monitor.hpp"
+#include "rendezvous/etcd/etcd_absentees.hpp"
 #include "rendezvous/etcd/etcd_coordination.hpp"
 #include "rendezvous/etcd/etcd_keys.hpp"
 #include "rendezvous/etcd/etcd_lease.hpp"
@@ -227,6 +229,38 @@ void EtcdRendezvous::watch_records_before(const Member& member) {
         }
       },
       [m](std::exception_ptr error) { m->part_ended(error, "etcd"); });
+}
+
+void EtcdRendezvous::find_dead_in_plan(const RoundHeader& prev) {
+  // Two nodes lost a moment apart: the first loss ends round N and the plan keeps the second,
+  // whose link to this host ended with round N's watch. It never puts its record here, and
+  // without this its join key in round N (which the derived round's monitor watches) would go
+  // only with its lease. Each look is one transaction, and a connect per absentee.
+  const std::weak_ptr<Monitor> weak = monitor_;
+  const Clock::time_point until =
+      Clock::now() + std::chrono::duration_cast<std::chrono::milliseconds>(settings_.lease_ttl);
+  asio::co_spawn(
+      executor_,
+      [weak, client = client_, job = job_, prev, grace = settings_.connection_grace,
+       until]() -> asio::awaitable<void> {
+        asio::steady_timer pause(co_await asio::this_coro::executor);
+        for (;;) {
+          if (const auto m = weak.lock(); !m || m->stopped) co_return;
+          const Absentees found = co_await declare_dead_absentees(client, job, prev, grace);
+          if (found.absent == found.declared || Clock::now() + grace >= until) co_return;
+          pause.expires_after(grace);
+          co_await pause.async_wait(asio::use_awaitable);
+        }
+      },
+      [](std::exception_ptr error) {
+        if (!error) return;
+        try {
+          std::rethrow_exception(error);
+        } catch (const std::exception& e) {
+          logger()->warn("etcd: the derived round's absentees not asked (their leases will say): {}",
+                         e.what());
+        }
+      });
 }
 
 asio::awaitable<void> EtcdRendezvous::start_link(Member member) {

@@ -99,6 +99,7 @@ asio::awaitable<std::optional<RendezvousInfo>> EtcdRendezvous::reform(RoundChang
                  info.master_port);
   start_monitor(*current_);
   co_await start_link(*current_);
+  if (*rank == 0) find_dead_in_plan(prev);
   co_return info;
 }
 

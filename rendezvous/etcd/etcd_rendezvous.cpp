@@ -255,8 +255,8 @@ asio::awaitable<RoundHeader> EtcdRendezvous::wait_closed(const Joined& joined, i
     if (expected > 0) {
       auto [now_arrived, still_alive] = co_await live_joins(round, true);
       if (now_arrived < still_alive && previous_ && previous_->round == round - 1 &&
-          co_await declare_dead_absentees(client_, job_, *previous_, settings_.connection_grace) >
-              0) {
+          (co_await declare_dead_absentees(client_, job_, *previous_, settings_.connection_grace))
+                  .declared > 0) {
         std::tie(now_arrived, still_alive) = co_await live_joins(round, true);
       }
       arrived = now_arrived;

@@ -101,6 +101,10 @@ class EtcdRendezvous final : public Rendezvous {
   // Re-forming after a loss from the plan in r<N+1>/assignment (etcd_reform.cpp): this node's
   // place in the derived round, or nullopt when every node joins round N+1 in full.
   asio::awaitable<std::optional<RendezvousInfo>> reform(RoundChanges seen);
+  // The host of a round derived from `prev`: until every member of the plan has put its record
+  // (at most a lease TTL), asks the link stores of those that have not, and declares lost one
+  // whose agent is gone (etcd_absentees.hpp), so that its lease need not expire first.
+  void find_dead_in_plan(const RoundHeader& prev);
   // How this node takes part in proposing round N+1's plan (engine/round_plan.hpp).
   asio::awaitable<Bytes> plan_of(const RoundHeader& prev, const RoundChanges& seen);
   // The header in `value`; throws RendezvousClosedError when the job's end closed the round.
