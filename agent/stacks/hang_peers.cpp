@@ -47,7 +47,8 @@ class StoreHangPeers final : public HangPeers,
     const rdzv::Bytes mine = rdzv::to_bytes(wait.encode());
     rdzv::Bytes expected;  // empty: the key must be missing
     std::vector<std::string> keys{self->key_};
-    if (co_await store.check(keys)) expected = co_await store.get(self->key_);
+    const bool published = co_await store.check(keys);
+    if (published) expected = co_await store.get(self->key_);
     for (int attempt = 0; attempt < 3; ++attempt) {
       if (!expected.empty()) {
         const auto current = PeerWait::decode(rdzv::to_string(expected));
@@ -63,7 +64,8 @@ class StoreHangPeers final : public HangPeers,
   static asio::awaitable<std::string> fetch(std::shared_ptr<StoreHangPeers> self) {
     rdzv::Store& store = *co_await self->client();
     std::vector<std::string> keys{self->key_};
-    if (!co_await store.check(keys)) co_return std::string{};
+    const bool published = co_await store.check(keys);
+    if (!published) co_return std::string{};
     co_return rdzv::to_string(co_await store.get(self->key_));
   }
 

@@ -58,7 +58,8 @@ asio::awaitable<GatheredStacks> request_stacks(rdzv::Store& store, std::string r
   GatheredStacks gathered;
   // (Keys go through named vectors: GCC 12 miscompiles braced lists inside co_await.)
   std::vector<std::string> wanted{"nodes"};
-  if (!co_await stacks.wait_for(wanted, timeout)) {
+  const bool running = co_await stacks.wait_for(wanted, timeout);
+  if (!running) {
     throw ConfigError(fmt::format("no job with --rdzv_id={} runs at this store", run_id));
   }
   gathered.nodes = std::stoi(rdzv::to_string(co_await stacks.get("nodes")));
@@ -70,10 +71,13 @@ asio::awaitable<GatheredStacks> request_stacks(rdzv::Store& store, std::string r
   for (int g = 0; g < gathered.nodes; ++g) {
     const auto& key = keys[static_cast<std::size_t>(g)];
     wanted = {key};
-    if (!co_await stacks.check(wanted) ||
-        !decode_node_stacks(rdzv::to_string(co_await stacks.get(key)), gathered.stacks)) {
-      gathered.silent_nodes.push_back(g);
+    const bool answered = co_await stacks.check(wanted);
+    bool decoded = false;
+    if (answered) {
+      const auto answer = co_await stacks.get(key);
+      decoded = decode_node_stacks(rdzv::to_string(answer), gathered.stacks);
     }
+    if (!decoded) gathered.silent_nodes.push_back(g);
   }
   co_return gathered;
 }
@@ -88,7 +92,8 @@ asio::awaitable<void> answer_stack_requests(rdzv::Store& store, std::string run_
   std::int64_t next = std::max<std::int64_t>(co_await stacks.add("count", 0), 1);
   for (;;) {
     std::vector<std::string> wanted{fmt::format("{}/request", next)};
-    if (!co_await stacks.wait_for(wanted, kAnswerPoll)) continue;
+    const bool requested = co_await stacks.wait_for(wanted, kAnswerPoll);
+    if (!requested) continue;
     const auto answer = co_await collect();
     const int g = node();
     co_await stacks.set(fmt::format("{}/node_{}", next, g),

@@ -94,11 +94,14 @@ struct Beat {
 asio::awaitable<std::vector<Bytes>> read_beats(Store& store, const std::vector<std::string>& keys,
                                                std::vector<char>& present) {
   if (std::find(present.begin(), present.end(), 0) != present.end()) {
-    if (co_await store.check(keys)) {
+    const bool all_present = co_await store.check(keys);
+    if (all_present) {
       std::fill(present.begin(), present.end(), 1);
     } else {
       for (std::size_t i = 0; i < keys.size(); ++i) {
-        if (!present[i]) present[i] = co_await store.check(c10d_keys::one(keys[i])) ? 1 : 0;
+        if (present[i]) continue;
+        const bool beat = co_await store.check(c10d_keys::one(keys[i]));
+        present[i] = beat ? 1 : 0;
       }
     }
   }
@@ -121,7 +124,8 @@ asio::awaitable<std::vector<Bytes>> read_beats(Store& store, const std::vector<s
 asio::awaitable<Bytes> silent_line(Store& store, int round, int index, bool derived,
                                    std::chrono::milliseconds after) {
   const std::string node_key = c10d_keys::node(round, index);
-  if (!co_await store.check(c10d_keys::one(node_key))) {
+  const bool joined = co_await store.check(c10d_keys::one(node_key));
+  if (!joined) {
     co_return lost_line(fmt::format("member-{}-of-round-{}", index, round), "heartbeat",
                         std::to_string(after.count()));
   }
@@ -159,7 +163,8 @@ asio::awaitable<void> C10dRendezvous::Monitor::refresh(milliseconds period) {
   if (finishing) {
     // A bounded wait, not a poll: it returns as soon as the last node finishes, and it holds the
     // connection at most `period`, so the monitor's heartbeats still go out.
-    if (co_await store.wait_for(c10d_keys::one(passed_key), period)) {
+    const bool all_passed = co_await store.wait_for(c10d_keys::one(passed_key), period);
+    if (all_passed) {
       passed = true;
       co_return;
     }
@@ -239,7 +244,9 @@ void C10dRendezvous::start_monitor(const Member& member, bool beaten) {
            milliseconds park, bool reads_log,
            std::optional<PlanProposal> proposal) -> asio::awaitable<void> {
     if (!reads_log) {
-      while (!m->stopped && !co_await watch.wait_for(c10d_keys::one(plan_key), park)) {
+      while (!m->stopped) {
+        const bool planned = co_await watch.wait_for(c10d_keys::one(plan_key), park);
+        if (planned) break;
       }
       if (m->stopped) co_return;
       Bytes plan = co_await watch.get_existing(plan_key);  // the wait saw it
@@ -255,7 +262,9 @@ void C10dRendezvous::start_monitor(const Member& member, bool beaten) {
       }
       m->plan = std::move(plan);  // a full join: the log says why
     }
-    while (!m->stopped && !co_await watch.wait_for(c10d_keys::one(change_key), park)) {
+    while (!m->stopped) {
+      const bool changed = co_await watch.wait_for(c10d_keys::one(change_key), park);
+      if (changed) break;
     }
     if (m->stopped) co_return;
     Bytes log = co_await watch.get_existing(change_key);  // the wait saw it

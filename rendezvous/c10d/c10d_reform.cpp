@@ -71,9 +71,8 @@ asio::awaitable<std::optional<RendezvousInfo>> C10dRendezvous::reform(int local_
       // The monitor had not read the log yet (the agent came here from its own verdict, or
       // nothing happened): read it once.
       const std::string change_key = keys::change(current_->header.round);
-      if (co_await store_.check(c10d_keys::one(change_key))) {
-        changes = parse_changes(co_await store_.get_existing(change_key));
-      }
+      const bool logged = co_await store_.check(c10d_keys::one(change_key));
+      if (logged) changes = parse_changes(co_await store_.get_existing(change_key));
     }
     seen.plan = co_await plan_of(next, changes);
   }

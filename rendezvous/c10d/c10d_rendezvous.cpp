@@ -63,14 +63,17 @@ asio::awaitable<RendezvousInfo> C10dRendezvous::next_round(int local_world_size)
   // After a loss the survivors derive the next round from this one (c10d_reform.cpp); the plan
   // says when every node joins the next round in full instead, as below.
   if (current_) {
-    if (auto info = co_await reform(local_world_size, std::move(seen))) co_return *info;
+    auto info = co_await reform(local_world_size, std::move(seen));
+    if (info) co_return *info;
   }
   // A node's first call joins round 0 at once. In a fresh job that is the round to join; a job
   // that runs, or has closed (a job closes only after one of its rounds did), has closed round 0
   // already, so such a node finds itself late there and only then asks whether the job is
   // closed and which round is the last (below): one request less for every node of a fresh job.
   const bool first_call = !current_;
-  if (current_ && co_await store_.check(c10d_keys::one(keys::kClosed))) {
+  bool closed = false;
+  if (current_) closed = co_await store_.check(c10d_keys::one(keys::kClosed));
+  if (closed) {
     // Tell a store host that is failing the job that we have read why, so it may exit.
     co_await store_.add(keys::left(current_->header.round), 1);
     const std::string why = to_string(co_await store_.get_existing(keys::kClosed));
@@ -230,7 +233,9 @@ asio::awaitable<C10dRoundHeader> C10dRendezvous::wait_closed(const Joined& joine
     const auto wait_for = std::max(milliseconds(1),
                                    std::chrono::duration_cast<milliseconds>(wake - now));
     // The header, not the size: one wake-up and one read per node when the round closes.
-    if (co_await store_.wait_for(c10d_keys::one(keys::assignment(round)), wait_for)) {
+    const bool assigned =
+        co_await store_.wait_for(c10d_keys::one(keys::assignment(round)), wait_for);
+    if (assigned) {
       const Bytes value = co_await store_.get_existing(keys::assignment(round));
       if (value == to_bytes(keys::kClosedSize)) {
         co_await throw_if_closed();
@@ -285,7 +290,8 @@ asio::awaitable<void> C10dRendezvous::close_round(int round, int size) {
   // The value carries the closer's name so that exactly one node sees its own write come back
   // and publishes the round.
   const Bytes desired = to_bytes(fmt::format("{} {}", size, self_.name));
-  if (co_await claim_size(round, desired) != desired) co_return;
+  const Bytes standing = co_await claim_size(round, desired);
+  if (standing != desired) co_return;
   logger()->debug("closing round={} size={} closer={}", round, size, self_.name);
   co_await publish_assignment(round, size);
 }
@@ -300,9 +306,8 @@ asio::awaitable<void> C10dRendezvous::publish_assignment(int round, int size) {
     const auto end = node_keys.begin() + static_cast<std::ptrdiff_t>(
                                              std::min(at + chunk, node_keys.size()));
     std::vector<std::string> part(node_keys.begin() + static_cast<std::ptrdiff_t>(at), end);
-    for (Bytes& value : co_await store_.multi_get(std::move(part))) {
-      values.push_back(std::move(value));
-    }
+    std::vector<Bytes> got = co_await store_.multi_get(std::move(part));
+    for (Bytes& value : got) values.push_back(std::move(value));
   }
   std::vector<std::pair<int, C10dNodeDesc>> nodes;
   for (int i = 1; i <= size; ++i) {
@@ -330,7 +335,8 @@ asio::awaitable<void> C10dRendezvous::publish_assignment(int round, int size) {
 }
 
 asio::awaitable<void> C10dRendezvous::throw_if_closed() {
-  if (!co_await store_.check(c10d_keys::one(keys::kClosed))) co_return;
+  const bool closed = co_await store_.check(c10d_keys::one(keys::kClosed));
+  if (!closed) co_return;
   const std::string why = to_string(co_await store_.get_existing(keys::kClosed));
   throw RendezvousClosedError(closed_message(settings_.run_id, why));
 }
@@ -352,7 +358,8 @@ asio::awaitable<std::string> C10dRendezvous::joined_names(int round, int count) 
   constexpr int kMaxNamed = 16;
   std::vector<std::string> names;
   for (int i = 1; i <= std::min(count, kMaxNamed); ++i) {
-    if (!co_await store_.check(c10d_keys::one(keys::node(round, i)))) continue;
+    const bool joined = co_await store_.check(c10d_keys::one(keys::node(round, i)));
+    if (!joined) continue;
     names.push_back(decode_node_desc(co_await store_.get(keys::node(round, i)),
                                      keys::node(round, i)).name);
   }
@@ -397,7 +404,8 @@ asio::awaitable<void> C10dRendezvous::close_job(const std::string& why) {
     co_await store_.append(keys::change(current_->header.round), closed_line(why));
     // Nodes already waiting for the next round wake up and see the job closed.
     const Bytes closed = to_bytes(keys::kClosedSize);
-    if (co_await claim_size(current_->header.round + 1, closed) == closed) {
+    const Bytes standing = co_await claim_size(current_->header.round + 1, closed);
+    if (standing == closed) {
       co_await store_.set(keys::assignment(current_->header.round + 1), closed);
     }
   }
@@ -417,7 +425,10 @@ asio::awaitable<void> C10dRendezvous::finish(bool success) {
     co_await store_.delete_key(lease_key(keys::lease_base(self_.name)));
   }
   // The agent gave up on this barrier (another node failed) and has moved on: leave it be.
-  if (current_ && !co_await exit_barrier()) co_return;
+  if (current_) {
+    const bool passed = co_await exit_barrier();
+    if (!passed) co_return;
+  }
   stop_monitor();
   // Nodes still waiting for a next round learn that the job is over. A store host in the round
   // does it alone: the exit barrier keeps it until every member has passed, so the others leave

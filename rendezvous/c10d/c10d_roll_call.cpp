@@ -23,11 +23,13 @@ asio::awaitable<std::optional<C10dRollCall>> c10d_call_roll(Store& store,
   call.expected = header.size - (header.host_first ? 1 : 0);
   if (call.expected < 1) co_return std::nullopt;
   Bytes seen;
-  if (co_await store.check(c10d_keys::one(call.key))) seen = co_await store.get_existing(call.key);
+  const bool called_before = co_await store.check(c10d_keys::one(call.key));
+  if (called_before) seen = co_await store.get_existing(call.key);
   call.generation = roll_call_generation(seen) + 1;
   const Bytes mine = roll_call_value(call.generation, caller);
   // Lost: another caller claimed this generation after our read, so after our failure.
-  if (co_await store.compare_set(call.key, seen, mine) != mine) co_return call;
+  const Bytes standing = co_await store.compare_set(call.key, seen, mine);
+  if (standing != mine) co_return call;
 
   // In chunks: a large round's descriptors exceed the store's keys-per-request limit.
   const int chunk = std::max(max_keys_per_request, 1);
@@ -38,7 +40,8 @@ asio::awaitable<std::optional<C10dRollCall>> c10d_call_roll(Store& store,
     for (int i = first; i <= last; ++i) {
       node_keys.push_back(c10d_keys::node(header.round, i));
     }
-    if (!co_await store.check(node_keys)) {
+    const bool described = co_await store.check(node_keys);
+    if (!described) {
       // A member of a derived round that has not started there cannot be named: the call
       // stays unanswered and the verdict waits as without one.
       logger()->info("round {}: no roll call: a member has not written its descriptor yet",

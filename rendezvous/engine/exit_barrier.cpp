@@ -63,7 +63,9 @@ asio::awaitable<void> wait_for_tally(Coordination& coordination, std::string tal
                                      std::int64_t members, std::chrono::milliseconds timeout) {
   const Clock::time_point until = Clock::now() + timeout;
   asio::steady_timer tick(co_await asio::this_coro::executor);
-  while (co_await coordination.count(tally) < members && Clock::now() < until) {
+  for (;;) {
+    const std::int64_t arrived = co_await coordination.count(tally);
+    if (arrived >= members || Clock::now() >= until) break;
     tick.expires_after(std::chrono::milliseconds(20));
     co_await tick.async_wait(asio::use_awaitable);
   }

@@ -59,13 +59,15 @@ asio::awaitable<RoundEvent> watch_running_round(std::shared_ptr<RoundMonitor> m,
       if (const std::exception_ptr error = other_error()) std::rethrow_exception(error);
     }
     if (const auto event = m->event()) co_return *event;
-    if (!co_await wait_signal(m->signal)) co_return abandoned_watch();
+    const bool woken = co_await wait_signal(m->signal);  // (not in the if: coawait_conditions.py)
+    if (!woken) co_return abandoned_watch();
   }
   // Not in a running round, or this node itself left it (the exit barrier passed, or the agent
   // moved on to the next round): nothing can change it any more. Wait until cancelled; the
   // agent's race ends through its other branch.
   asio::steady_timer forever(co_await asio::this_coro::executor, Clock::time_point::max());
-  if (co_await wait_signal(forever)) throw InternalError("watch_round woke without a round");
+  const bool woken = co_await wait_signal(forever);
+  if (woken) throw InternalError("watch_round woke without a round");
   co_return abandoned_watch();
 }
 

@@ -12,7 +12,9 @@ asio::awaitable<Bytes> propose_plan(Coordination& coordination, PlanProposal pro
   std::optional<DerivedRound> derived;
   if (proposal.may_derive) derived = derivable(proposal.prev, changes, proposal.min_nodes);
   for (const std::string& tally : proposal.full_join_if_any) {
-    if (derived && co_await coordination.count(tally) > 0) derived.reset();
+    if (!derived) break;
+    const std::int64_t joined = co_await coordination.count(tally);
+    if (joined > 0) derived.reset();
   }
   if (!derived) co_return co_await coordination.create(proposal.key, join_plan(proposal.name));
   if (proposal.open_worker_store) {
@@ -32,12 +34,16 @@ asio::awaitable<Bytes> await_plan(Coordination& coordination, std::string key, s
     const auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     if (left.count() <= 0) break;
-    if (co_await coordination.wait_for(key, host_alive ? std::min(poll, left) : left)) {
+    const bool stored =
+        co_await coordination.wait_for(key, host_alive ? std::min(poll, left) : left);
+    if (stored) {
       std::vector<std::string> one(1, key);
       auto values = co_await coordination.get(std::move(one));
       if (values.at(0)) co_return std::move(*values[0]);
     }
-    if (host_alive && !co_await host_alive()) break;
+    if (!host_alive) continue;
+    const bool alive = co_await host_alive();
+    if (!alive) break;
   }
   co_return co_await coordination.create(std::move(key), join_plan(name));
 }

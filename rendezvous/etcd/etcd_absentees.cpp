@@ -63,15 +63,16 @@ asio::awaitable<std::vector<Absentee>> refusing(std::vector<Absentee> absent,
                                                 std::chrono::milliseconds timeout) {
   std::vector<Absentee> gone;
   for (Absentee& a : absent) {
-    if (co_await probe(a.addr, a.link_port, timeout) == Probe::kRefused) gone.push_back(std::move(a));
+    const Probe answer = co_await probe(a.addr, a.link_port, timeout);
+    if (answer == Probe::kRefused) gone.push_back(std::move(a));
   }
   co_return gone;
 }
 
 }  // namespace
 
-asio::awaitable<Absentees> declare_dead_absentees(std::shared_ptr<EtcdKv> client,
-                                                  std::string job, RoundHeader previous,
+asio::awaitable<Absentees> declare_dead_absentees(std::shared_ptr<EtcdKv> client, std::string job,
+                                                  RoundHeader previous,
                                                   std::chrono::milliseconds grace) {
   std::vector<Absentee> absent = co_await read_absentees(*client, job, previous);
   Absentees result{static_cast<int>(absent.size()), 0};
@@ -80,9 +81,8 @@ asio::awaitable<Absentees> declare_dead_absentees(std::shared_ptr<EtcdKv> client
     logger()->info("round {}: node {} has not joined round {} and its agent's link store at {}:{} "
                    "refuses connections",
                    previous.round, a.name, previous.round + 1, a.addr, a.link_port);
-    if (co_await declare_lost(client, job, previous, a.name, a.group_rank, grace)) {
-      ++result.declared;
-    }
+    const bool declared = co_await declare_lost(client, job, previous, a.name, a.group_rank, grace);
+    if (declared) ++result.declared;
   }
   co_return result;
 }

@@ -16,6 +16,8 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/ssl/ssl_stream.hpp>
 
+#include <tuple>
+
 #include "ddp/error.hpp"
 #include "rendezvous/etcd/etcd_tls.hpp"
 
@@ -73,10 +75,15 @@ asio::awaitable<void> Connection::handshake(const Member& member) {
 }
 
 asio::awaitable<void> Connection::send_all(const std::string& bytes) {
-  auto [err, n] = tls_ ? co_await asio::async_write(tls_->stream, asio::buffer(bytes),
-                                                    asio::as_tuple(asio::use_awaitable))
-                       : co_await asio::async_write(*plain_, asio::buffer(bytes),
-                                                    asio::as_tuple(asio::use_awaitable));
+  std::tuple<boost::system::error_code, std::size_t> sent;
+  if (tls_) {
+    sent = co_await asio::async_write(tls_->stream, asio::buffer(bytes),
+                                      asio::as_tuple(asio::use_awaitable));
+  } else {
+    sent = co_await asio::async_write(*plain_, asio::buffer(bytes),
+                                      asio::as_tuple(asio::use_awaitable));
+  }
+  auto [err, n] = sent;
   if (err) throw IoError(fmt::format("send: {}", err.message()));
 }
 

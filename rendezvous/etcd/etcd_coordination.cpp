@@ -70,12 +70,13 @@ asio::awaitable<bool> EtcdCoordination::wait_for(std::string key,
     std::shared_ptr<KvWatch> watch;
     ~Cancel() { watch->cancel(); }
   } cancel{watch};
-  while (auto response = co_await watch->next(deadline)) {
+  for (;;) {
+    const auto response = co_await watch->next(deadline);
+    if (!response) co_return false;
     for (const WatchEvent& event : response->events) {
       if (!event.is_delete) co_return true;
     }
   }
-  co_return false;
 }
 
 }  // namespace ddp::rdzv::etcd

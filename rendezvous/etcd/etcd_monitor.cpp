@@ -99,7 +99,8 @@ struct RollCall {
 // answers have increasing revisions, so the last one counts them all and says so.
 asio::awaitable<void> answer_roll_call(std::shared_ptr<EtcdKv> client, RollCall call) {
   EtcdCoordination answers(*client, [lease = call.lease] { return lease; });
-  if (co_await answers.arrive(call.presents, call.node) >= call.size) {
+  const std::int64_t answered = co_await answers.arrive(call.presents, call.node);
+  if (answered >= call.size) {
     std::vector<std::pair<std::string, Bytes>> all;
     all.emplace_back(call.all_present, to_bytes("1"));
     co_await answers.put(std::move(all));
@@ -431,8 +432,8 @@ asio::awaitable<void> EtcdRendezvous::exit_barrier() {
   barrier.finished = keys::dones(job_, m->round);  // outside the round's prefix: no watch sees them
   barrier.passed = keys::all_finished(job_, m->round);
   EtcdCoordination coordination(*client_, [lease] { return lease->id; });
-  co_await pass_exit_barrier(coordination, *m, std::move(barrier),
-                             [lease] { return lease->error; });
+  std::function<std::exception_ptr()> lease_error = [lease] { return lease->error; };
+  co_await pass_exit_barrier(coordination, *m, std::move(barrier), std::move(lease_error));
 }
 
 asio::awaitable<void> EtcdRendezvous::finish(bool success) {

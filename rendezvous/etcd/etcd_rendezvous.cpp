@@ -81,7 +81,8 @@ asio::awaitable<RendezvousInfo> EtcdRendezvous::next_round(int local_world_size)
   // After a loss the survivors derive the next round from this one (etcd_reform.cpp); the plan
   // may send everyone through a full join instead.
   if (current_ && !seen.lost.empty() && local_world_size == local_world_size_) {
-    if (auto info = co_await reform(std::move(seen))) co_return *info;
+    auto info = co_await reform(std::move(seen));
+    if (info) co_return *info;
   }
   local_world_size_ = local_world_size;
   const Clock::time_point deadline = Clock::now() + settings_.join_timeout;
@@ -245,7 +246,8 @@ asio::awaitable<RoundHeader> EtcdRendezvous::wait_closed(const Joined& joined, i
     Clock::time_point wake = std::min(deadline, Clock::now() + interval);
     if (expected > 0) wake = std::min(wake, Clock::now() + expected_recheck);
     if (last_call) wake = std::min(wake, *last_call);
-    if (auto response = co_await watch->next(wake)) {
+    const auto response = co_await watch->next(wake);
+    if (response) {
       for (const WatchEvent& event : response->events) {
         if (!event.is_delete && !is_join_plan(to_bytes(event.kv.value))) value = event.kv.value;
       }
@@ -254,10 +256,12 @@ asio::awaitable<RoundHeader> EtcdRendezvous::wait_closed(const Joined& joined, i
     std::int64_t arrived = 0;  // (the reads throw when the job closed)
     if (expected > 0) {
       auto [now_arrived, still_alive] = co_await live_joins(round, true);
-      if (now_arrived < still_alive && previous_ && previous_->round == round - 1 &&
-          (co_await declare_dead_absentees(client_, job_, *previous_, settings_.connection_grace))
-                  .declared > 0) {
-        std::tie(now_arrived, still_alive) = co_await live_joins(round, true);
+      if (now_arrived < still_alive && previous_ && previous_->round == round - 1) {
+        const Absentees found = co_await declare_dead_absentees(client_, job_, *previous_,
+                                                                settings_.connection_grace);
+        if (found.declared > 0) {
+          std::tie(now_arrived, still_alive) = co_await live_joins(round, true);
+        }
       }
       arrived = now_arrived;
       const int alive = static_cast<int>(std::min<std::int64_t>(still_alive, settings_.max_nodes));

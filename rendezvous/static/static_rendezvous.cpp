@@ -144,10 +144,12 @@ struct StaticRendezvous::State {
       if (std::find(lost_ranks.begin(), lost_ranks.end(), rank) != lost_ranks.end()) continue;
       keys.push_back(fmt::format("left/{}", rank));
     }
-    if (co_await store->wait_for(keys, options.leave_timeout)) co_return;
+    const bool all_left = co_await store->wait_for(keys, options.leave_timeout);
+    if (all_left) co_return;
     std::string missing;
     for (const auto& key : keys) {
-      if (co_await store->check(key_list(key))) continue;
+      const bool left = co_await store->check(key_list(key));
+      if (left) continue;
       if (!missing.empty()) missing += ", ";
       missing += key.substr(5);  // after "left/"
     }
@@ -160,10 +162,12 @@ struct StaticRendezvous::State {
   asio::awaitable<std::vector<Bytes>> wait_for_nodes(int round) {
     std::vector<std::string> keys;
     for (int rank = 0; rank < options.nnodes; ++rank) keys.push_back(node_key(round, rank));
-    if (!co_await wait_with_progress(keys, round)) {
+    const bool all_joined = co_await wait_with_progress(keys, round);
+    if (!all_joined) {
       std::string missing;
       for (int rank = 0; rank < options.nnodes; ++rank) {
-        if (co_await store->check(key_list(keys[static_cast<std::size_t>(rank)]))) continue;
+        const bool joined = co_await store->check(key_list(keys[static_cast<std::size_t>(rank)]));
+        if (joined) continue;
         if (!missing.empty()) missing += ", ";
         missing += std::to_string(rank);
       }
@@ -218,15 +222,16 @@ struct StaticRendezvous::State {
     };
     for (;;) {
       if (time_left() <= milliseconds(0)) co_return false;
-      if (co_await store->wait_for(keys, std::min(time_left(), progress_interval()))) {
-        co_return true;
-      }
+      const bool present =
+          co_await store->wait_for(keys, std::min(time_left(), progress_interval()));
+      if (present) co_return true;
       const long long seconds_left = seconds_until(deadline);
       if (seconds_left <= 0) continue;
       std::string missing;
       int named = 0;
       for (std::size_t i = 0; is_host() && i < keys.size() && named < 16; ++i) {
-        if (co_await store->check(key_list(keys[i]))) continue;
+        const bool joined = co_await store->check(key_list(keys[i]));
+        if (joined) continue;
         missing += fmt::format("{}{}", named++ == 0 ? " (missing node_rank " : ", ", i);
       }
       if (!missing.empty()) missing += ")";
@@ -264,7 +269,8 @@ asio::awaitable<void> watch_loop(std::shared_ptr<State> s, int round) {
   const std::string key = round_key(round, "event");
   for (;;) {
     try {
-      if (co_await s->watch_store->wait_for(key_list(key), s->options.timeout)) break;
+      const bool ended = co_await s->watch_store->wait_for(key_list(key), s->options.timeout);
+      if (ended) break;
       if (s->round != round || s->left) co_return;
     } catch (const std::exception& e) {
       if (s->round == round && !s->left) {
@@ -294,7 +300,8 @@ asio::awaitable<void> watch_loop(std::shared_ptr<State> s, int round) {
 // without waiting for a store call that has no cancellation.
 asio::awaitable<std::string> barrier_wait(std::shared_ptr<State> s, int round) {
   const std::string key = round_key(round, "end");
-  if (!co_await s->store->wait_for(key_list(key), s->options.timeout)) {
+  const bool ended = co_await s->store->wait_for(key_list(key), s->options.timeout);
+  if (!ended) {
     const auto finished = co_await s->store->add(round_key(round, "finished"), 0);
     throw TimeoutError(fmt::format(
         "exit barrier: {} of {} nodes finished within {}s (store at {})", finished,
@@ -349,7 +356,8 @@ asio::awaitable<RendezvousInfo> StaticRendezvous::next_round(int local_world_siz
   auto& store = *s->store;
   const auto& options = s->options;
 
-  if (co_await store.check(key_list("closed"))) {
+  const bool closed = co_await store.check(key_list("closed"));
+  if (closed) {
     const std::string reason = to_string(co_await store.get("closed"));
     co_await s->leave();
     throw RendezvousClosedError("the job ended on another node: " + reason);
@@ -462,7 +470,8 @@ asio::awaitable<std::optional<RoundEvent>> StaticRendezvous::failure_verdict(
   const std::string key = round_key(s->round, "event");
   asio::steady_timer tick(s->io);
   for (;;) {
-    if (co_await s->store->check(key_list(key))) {
+    const bool happened = co_await s->store->check(key_list(key));
+    if (happened) {
       const StaticRoundEvents events = parse_static_events(co_await s->store->get(key));
       if (events.lost) co_return co_await s->lost(events);
       if (events.failed) co_return std::nullopt;  // another node reported first: report_failure
@@ -492,7 +501,8 @@ asio::awaitable<void> StaticRendezvous::finish(bool success) {
     closed_entry["version"] = 1;
     closed_entry["closed"] = reason;
     co_await store.set(node_key(round + 1, s->options.node_rank), to_bytes(closed_entry.dump()));
-    if (!co_await store.check(key_list(round_key(round, "restart")))) {
+    const bool restarting = co_await store.check(key_list(round_key(round, "restart")));
+    if (!restarting) {
       co_await store.compare_set(round_key(round, "failed"), {}, to_bytes(reason));
       co_await store.set(round_key(round, "end"), to_bytes("failed"));
       const auto count = co_await store.add("restart_count", 0);

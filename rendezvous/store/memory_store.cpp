@@ -76,7 +76,8 @@ asio::awaitable<bool> MemoryStore::wait_for(std::vector<std::string> keys,
 
 asio::awaitable<void> MemoryStore::wait(std::vector<std::string> keys,
                                         std::chrono::milliseconds timeout) {
-  if (co_await wait_for(keys, timeout)) co_return;
+  const bool present = co_await wait_for(keys, timeout);
+  if (present) co_return;
   std::vector<std::string> missing;
   for (const auto& key : keys) {
     if (!state_->table.contains(key)) missing.push_back(key);

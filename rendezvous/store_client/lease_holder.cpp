@@ -27,7 +27,8 @@ asio::awaitable<void> hold(asio::any_io_executor executor, Store& store, std::st
   std::string answered;  // the roll call generation answered last
   while (!*stopped) {
     try {
-      if (!co_await store.wait_for(keys, park) || *stopped) continue;
+      const bool rung = co_await store.wait_for(keys, park);
+      if (!rung || *stopped) continue;
       const Bytes bell = co_await store.get(hold_key);
       co_await store.delete_key(hold_key);
       answered = co_await answer_roll_call(store, bell, answered);

@@ -115,7 +115,8 @@ rdzv::asio::awaitable<bool> CountingStore::check(std::vector<std::string> keys) 
 
 rdzv::asio::awaitable<void> CountingStore::wait(std::vector<std::string> keys,
                                                 std::chrono::milliseconds timeout) {
-  if (!co_await wait_for(keys, timeout)) throw wait_timeout(keys, timeout);
+  const bool present = co_await wait_for(keys, timeout);
+  if (!present) throw wait_timeout(keys, timeout);
 }
 
 rdzv::asio::awaitable<bool> CountingStore::wait_for(std::vector<std::string> keys,

@@ -82,7 +82,8 @@ asio::awaitable<void> SharedLink::run_wait(std::shared_ptr<Wait> wait, std::stri
   try {
     for (;;) {
       const auto left = std::chrono::duration_cast<milliseconds>(wait->until - Clock::now());
-      if (co_await waits_->wait_for(wait->keys, std::max(left, milliseconds(1)))) {
+      const bool present = co_await waits_->wait_for(wait->keys, std::max(left, milliseconds(1)));
+      if (present) {
         wait->arrived = true;
         break;
       }
