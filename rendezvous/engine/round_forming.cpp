@@ -79,7 +79,8 @@ asio::awaitable<void> form_round(FormingRound& round, const RoundSettings& setti
     }
     if (last_call && Clock::now() >= *last_call) {
       co_await round.close(std::min(arrived, max_nodes));
-      // The header comes on the wait; another last call only if a close found too few.
+      // The header comes on the wait; a close it does not follow (one that found too few) is
+      // tried again a whole last call later, not at every wake.
       last_call = Clock::now() + settings.last_call_timeout;
       continue;
     }
