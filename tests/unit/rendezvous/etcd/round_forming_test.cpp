@@ -13,6 +13,7 @@
 
 #include "ddp/error.hpp"
 #include "rendezvous/engine/round_forming.hpp"
+#include "tests/unit/rendezvous/c10d/c10d_test_util.hpp"
 #include "tests/unit/rendezvous/etcd/run_now.hpp"
 
 namespace {
@@ -67,12 +68,9 @@ class ScriptedForming final : public FormingRound {
   asio::io_context& io_;
 };
 
+// The scenarios' settings (run "test", join_timeout 5 s) with a 30 ms last call.
 RoundSettings forming_settings(int min_nodes, int max_nodes) {
-  RoundSettings s;
-  s.run_id = "test";
-  s.min_nodes = min_nodes;
-  s.max_nodes = max_nodes;
-  s.join_timeout = 5s;
+  RoundSettings s = ddp::rdzv::test::fast_settings(min_nodes, max_nodes);
   s.last_call_timeout = 30ms;
   return s;
 }
