@@ -18,6 +18,7 @@
 #include "rendezvous/c10d/c10d_keys.hpp"
 #include "rendezvous/engine/exit_barrier.hpp"
 #include "rendezvous/engine/rdzv_log.hpp"
+#include "rendezvous/engine/round_forming.hpp"
 #include "rendezvous/engine/store_coordination.hpp"
 #include "rendezvous/store/store_lease.hpp"
 
@@ -108,14 +109,10 @@ asio::awaitable<RendezvousInfo> C10dRendezvous::next_round(int local_world_size)
     joined.size = header.size;
     if (joined.size < settings_.max_nodes) {
       co_await store_.append(keys::change(round), waiting_line(self_.name));
-      logger()->info("round {} of run {} closed with {} node(s) before this node joined; waiting "
-                     "for the next round (the running nodes restart to admit it)",
-                     round, settings_.run_id, joined.size);
     } else {
       co_await store_.add(keys::standby(round), 1);
-      logger()->info("round {} of run {} is full ({} nodes); standing by for a free slot", round,
-                     settings_.run_id, joined.size);
     }
+    log_late_join(settings_.run_id, round, joined.size, settings_.max_nodes);
     expected = co_await expected_members(round);
     ++round;
   }
@@ -205,85 +202,77 @@ asio::awaitable<C10dRendezvous::Joined> C10dRendezvous::join(int round, int loca
   co_return joined;
 }
 
+// c10d's side of forming a round (engine/round_forming.hpp): a WAIT on the round's header key,
+// then one read of it; a count is an ADD of 0 to the arrival counter, and a re-count reads the
+// round before's size and change log in one MULTI_GET and its standby counter (expected_members);
+// the job's closed key is one CHECK.
+struct C10dRendezvous::Forming final : FormingRound {
+  Forming(C10dRendezvous& rendezvous, const Joined& joined)
+      : rdzv(rendezvous),
+        round(joined.round),
+        recounting(round > 0 && joined.index <= kRecounters) {}
+
+  asio::awaitable<bool> wait_closed(Clock::time_point until) override {
+    const auto wait = std::max(milliseconds(1),
+                               std::chrono::duration_cast<milliseconds>(until - Clock::now()));
+    // The header, not the size: one wake-up and one read per node when the round closes.
+    const std::string key = keys::assignment(round);
+    const bool assigned = co_await rdzv.store_.wait_for(c10d_keys::one(key), wait);
+    if (!assigned) co_return false;
+    const Bytes value = co_await rdzv.store_.get_existing(key);
+    if (value == to_bytes(keys::kClosedSize)) {
+      co_await rdzv.throw_if_closed();
+      throw RendezvousClosedError(fmt::format("c10d rendezvous run={} round={} was closed",
+                                              rdzv.settings_.run_id, round));
+    }
+    header = decode_round_header(value, key);
+    co_return true;
+  }
+  // The first arrivals alone re-count: 100,000 survivors re-reading the log every second would
+  // be 700,000 requests a second (ddp-bench rendezvous --simulate).
+  bool recounts(int expected, int arrived) const override {
+    return recounting && expected > arrived;
+  }
+  asio::awaitable<Arrivals> count(int expected) override {
+    Arrivals arrivals;
+    arrivals.arrived = static_cast<int>(co_await rdzv.store_.add(keys::join(round), 0));
+    if (recounts(expected, arrivals.arrived)) {
+      arrivals.alive = co_await rdzv.expected_members(round - 1);  // throws below min_nodes
+    }
+    co_return arrivals;
+  }
+  asio::awaitable<void> close(int size) override { return rdzv.close_round(round, size); }
+  asio::awaitable<void> throw_if_closed() override { return rdzv.throw_if_closed(); }
+  asio::awaitable<std::vector<std::string>> joined_names(int count) override {
+    std::vector<std::string> names;
+    for (int i = 1; i <= count; ++i) {
+      const std::string key = keys::node(round, i);
+      const bool joined = co_await rdzv.store_.check(c10d_keys::one(key));
+      if (!joined) continue;
+      names.push_back(decode_node_desc(co_await rdzv.store_.get(key), key).name);
+    }
+    co_return names;
+  }
+
+  C10dRendezvous& rdzv;
+  int round = 0;
+  bool recounting = false;
+  C10dRoundHeader header;  // once wait_closed returned true
+};
+
 asio::awaitable<C10dRoundHeader> C10dRendezvous::wait_closed(const Joined& joined, int expected,
                                                              Clock::time_point deadline) {
-  const int round = joined.round;
-  if (joined.index == settings_.max_nodes ||
-      (expected >= settings_.min_nodes && joined.index == expected)) {
-    co_await close_round(round, joined.index);
-  }
-  std::optional<Clock::time_point> last_call;
-  if (joined.index >= settings_.min_nodes) last_call = Clock::now() + settings_.last_call_timeout;
-  // While more nodes are expected than have arrived, one of them may have died since this node
-  // read the previous round's change log (its lease still points there): look again this often.
-  // The first arrivals alone look (and close the round if so): 100,000 survivors re-reading the
-  // log every second would be 700,000 requests a second (ddp-bench rendezvous --simulate).
-  const bool recounts = round > 0 && joined.index <= kRecounters;
-  const milliseconds recount = std::clamp(settings_.keep_alive_interval / 2, milliseconds(50),
-                                          milliseconds(1000));
-  int arrived = joined.index;
-  const milliseconds progress_period =
-      c10d_progress_period(settings_.progress_interval, settings_.max_nodes);
-  Clock::time_point next_progress = Clock::now() + progress_period;
-  for (;;) {
-    const Clock::time_point now = Clock::now();
-    Clock::time_point wake = std::min(deadline, next_progress);
-    if (recounts && expected > arrived) wake = std::min(wake, now + recount);
-    if (last_call) wake = std::min(wake, *last_call);
-    const auto wait_for = std::max(milliseconds(1),
-                                   std::chrono::duration_cast<milliseconds>(wake - now));
-    // The header, not the size: one wake-up and one read per node when the round closes.
-    const bool assigned =
-        co_await store_.wait_for(c10d_keys::one(keys::assignment(round)), wait_for);
-    if (assigned) {
-      const Bytes value = co_await store_.get_existing(keys::assignment(round));
-      if (value == to_bytes(keys::kClosedSize)) {
-        co_await throw_if_closed();
-        throw RendezvousClosedError(fmt::format("c10d rendezvous run={} round={} was closed",
-                                                settings_.run_id, round));
-      }
-      co_return decode_round_header(value, keys::assignment(round));
-    }
-    arrived = static_cast<int>(co_await store_.add(keys::join(round), 0));
-    if (recounts && expected > arrived) {
-      const int live = co_await expected_members(round - 1);  // throws when below min_nodes
-      if (live < expected) {
-        logger()->info("round {} of run {} now expects {} node(s): a node was lost", round,
-                       settings_.run_id, live);
-        expected = live;
-      }
-      if (expected >= settings_.min_nodes && arrived >= expected) {
-        co_await close_round(round, std::min(arrived, settings_.max_nodes));
-        continue;
-      }
-    }
-    if (last_call && Clock::now() >= *last_call) {
-      co_await close_round(round, std::min(arrived, settings_.max_nodes));
-      continue;
-    }
-    if (Clock::now() >= deadline) {
-      std::string report = co_await joined_names(round, arrived);  // (not inside throw: GCC 12)
-      throw TimeoutError(report);
-    }
-    co_await throw_if_closed();
-    if (!last_call && arrived >= settings_.min_nodes) {
-      last_call = Clock::now() + settings_.last_call_timeout;
-    }
-    const int target = expected >= settings_.min_nodes ? expected
-                       : arrived < settings_.min_nodes ? settings_.min_nodes
-                                                       : settings_.max_nodes;
-    if (Clock::now() < next_progress) continue;
-    next_progress = Clock::now() + progress_period;
-    const Clock::time_point until = last_call ? std::min(*last_call, deadline) : deadline;
-    // Progress shows at the default (warning) level. Under a second left, the round closes or
-    // fails at the next wake-up: "waiting up to 0 s" would say nothing.
-    const double left = seconds(until - Clock::now());
-    if (left >= 1) {
-      logger()->warn("{}/{} nodes joined round {} of run {}; waiting up to {:.0f} s{}", arrived,
-                     target, round, settings_.run_id, left,
-                     last_call ? " (then the round closes with the nodes that came)" : "");
-    }
-  }
+  const FormingRules rules{
+      .backend = "c10d",
+      .round = joined.round,
+      .progress_period = c10d_progress_period(settings_.progress_interval, settings_.max_nodes),
+      // While more nodes are expected than have arrived, one of them may have died since this
+      // node read the previous round's change log (its lease still points there).
+      .recount_period =
+          std::clamp(settings_.keep_alive_interval / 2, milliseconds(50), milliseconds(1000))};
+  Forming forming(*this, joined);
+  co_await form_round(forming, settings_, rules, joined.index, expected, deadline);
+  co_return forming.header;
 }
 
 asio::awaitable<void> C10dRendezvous::close_round(int round, int size) {
@@ -352,30 +341,6 @@ milliseconds c10d_progress_period(milliseconds progress_interval, int max_nodes)
   const milliseconds budget{std::int64_t{std::max(max_nodes, 0)} * kWakeRequests * 1000 /
                             kRequestsPerSecond};
   return std::max(progress_interval, budget);
-}
-
-asio::awaitable<std::string> C10dRendezvous::joined_names(int round, int count) {
-  constexpr int kMaxNamed = 16;
-  std::vector<std::string> names;
-  for (int i = 1; i <= std::min(count, kMaxNamed); ++i) {
-    const bool joined = co_await store_.check(c10d_keys::one(keys::node(round, i)));
-    if (!joined) continue;
-    names.push_back(decode_node_desc(co_await store_.get(keys::node(round, i)),
-                                     keys::node(round, i)).name);
-  }
-  if (count > kMaxNamed) names.push_back(fmt::format("and {} more", count - kMaxNamed));
-  co_return fmt::format(
-      "{}; joined: {}", missing_report(round, count),
-      names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", ")));
-}
-
-std::string C10dRendezvous::missing_report(int round, int joined) const {
-  const int need = std::max(settings_.min_nodes - joined, 0);
-  return fmt::format(
-      "c10d rendezvous run={} round={} timed out after {:.0f} s (join_timeout): {}/{} nodes joined "
-      "(--nnodes {}:{}), {} more needed", settings_.run_id, round,
-      std::chrono::duration<double>(settings_.join_timeout).count(), joined, settings_.min_nodes,
-      settings_.min_nodes, settings_.max_nodes, need);
 }
 
 asio::awaitable<int> C10dRendezvous::report_failure(std::string what) {

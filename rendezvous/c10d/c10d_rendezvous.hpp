@@ -72,6 +72,7 @@ class C10dRendezvous final : public Rendezvous {
   asio::awaitable<std::optional<int>> latest_round();
   asio::awaitable<int> expected_members(int round);
   asio::awaitable<Joined> join(int round, int local_world_size, int expected);
+  struct Forming;  // this node's side of forming a joined round (engine/round_forming.hpp)
   asio::awaitable<C10dRoundHeader> wait_closed(const Joined& joined, int expected,
                                                std::chrono::steady_clock::time_point deadline);
   // What the monitor learnt of the running round: its change log as last read, and the plan of
@@ -95,8 +96,6 @@ class C10dRendezvous final : public Rendezvous {
   asio::awaitable<void> publish_assignment(int round, int size);
   asio::awaitable<void> write_lease(int round);
   asio::awaitable<void> throw_if_closed();
-  asio::awaitable<std::string> joined_names(int round, int count);
-  std::string missing_report(int round, int joined) const;
 
   // `beaten`: this node's heartbeat key holds its first beat already (a derived round).
   void start_monitor(const Member& member, bool beaten = false);

@@ -20,6 +20,7 @@
 #include "ddp/error.hpp"
 #include "rendezvous/engine/derived_round.hpp"
 #include "rendezvous/engine/rdzv_log.hpp"
+#include "rendezvous/engine/round_forming.hpp"
 #include "rendezvous/etcd/etcd_absentees.hpp"
 #include "rendezvous/etcd/etcd_keys.hpp"
 #include "rendezvous/etcd/etcd_lease.hpp"
@@ -118,14 +119,8 @@ asio::awaitable<RendezvousInfo> EtcdRendezvous::next_round(int local_world_size)
     if (header.size < settings_.max_nodes) {
       PutRequest waiting{keys::waiting(job_, round, self_.name), "1", lease_->id};
       co_await client_->put(std::move(waiting));
-      logger()->info(
-          "round {} of run {} closed with {} node(s) before this node joined; waiting "
-          "for the next round (the running nodes restart to admit it)",
-          round, settings_.run_id, header.size);
-    } else {
-      logger()->info("round {} of run {} is full ({} nodes); standing by for a free slot", round,
-                     settings_.run_id, header.size);
     }
+    log_late_join(settings_.run_id, round, header.size, settings_.max_nodes);
     lost_.clear();  // (this node did not run in `round`)
     expected = co_await expected_members(round);
     ++round;
@@ -205,98 +200,93 @@ asio::awaitable<EtcdRendezvous::Joined> EtcdRendezvous::join(int round, int loca
   co_return joined;
 }
 
-asio::awaitable<RoundHeader> EtcdRendezvous::wait_closed(const Joined& joined, int expected,
-                                                         Clock::time_point deadline) {
-  const int round = joined.round;
-  const std::string assignment_key = keys::assignment(job_, round);
-  // A header written before our join (we are late) came back with the join.
-  if (joined.header) co_return header_or_closed(*joined.header, round);
-  // Watch before anything else, from just after our join: a header written at any later
-  // revision reaches us.
-  const auto watch = client_->watch(assignment_key, "", joined.revision + 1, false);
-  struct Cancel {
-    std::shared_ptr<KvWatch> watch;
-    ~Cancel() { watch->cancel(); }
-  } cancel{watch};
-  if (joined.index == settings_.max_nodes ||
-      (expected >= settings_.min_nodes && joined.index == expected)) {
-    co_await close_round(round, joined.index);
-  }
-  std::optional<Clock::time_point> last_call;
-  if (joined.index >= settings_.min_nodes) last_call = Clock::now() + settings_.last_call_timeout;
-  // Each waiting node reads the round's count once an interval (the progress line, its own
-  // last call, the job's end); a large round stretches the interval so that its nodes' reads
-  // together stay near 100 a second: every 10 s at 1,024 nodes. The round's close does not
-  // wait for these reads: the header comes on the watch.
-  const milliseconds interval =
-      std::max(settings_.progress_interval, milliseconds(10) * settings_.max_nodes);
-  // A member of the round before that died just as it ended (two nodes lost at once: the first
-  // loss ends the round, the second is seen after the survivors counted it) never joins. Its
-  // join key there goes with its lease, at most a TTL later, or sooner where its agent's link
-  // store refuses connections (declare_dead_absentees): while this round misses members it
-  // expects, the wait re-reads the round before, asks the absentees' link stores, and closes the
-  // round once every member still alive has arrived, instead of waiting for the last call. The
-  // re-reads come at most every half TTL, and as the progress reads do, about 100 a second
-  // across the round's nodes.
-  const milliseconds expected_recheck =
-      std::min(std::chrono::duration_cast<milliseconds>(settings_.lease_ttl) / 2,
-               std::max(milliseconds(250), milliseconds(10) * settings_.max_nodes));
-  std::optional<std::string> value;
-  while (!value) {
-    Clock::time_point wake = std::min(deadline, Clock::now() + interval);
-    if (expected > 0) wake = std::min(wake, Clock::now() + expected_recheck);
-    if (last_call) wake = std::min(wake, *last_call);
-    const auto response = co_await watch->next(wake);
-    if (response) {
+// etcd's side of forming a round (engine/round_forming.hpp): one watch on the round's
+// assignment key for the whole wait, from just after this node's join, so that a header written
+// at any later revision reaches it; a count is one transaction that counts the round's join keys
+// and reads the job's closed key (a re-count counts the round before's too, and where members are
+// missing, asks their link stores: declare_dead_absentees); the close is close_round's read and
+// transaction; the names of the joined are one read.
+struct EtcdRendezvous::Forming final : FormingRound {
+  Forming(EtcdRendezvous& rendezvous, const Joined& joined)
+      : rdzv(rendezvous),
+        round(joined.round),
+        watch(rdzv.client_->watch(keys::assignment(rdzv.job_, round), "", joined.revision + 1,
+                                  false)) {}
+  ~Forming() override { watch->cancel(); }
+
+  asio::awaitable<bool> wait_closed(Clock::time_point until) override {
+    // (A join plan only says that the round is joined in full: it is not closed.)
+    while (!value) {
+      const auto response = co_await watch->next(until);
+      if (!response) co_return false;
       for (const WatchEvent& event : response->events) {
         if (!event.is_delete && !is_join_plan(to_bytes(event.kv.value))) value = event.kv.value;
       }
-      continue;
     }
-    std::int64_t arrived = 0;  // (the reads throw when the job closed)
-    if (expected > 0) {
-      auto [now_arrived, still_alive] = co_await live_joins(round, true);
-      if (now_arrived < still_alive && previous_ && previous_->round == round - 1) {
-        const Absentees found = co_await declare_dead_absentees(client_, job_, *previous_,
-                                                                settings_.connection_grace);
-        if (found.declared > 0) {
-          std::tie(now_arrived, still_alive) = co_await live_joins(round, true);
-        }
-      }
-      arrived = now_arrived;
-      const int alive = static_cast<int>(std::min<std::int64_t>(still_alive, settings_.max_nodes));
-      if (alive < expected) {
-        logger()->info("a member of round {} was lost while round {} formed: expecting {} node(s)",
-                       round - 1, round, alive);
-        expected = alive;
-      }
-      if (expected >= settings_.min_nodes && arrived >= expected) {
-        co_await close_round(round,
-                             static_cast<int>(std::min<std::int64_t>(arrived, settings_.max_nodes)));
-        continue;
-      }
-    } else {
-      arrived = (co_await live_joins(round)).first;
-    }
-    if (last_call && Clock::now() >= *last_call) {
-      co_await close_round(round,
-                           static_cast<int>(std::min<std::int64_t>(arrived, settings_.max_nodes)));
-      last_call = Clock::now() + settings_.last_call_timeout;  // (a close that found too few)
-      continue;
-    }
-    if (Clock::now() >= deadline) throw TimeoutError(timeout_report(round, arrived));
-    if (!last_call && arrived >= settings_.min_nodes) {
-      last_call = Clock::now() + settings_.last_call_timeout;
-    }
-    const int target = expected >= settings_.min_nodes ? expected
-                       : arrived < settings_.min_nodes ? settings_.min_nodes
-                                                       : settings_.max_nodes;
-    const Clock::time_point until = last_call ? std::min(*last_call, deadline) : deadline;
-    logger()->info("{}/{} nodes joined round {} of run {}; waiting up to {:.0f} s", arrived, target,
-                   round, settings_.run_id, seconds(until - Clock::now()));
+    co_return true;
   }
-  if (*value == keys::kClosedRound) co_await throw_if_closed();  // with the job's reason
-  co_return header_or_closed(*value, round);
+  // A member of the round before that died just as it ended (two nodes lost at once: the first
+  // loss ends the round, the second is seen after the survivors counted it) never joins. Its join
+  // key there goes with its lease, at most a TTL later, or sooner where its agent's link store
+  // refuses connections: while the round expects members, every count re-counts.
+  bool recounts(int expected, int) const override { return expected > 0; }
+  asio::awaitable<Arrivals> count(int expected) override {
+    Arrivals arrivals;
+    if (!recounts(expected, 0)) {
+      arrivals.arrived = static_cast<int>((co_await rdzv.live_joins(round)).first);
+      co_return arrivals;
+    }
+    auto [arrived, alive] = co_await rdzv.live_joins(round, true);
+    if (arrived < alive && rdzv.previous_ && rdzv.previous_->round == round - 1) {
+      const Absentees found = co_await declare_dead_absentees(
+          rdzv.client_, rdzv.job_, *rdzv.previous_, rdzv.settings_.connection_grace);
+      if (found.declared > 0) std::tie(arrived, alive) = co_await rdzv.live_joins(round, true);
+    }
+    arrivals.arrived = static_cast<int>(arrived);
+    arrivals.alive = static_cast<int>(std::min<std::int64_t>(alive, rdzv.settings_.max_nodes));
+    co_return arrivals;
+  }
+  asio::awaitable<void> close(int size) override { return rdzv.close_round(round, size); }
+  asio::awaitable<void> throw_if_closed() override { co_return; }  // (each count read it)
+  asio::awaitable<std::vector<std::string>> joined_names(int count) override {
+    const std::string joins = keys::joins(rdzv.job_, round);
+    RangeRequest first;
+    first.key = joins;
+    first.range_end = prefix_end(joins);
+    first.limit = count;
+    first.sort_by_create = true;
+    std::vector<std::string> names;
+    const RangeResponse joined = co_await rdzv.client_->range(std::move(first));
+    for (const KeyValue& kv : joined.kvs) names.push_back(kv.key.substr(joins.size()));
+    co_return names;
+  }
+
+  EtcdRendezvous& rdzv;
+  int round = 0;
+  std::shared_ptr<KvWatch> watch;
+  std::optional<std::string> value;  // the assignment key's, once wait_closed returned true
+};
+
+asio::awaitable<RoundHeader> EtcdRendezvous::wait_closed(const Joined& joined, int expected,
+                                                         Clock::time_point deadline) {
+  // A header written before our join (we are late) came back with the join.
+  if (joined.header) co_return header_or_closed(*joined.header, joined.round);
+  const FormingRules rules{
+      .backend = "etcd",
+      .round = joined.round,
+      // A large round stretches the period so that its nodes' counts together stay near 100 a
+      // second: every 10 s at 1,024 nodes. The close does not wait for them: the header comes on
+      // the watch.
+      .progress_period =
+          std::max(settings_.progress_interval, milliseconds(10) * settings_.max_nodes),
+      // At most every half TTL, and as the counts do, about 100 a second across the round.
+      .recount_period =
+          std::min(std::chrono::duration_cast<milliseconds>(settings_.lease_ttl) / 2,
+                   std::max(milliseconds(250), milliseconds(10) * settings_.max_nodes))};
+  Forming forming(*this, joined);  // (the watch first: then a close)
+  co_await form_round(forming, settings_, rules, joined.index, expected, deadline);
+  if (*forming.value == keys::kClosedRound) co_await throw_if_closed();  // with the job's reason
+  co_return header_or_closed(*forming.value, joined.round);
 }
 
 RoundHeader EtcdRendezvous::header_or_closed(const std::string& value, int round) {
@@ -357,15 +347,6 @@ Compare EtcdRendezvous::claim_compare(const std::string& key,
                                       const std::optional<std::string>& join_plan_there) {
   if (join_plan_there) return Compare{key, Compare::Target::kValue, 0, *join_plan_there};
   return Compare{key, Compare::Target::kCreate, 0, {}};
-}
-
-std::string EtcdRendezvous::timeout_report(int round, std::int64_t joined) const {
-  return fmt::format(
-      "etcd rendezvous run={} round={} timed out after {:.0f} s (join_timeout): {}/{} nodes "
-      "joined (--nnodes {}:{}), {} more needed",
-      settings_.run_id, round, seconds(settings_.join_timeout), joined, settings_.min_nodes,
-      settings_.min_nodes, settings_.max_nodes,
-      std::max<std::int64_t>(settings_.min_nodes - joined, 0));
 }
 
 asio::awaitable<void> EtcdRendezvous::throw_if_closed() {

@@ -91,6 +91,7 @@ class EtcdRendezvous final : public Rendezvous {
   asio::awaitable<std::pair<std::int64_t, std::int64_t>> live_joins(int round,
                                                                     bool with_previous = false);
   asio::awaitable<Joined> join(int round, int local_world_size);
+  struct Forming;  // this node's side of forming a joined round (engine/round_forming.hpp)
   asio::awaitable<RoundHeader> wait_closed(const Joined& joined, int expected,
                                            Clock::time_point deadline);
   asio::awaitable<void> close_round(int round, int size);
@@ -116,7 +117,6 @@ class EtcdRendezvous final : public Rendezvous {
   // Releases the lease (the job is over) and throws RendezvousClosedError(message).
   [[noreturn]] void job_closed(const std::string& message);
   asio::awaitable<void> close_job(const std::string& why);
-  std::string timeout_report(int round, std::int64_t joined) const;
 
   void start_monitor(const Member& member);
   // A derived round's second watch: a DELETE of a member's record in the round it came from.

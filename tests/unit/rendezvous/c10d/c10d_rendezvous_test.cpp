@@ -1,16 +1,13 @@
-// The c10d protocol on one io_context over a MemoryStore: rounds, ranks, last call, late nodes,
-// restarts and the exit barrier.
+// The c10d protocol on one io_context over a MemoryStore: rounds, ranks, late nodes, restarts and
+// the exit barrier (how a round forms and closes: round_scenarios_test.cpp, on every backend).
 
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <catch2/catch.hpp>
 #include <set>
-#include <spdlog/sinks/ostream_sink.h>
-#include <sstream>
 
 #include "c10d_test_util.hpp"
-#include "common/log.hpp"
 #include "ddp/error.hpp"
 #include "rendezvous/c10d/c10d_keys.hpp"
 
@@ -64,65 +61,6 @@ std::size_t header_bytes(int nodes) {
 TEST_CASE("what every node reads of a round does not grow with the round", "[c10d]") {
   // Ten times the nodes: the header gains at most the digits of the larger sizes.
   CHECK(header_bytes(40) <= header_bytes(4) + 4);
-}
-
-TEST_CASE("a round closes at max nodes at once without the last call", "[c10d]") {
-  C10dSettings s = fast_settings(2, 3);
-  s.last_call_timeout = 60s;
-  Cluster c(s);
-  for (int i = 0; i < 3; ++i) c.add_node();
-  const auto out = c.next_round({0, 1, 2});
-  REQUIRE(all_done(out));
-  for (const auto& o : out) CHECK(o->get().group_world_size == 3);
-}
-
-TEST_CASE("a round closes with every node present once the last call passes", "[c10d]") {
-  Cluster c(fast_settings(2, 4));
-  for (int i = 0; i < 3; ++i) c.add_node();
-  const auto out = c.next_round({0, 1, 2});
-  REQUIRE(all_done(out));
-  for (const auto& o : out) {
-    CHECK(o->get().group_world_size == 3);
-    CHECK(o->get().world_size == 3);
-  }
-}
-
-TEST_CASE("too few nodes time out with a message naming who joined", "[c10d]") {
-  C10dSettings s = fast_settings(3, 3);
-  s.join_timeout = 300ms;
-  Cluster c(s);
-  c.add_node();
-  c.add_node();
-  const auto out = c.next_round({0, 1});
-  REQUIRE(all_done(out));
-  for (const auto& o : out) {
-    REQUIRE(o->error);
-    CHECK_THROWS_AS(o->get(), ddp::TimeoutError);
-    CHECK_THAT(o->error_text(), Catch::Contains("2/3 nodes joined") &&
-                                    Catch::Contains("1 more needed") && Catch::Contains("n0") &&
-                                    Catch::Contains("n1"));
-  }
-}
-
-TEST_CASE("issue 21: waiting progress shows at warning level and never says 'up to 0 s'",
-          "[c10d]") {
-  C10dSettings s = fast_settings(2, 2);
-  s.join_timeout = 1300ms;  // the last wake-ups have under a second left
-  s.progress_interval = 100ms;
-  Cluster c(s);
-  c.add_node();
-  std::ostringstream captured;
-  const auto logger = ddp::log::get("rdzv");
-  const auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(captured);
-  sink->set_level(spdlog::level::warn);  // what a default (quiet) run shows
-  logger->sinks().push_back(sink);
-  const auto out = c.next_round({0});
-  logger->sinks().pop_back();
-  REQUIRE(all_done(out));
-  CHECK_THROWS_AS(out[0]->get(), ddp::TimeoutError);
-  CHECK_THAT(captured.str(),
-             Catch::Contains("1/2 nodes joined round 0 of run test; waiting up to"));
-  CHECK_THAT(captured.str(), !Catch::Contains("waiting up to 0 s"));
 }
 
 TEST_CASE("issue 24: nodes waiting for a large round wake within the store's budget", "[c10d]") {

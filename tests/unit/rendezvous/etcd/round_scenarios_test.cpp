@@ -7,14 +7,17 @@
 
 #include <boost/asio/io_context.hpp>
 #include <catch2/catch.hpp>
+#include <spdlog/sinks/ostream_sink.h>
 
 #include <algorithm>
 #include <map>
 #include <memory>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "common/log.hpp"
 #include "ddp/error.hpp"
 #include "rendezvous/c10d/c10d_rendezvous.hpp"
 #include "rendezvous/etcd/etcd_rendezvous.hpp"
@@ -48,6 +51,16 @@ class ScenarioNodes {
       etcd_.lease_ttl = 1s;
       fake_ = std::make_shared<etcd::MemoryEtcd>(io.get_executor());
     }
+  }
+
+  // Before the first add_node: how long a round may take to form, how often its progress shows
+  // while it forms, and its last call (by default 5 s, 50 ms and 100 ms).
+  void set_forming(std::chrono::milliseconds join_timeout,
+                   std::chrono::milliseconds progress_interval,
+                   std::chrono::milliseconds last_call = 100ms) {
+    c10d_.join_timeout = etcd_.join_timeout = join_timeout;
+    c10d_.progress_interval = etcd_.progress_interval = progress_interval;
+    c10d_.last_call_timeout = etcd_.last_call_timeout = last_call;
   }
 
   // Adds node "n<i>".
@@ -390,4 +403,63 @@ TEST_CASE("scenario: a survivor that dies before it takes its place in a derived
   REQUIRE(all_done(next));
   CHECK(next[0]->get().round == 2);
   CHECK(next[1]->get().group_world_size == 2);
+}
+
+// Forming a round by arrivals (engine/round_forming.hpp): one set of rules, every backend.
+
+TEST_CASE("forming: a round closes at MAX nodes at once, without the last call",
+          "[engine][scenario][forming]") {
+  ScenarioNodes c(GENERATE(std::string("c10d"), std::string("etcd")), 2, 3);
+  c.set_forming(5s, 50ms, 60s);
+  for (int i = 0; i < 3; ++i) c.add_node();
+  const auto round = c.next_round({0, 1, 2});  // (waiting for the last call: join_timeout)
+  REQUIRE(all_done(round));
+  CHECK(group_ranks(round) == std::set<int>{0, 1, 2});
+}
+
+TEST_CASE("forming: with MIN nodes joined the round closes at the last call with those that came",
+          "[engine][scenario][forming]") {
+  ScenarioNodes c(GENERATE(std::string("c10d"), std::string("etcd")), 2, 4);
+  for (int i = 0; i < 3; ++i) c.add_node();
+  const auto round = c.next_round({0, 1, 2});  // (the last call is 100 ms)
+  REQUIRE(all_done(round));
+  CHECK(group_ranks(round) == std::set<int>{0, 1, 2});
+  CHECK(round[0]->get().world_size == 3);
+}
+
+TEST_CASE("forming: too few nodes time out with a message naming the backend and who joined",
+          "[engine][scenario][forming]") {
+  const std::string backend = GENERATE(std::string("c10d"), std::string("etcd"));
+  ScenarioNodes c(backend, 3, 3);
+  c.set_forming(300ms, 50ms);
+  c.add_node();
+  c.add_node();
+  const auto out = c.next_round({0, 1});
+  REQUIRE(all_done(out));
+  for (const auto& o : out) {
+    CHECK_THROWS_AS(o->get(), ddp::TimeoutError);
+    CHECK_THAT(o->error_text(),
+               Catch::Contains(backend + " rendezvous run=test round=0 timed out after") &&
+                   Catch::Contains("2/3 nodes joined (--nnodes 3:3), 1 more needed; joined: ") &&
+                   Catch::Contains("n0") && Catch::Contains("n1"));
+  }
+}
+
+TEST_CASE("issue 21: a round waiting for nodes shows its progress at the warning level, never "
+          "'up to 0 s'", "[engine][scenario][forming]") {
+  ScenarioNodes c(GENERATE(std::string("c10d"), std::string("etcd")), 2, 2);
+  c.set_forming(1300ms, 100ms);  // the last wake-ups have under a second left
+  c.add_node();
+  std::ostringstream captured;
+  const auto logger = ddp::log::get("rdzv");
+  const auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(captured);
+  sink->set_level(spdlog::level::warn);  // what a default (quiet) run shows
+  logger->sinks().push_back(sink);
+  const auto out = c.next_round({0});
+  logger->sinks().pop_back();
+  REQUIRE(all_done(out));
+  CHECK_THROWS_AS(out[0]->get(), ddp::TimeoutError);
+  CHECK_THAT(captured.str(),
+             Catch::Contains("1/2 nodes joined round 0 of run test; waiting up to"));
+  CHECK_THAT(captured.str(), !Catch::Contains("waiting up to 0 s"));
 }
