@@ -17,6 +17,8 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
+#include <map>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -102,6 +104,36 @@ std::unique_ptr<ddp::train::RecoverySession> forked_session_on(ddp::test::Script
   ::setenv("DDPRUN_REFORM_LOCAL_RANK", "0", 1);
   ::unsetenv("DDPRUN_REFORM_STATE_DIR");
   return ddp::train::RecoverySession::from_env(ddp::InitOptions{}, grace);
+}
+
+// What a forked worker wrote to its stderr, and its wait status.
+struct ForkedWorker {
+  std::string output;
+  int status = 0;
+};
+
+// Forks a worker that runs `body` on a session on `agent`'s channel (grace `grace`; `body` ends
+// the process itself); here, accepts its channel, reads its hello, hands it round 1's place
+// `place`, and reads its stderr until it exits.
+ForkedWorker run_forked_worker(ddp::test::ScriptedAgent& agent, std::chrono::milliseconds grace,
+                               const std::map<std::string, std::string>& place,
+                               const std::function<void(ddp::train::RecoverySession&)>& body) {
+  int err[2];
+  REQUIRE(::pipe(err) == 0);
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    auto session = forked_session_on(agent, err, grace);
+    body(*session);
+    std::_Exit(1);  // (the body ends the process)
+  }
+  ::close(err[1]);
+  agent.accept();
+  agent.read_line();
+  agent.send_place(1, place);
+  ForkedWorker worker;
+  worker.output = output_until_exit(err[0], child, worker.status);
+  return worker;
 }
 
 // A session on `agent`'s channel, its hello read.
@@ -215,57 +247,41 @@ TEST_CASE("issue 34: a round that lost a member aborts a Gloo group blocked on a
 TEST_CASE("issue 34: an overdue place frees a Gloo group blocked on a cut peer; the process stays",
           "[recovery]") {
   ddp::test::ScriptedAgent agent;
-  int err[2];
-  REQUIRE(::pipe(err) == 0);
-  const pid_t child = ::fork();
-  REQUIRE(child >= 0);
-  if (child == 0) {  // the worker: blocked in a collective when a joining node's round arrives
-    auto session = forked_session_on(agent, err, 1s);
-    CutPeerGlooPair pair;
-    session->watch(pair.group());
-    const std::string error = pair.blocked_all_reduce();
-    std::fprintf(stderr, "training thread: %s\n", error.c_str());
-    std::fflush(stderr);
-    std::_Exit(0);  // well before the next grace, which would give the process up
-  }
-  ::close(err[1]);
-  agent.accept();
-  agent.read_line();
-  agent.send_place(1, {{"WORLD_SIZE", "3"}});  // a node joining: no abort on arrival
-  int status = 0;
-  const std::string output = output_until_exit(err[0], child, status);
-  INFO(output);
-  REQUIRE(WIFEXITED(status));
-  CHECK(WEXITSTATUS(status) == 0);
+  // The worker: blocked in a collective when a joining node's round arrives (no abort on arrival).
+  const ForkedWorker worker =
+      run_forked_worker(agent, 1s, {{"WORLD_SIZE", "3"}}, [](ddp::train::RecoverySession& session) {
+        CutPeerGlooPair pair;
+        session.watch(pair.group());
+        const std::string error = pair.blocked_all_reduce();
+        std::fprintf(stderr, "training thread: %s\n", error.c_str());
+        std::fflush(stderr);
+        std::_Exit(0);  // well before the next grace, which would give the process up
+      });
+  INFO(worker.output);
+  REQUIRE(WIFEXITED(worker.status));
+  CHECK(WEXITSTATUS(worker.status) == 0);
   // Only the session aborts the group (the client's log line may not be written by the time the
   // child exits).
-  CHECK_THAT(output, Catch::Contains("training thread: gloo all_reduce #1 aborted on rank 0"));
+  CHECK_THAT(worker.output,
+             Catch::Contains("training thread: gloo all_reduce #1 aborted on rank 0"));
 }
 
 TEST_CASE("issue 29: an overdue place aborts the group, and the next grace gives the process up",
           "[recovery]") {
   ddp::test::ScriptedAgent agent;
-  int err[2];
-  REQUIRE(::pipe(err) == 0);
-  const pid_t child = ::fork();
-  REQUIRE(child >= 0);
-  if (child == 0) {  // the worker: a joining node's round, never taken by a training thread
-    auto session = forked_session_on(agent, err, 100ms);
-    auto group = std::make_shared<AbortRecordingGroup>(3, /*abortable=*/true);
-    session->watch(group);
-    group->wait_for_aborts(1);
-    ::sleep(10);  // the session's give-up ends the process long before
-    std::_Exit(1);
-  }
-  ::close(err[1]);
-  agent.accept();
-  agent.read_line();
-  agent.send_place(1, {{"WORLD_SIZE", "4"}});
-  int status = 0;
-  const std::string output = output_until_exit(err[0], child, status);
+  // The worker: a joining node's round, never taken by a training thread.
+  const ForkedWorker worker = run_forked_worker(
+      agent, 100ms, {{"WORLD_SIZE", "4"}}, [](ddp::train::RecoverySession& session) {
+        auto group = std::make_shared<AbortRecordingGroup>(3, /*abortable=*/true);
+        session.watch(group);
+        group->wait_for_aborts(1);
+        ::sleep(10);  // the session's give-up ends the process long before
+        std::_Exit(1);
+      });
+  const std::string& output = worker.output;
   INFO(output);
-  REQUIRE(WIFEXITED(status));
-  CHECK(WEXITSTATUS(status) == ddp::kReformGiveUpExit);
+  REQUIRE(WIFEXITED(worker.status));
+  CHECK(WEXITSTATUS(worker.status) == ddp::kReformGiveUpExit);
   const auto aborted = output.find("aborted the nccl group of round -1");
   const auto gave_up = output.find("ending with 75");
   CHECK(aborted != std::string::npos);
