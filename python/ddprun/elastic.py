@@ -81,9 +81,9 @@ class _Channel:
     that is later: a main thread already blocked for `grace` (in a collective with a peer whose
     link was cut until the peer's loss was judged) is not waited for a whole grace again, but
     one blocked on a peer whose process has just ended is freed within that wait: the ranks next
-    to the peer fail at once and close their sockets as they re-form, which fails the rest. From a place taken (or the process's start) to its
-    next commit it forms a group, which waits for peers as long as they take: a place arriving
-    then is due `grace` after its arrival. When the newest place is overdue,
+    to the peer fail at once and close their sockets as they re-form, which fails the rest. From
+    a place taken (or the process's start) to its next commit it forms a group, which waits for
+    peers as long as they take: a place arriving then is due `grace` after its arrival. When the newest place is overdue,
     the thread frees the main thread with `abort(round)` where `may_abort(round)` (an NCCL
     group), which then gets another `grace` seconds; else it calls `give_up(round)`, which ends
     the process."""

@@ -24,10 +24,12 @@ asio::awaitable<std::vector<std::optional<Bytes>>> StoreCoordination::get(
   // read only the keys that exist.
   std::vector<char> exists(keys.size(), 1);
   const bool all_exist = co_await store_.check(keys);
-  for (std::size_t i = 0; i < keys.size() && !all_exist; ++i) {
-    std::vector<std::string> one(1, keys[i]);
-    const bool exists_one = co_await store_.check(std::move(one));
-    exists[i] = exists_one ? 1 : 0;
+  if (!all_exist) {
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      std::vector<std::string> one(1, keys[i]);
+      const bool exists_one = co_await store_.check(std::move(one));
+      exists[i] = exists_one ? 1 : 0;
+    }
   }
   std::vector<std::string> present;
   for (std::size_t i = 0; i < keys.size(); ++i) {

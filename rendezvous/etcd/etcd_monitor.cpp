@@ -309,12 +309,13 @@ void EtcdRendezvous::stop_monitor() {
   monitor_.reset();
 }
 
+std::function<std::exception_ptr()> EtcdRendezvous::lease_error() const {
+  if (const std::shared_ptr<Lease> lease = lease_) return [lease] { return lease->error; };
+  return {};
+}
+
 asio::awaitable<RoundEvent> EtcdRendezvous::watch_round() {
-  std::function<std::exception_ptr()> lease_error;
-  if (const std::shared_ptr<Lease> lease = lease_) {
-    lease_error = [lease] { return lease->error; };
-  }
-  return watch_running_round(monitor_, std::move(lease_error));
+  return watch_running_round(monitor_, lease_error());
 }
 
 asio::awaitable<int> EtcdRendezvous::report_failure(std::string what) {
@@ -432,8 +433,8 @@ asio::awaitable<void> EtcdRendezvous::exit_barrier() {
   barrier.finished = keys::dones(job_, m->round);  // outside the round's prefix: no watch sees them
   barrier.passed = keys::all_finished(job_, m->round);
   EtcdCoordination coordination(*client_, [lease] { return lease->id; });
-  std::function<std::exception_ptr()> lease_error = [lease] { return lease->error; };
-  co_await pass_exit_barrier(coordination, *m, std::move(barrier), std::move(lease_error));
+  std::function<std::exception_ptr()> lost = lease_error();  // (named: coawait_conditions.py)
+  co_await pass_exit_barrier(coordination, *m, std::move(barrier), std::move(lost));
 }
 
 asio::awaitable<void> EtcdRendezvous::finish(bool success) {

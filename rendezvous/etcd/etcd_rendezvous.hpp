@@ -59,6 +59,9 @@ class EtcdRendezvous final : public Rendezvous {
   void release();
   // The lease this node holds (0 before the first round or after leave() or release()).
   std::int64_t lease_id() const;
+  // Why this node's lease is lost (the keep-alive's error; null while it holds), as the round's
+  // watch and exit barrier check it; empty before the node has a lease.
+  std::function<std::exception_ptr()> lease_error() const;
   // The round whose join keys hold the running round's member records (the round before, for a
   // round derived from it: its members wrote their records there and did not join again).
   int records_round() const;
