@@ -126,11 +126,7 @@ asio::awaitable<RendezvousInfo> EtcdRendezvous::next_round(int local_world_size)
     ++round;
   }
   RendezvousInfo info = info_for(current_->header, current_->group_rank, settings_.run_id);
-  logger()->info(
-      "round closed run={} round={} group_rank={} group_world_size={} world_size={} "
-      "restart_count={} master={}:{}",
-      settings_.run_id, round, info.group_rank, info.group_world_size, info.world_size,
-      info.restart_count, info.master_addr, info.master_port);
+  log_round_closed(info);
   start_monitor(*current_);
   co_await start_link(*current_);
   co_return info;
