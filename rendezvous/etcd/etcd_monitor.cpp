@@ -9,13 +9,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <charconv>
 
+#include "common/parse_number.hpp"
 #include "ddp/error.hpp"
 #include "rendezvous/engine/detached_error.hpp"
 #include "rendezvous/engine/exit_barrier.hpp"
@@ -62,12 +61,6 @@ std::optional<LostMember> member_of(const RoundHeader& header, const KeyValue& k
   }
   if (!rank) return std::nullopt;
   return LostMember{*rank, desc.local_world_size};
-}
-
-std::chrono::milliseconds milliseconds_in(const std::string& text) {
-  long long ms = 0;
-  std::from_chars(text.data(), text.data() + text.size(), ms);
-  return std::chrono::milliseconds(ms);
 }
 
 struct RollCall {
@@ -153,7 +146,8 @@ void EtcdRendezvous::start_monitor(const Member& member) {
       if (!e.is_delete && starts_with(e.kv.key, lost)) {
         const std::string name = e.kv.key.substr(lost.size());
         if (name != self) {
-          m->changes.record_loss(NodeLoss{name, "connection", milliseconds_in(e.kv.value)},
+          const auto after = parse_leading_number<std::int64_t>(e.kv.value).value_or(0);
+          m->changes.record_loss(NodeLoss{name, "connection", std::chrono::milliseconds(after)},
                                  std::nullopt);
         }
       }
