@@ -6,9 +6,6 @@
 
 #include "rendezvous/c10d/c10d_rendezvous.hpp"
 
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/use_awaitable.hpp>
-
 #include <fmt/format.h>
 
 #include <algorithm>
