@@ -23,6 +23,7 @@
 #include "common/log.hpp"
 #include "common/reform_protocol.hpp"
 #include "ddp/error.hpp"
+#include "rendezvous/engine/detached_error.hpp"
 
 namespace ddp::agent {
 
@@ -43,14 +44,7 @@ struct Connection {
 
 // The completion of every loop: they take errors as values, so what reaches here is a bug or
 // bad_alloc; one connection's loop ends, the agent goes on.
-void log_failure(std::exception_ptr error) {
-  if (!error) return;
-  try {
-    std::rethrow_exception(error);
-  } catch (const std::exception& e) {
-    log::get("agent")->warn("reform channel: {}", e.what());
-  }
-}
+const auto log_failure = rdzv::log_if_thrown("agent", spdlog::level::warn, "reform channel");
 
 }  // namespace
 

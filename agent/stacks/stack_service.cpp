@@ -23,6 +23,7 @@
 #include "agent/stacks/stack_exchange.hpp"
 #include "agent/stacks/stack_hook.hpp"
 #include "common/log.hpp"
+#include "rendezvous/engine/detached_error.hpp"
 #include "rendezvous/store_client/tcp_store_client.hpp"
 
 namespace ddp::agent {
@@ -39,15 +40,6 @@ asio::awaitable<std::unique_ptr<rdzv::TcpStoreClient>> connect_store(const std::
   auto client = co_await rdzv::TcpStoreClient::connect(addr, port, options);
   client->set_timeout(kStoreTimeout);
   co_return client;
-}
-
-void log_store_end(std::exception_ptr e, const char* what) {
-  if (!e) return;
-  try {
-    std::rethrow_exception(e);
-  } catch (const std::exception& error) {
-    log::get("agent")->debug("stack requests: {}: {}", what, error.what());
-  }
 }
 
 std::string now_text() {
@@ -117,7 +109,8 @@ void StackService::on_round(const rdzv::RendezvousInfo& info, const std::string&
   // writer, node 0, so a large job adds one connection, not one per node, as its round closes).
   if (info.group_rank == 0) {
     asio::co_spawn(io_, publish_nodes(store_addr, store_port, run_id, info.group_world_size),
-                   [](std::exception_ptr e) { log_store_end(e, "cannot publish the node count"); });
+                   rdzv::log_if_thrown("agent", spdlog::level::debug,
+                                       "stack requests: cannot publish the node count"));
   }
   const std::string at = fmt::format("{}:{}/{}", store_addr, store_port, run_id);
   if (at == answering_at_) return;
@@ -129,10 +122,10 @@ void StackService::on_round(const rdzv::RendezvousInfo& info, const std::string&
     std::minstd_rand jitter(static_cast<unsigned>(std::random_device{}()));
     delay = std::chrono::milliseconds(1000 + jitter() % 1000);
   }
-  asio::co_spawn(io_, answer_loop(store_addr, store_port, run_id, delay), [](std::exception_ptr e) {
-    // The store host's agent has ended, or the job is over: nothing left to answer.
-    log_store_end(e, "answer loop ended");
-  });
+  // The store host's agent has ended, or the job is over: nothing left to answer.
+  asio::co_spawn(
+      io_, answer_loop(store_addr, store_port, run_id, delay),
+      rdzv::log_if_thrown("agent", spdlog::level::debug, "stack requests: answer loop ended"));
 }
 
 asio::awaitable<rdzv::TcpStoreClient*> StackService::open_store(std::string addr,

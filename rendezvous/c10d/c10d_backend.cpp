@@ -95,40 +95,24 @@ class C10dBackend final : public Rendezvous {
   }
 
   asio::awaitable<RendezvousInfo> next_round(int local_world_size) override {
-    try {
-      if (!core_) co_await connect();
-      co_return co_await core_->next_round(local_world_size);
-    } catch (const IoError& e) {
-      throw store_gone(e);
-    }
+    if (!core_) co_await naming_store(connect());
+    co_return co_await naming_store(core_->next_round(local_world_size));
   }
 
   asio::awaitable<RoundEvent> watch_round() override {
     if (!core_) throw InternalError("c10d watch_round before next_round");
-    try {
-      co_return co_await core_->watch_round();
-    } catch (const IoError& e) {
-      throw store_gone(e);
-    }
+    return naming_store(core_->watch_round());
   }
 
   asio::awaitable<int> report_failure(std::string what) override {
     if (!core_) co_await connect();
-    try {
-      co_return co_await core_->report_failure(std::move(what));
-    } catch (const IoError& e) {
-      throw store_gone(e);
-    }
+    co_return co_await naming_store(core_->report_failure(std::move(what)));
   }
 
   asio::awaitable<std::optional<RoundEvent>> failure_verdict(
       std::chrono::steady_clock::time_point failed_at) override {
     if (!core_) co_return std::nullopt;
-    try {
-      co_return co_await core_->failure_verdict(failed_at);
-    } catch (const IoError& e) {
-      throw store_gone(e);
-    }
+    co_return co_await naming_store(core_->failure_verdict(failed_at));
   }
 
   asio::awaitable<void> finish(bool success) override {
@@ -183,6 +167,16 @@ class C10dBackend final : public Rendezvous {
                                              std::move(opener));
     // In-process, a parked wait holds nothing up.
     core_->watch_changes_on(watch_client_ ? static_cast<Store&>(*watch_client_) : *store);
+  }
+
+  // `op`, its IoError said as the store's being gone.
+  template <typename T>
+  asio::awaitable<T> naming_store(asio::awaitable<T> op) {
+    try {
+      co_return co_await std::move(op);
+    } catch (const IoError& e) {
+      throw store_gone(e);
+    }
   }
 
   IoError store_gone(const IoError& e) const {

@@ -17,7 +17,6 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/redirect_error.hpp>
-#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include "ddp/error.hpp"
@@ -40,6 +39,10 @@ using std::chrono::milliseconds;
 // first line, so refresh() reads later lines itself (the exit barrier, the failure verdict).
 struct C10dRendezvous::Monitor : RoundMonitor {
   Monitor(asio::any_io_executor ex, Store& s) : RoundMonitor(ex), tick(ex), store(s) {}
+  void stop() override {
+    RoundMonitor::stop();
+    tick.cancel();
+  }
 
   // Waits `period` (in the exit barrier: for the barrier's key, at most `period`), then reads
   // the change log.
@@ -75,6 +78,19 @@ asio::awaitable<Bytes> read_change_log(Store& store, std::string change_key) {
   co_return log;
 }
 
+// The value of `key` once it exists (the wait re-parked every `park`); nullopt once `m` stopped.
+asio::awaitable<std::optional<Bytes>> await_key(Store& store, const RoundMonitor& m,
+                                                std::string key, milliseconds park) {
+  while (!m.stopped) {
+    const bool exists = co_await store.wait_for(c10d_keys::one(key), park);
+    if (exists) break;
+  }
+  if (m.stopped) co_return std::nullopt;
+  Bytes value = co_await store.get_existing(key);  // the wait saw it
+  if (m.stopped) co_return std::nullopt;
+  co_return value;
+}
+
 // A change-log line for a log message (without its newline).
 std::string shown(const Bytes& line) {
   std::string text = to_string(line);
@@ -89,32 +105,13 @@ struct Beat {
 };
 
 // The watched heartbeats, an absent one read as empty. Once all were seen to exist (at once in a
-// joined round: each wrote its heartbeat before its descriptor), one MULTI_GET and no WAIT; in a
+// joined round: each wrote its heartbeat before its descriptor), one MULTI_GET and no CHECK; in a
 // derived round a member that has not written its key yet (or died first) is looked for alone.
 asio::awaitable<std::vector<Bytes>> read_beats(Store& store, const std::vector<std::string>& keys,
                                                std::vector<char>& present) {
-  if (std::find(present.begin(), present.end(), 0) != present.end()) {
-    const bool all_present = co_await store.check(keys);
-    if (all_present) {
-      std::fill(present.begin(), present.end(), 1);
-    } else {
-      for (std::size_t i = 0; i < keys.size(); ++i) {
-        if (present[i]) continue;
-        const bool beat = co_await store.check(c10d_keys::one(keys[i]));
-        present[i] = beat ? 1 : 0;
-      }
-    }
-  }
-  std::vector<std::string> existing;
-  for (std::size_t i = 0; i < keys.size(); ++i) {
-    if (present[i]) existing.push_back(keys[i]);
-  }
-  std::vector<Bytes> got;
-  if (!existing.empty()) got = co_await store.multi_get_existing(std::move(existing));
-  std::vector<Bytes> values(keys.size());
-  for (std::size_t i = 0, at = 0; i < keys.size(); ++i) {
-    if (present[i]) values[i] = std::move(got.at(at++));
-  }
+  const std::vector<std::optional<Bytes>> read = co_await get_existing_keys(store, keys, present);
+  std::vector<Bytes> values;
+  for (const std::optional<Bytes>& value : read) values.push_back(value.value_or(Bytes{}));
   co_return values;
 }
 
@@ -244,14 +241,9 @@ void C10dRendezvous::start_monitor(const Member& member, bool beaten) {
            milliseconds park, bool reads_log,
            std::optional<PlanProposal> proposal) -> asio::awaitable<void> {
     if (!reads_log) {
-      while (!m->stopped) {
-        const bool planned = co_await watch.wait_for(c10d_keys::one(plan_key), park);
-        if (planned) break;
-      }
-      if (m->stopped) co_return;
-      Bytes plan = co_await watch.get_existing(plan_key);  // the wait saw it
-      if (m->stopped) co_return;
-      auto derived = decode_plan(plan, plan_key);
+      std::optional<Bytes> plan = co_await await_key(watch, *m, plan_key, park);
+      if (!plan) co_return;
+      auto derived = decode_plan(*plan, plan_key);
       if (derived && derived->from_round == m->round) {
         m->plan = std::move(plan);
         m->changes = parse_changes(to_bytes(derived->log));
@@ -262,14 +254,9 @@ void C10dRendezvous::start_monitor(const Member& member, bool beaten) {
       }
       m->plan = std::move(plan);  // a full join: the log says why
     }
-    while (!m->stopped) {
-      const bool changed = co_await watch.wait_for(c10d_keys::one(change_key), park);
-      if (changed) break;
-    }
-    if (m->stopped) co_return;
-    Bytes log = co_await watch.get_existing(change_key);  // the wait saw it
-    if (m->stopped) co_return;
-    RoundChanges changes = parse_changes(log);
+    const std::optional<Bytes> log = co_await await_key(watch, *m, change_key, park);
+    if (!log) co_return;
+    RoundChanges changes = parse_changes(*log);
     if (reads_log && proposal) {
       proposal->may_derive = proposal->may_derive && m->may_derive;
       StoreCoordination coordination(watch);
@@ -425,10 +412,7 @@ bool c10d_reads_log(int index, int size) {
 }
 
 void C10dRendezvous::stop_monitor() {
-  if (!monitor_) return;
-  monitor_->stopped = true;
-  monitor_->tick.cancel();
-  monitor_->wake();
+  if (monitor_) monitor_->stop();
   monitor_.reset();
 }
 

@@ -103,11 +103,7 @@ asio::awaitable<std::optional<RendezvousInfo>> C10dRendezvous::reform(int local_
     co_await store_.set(keys::kLatest, to_bytes(std::to_string(next)));
   }
   RendezvousInfo info = info_for(header, place, settings_.run_id);
-  logger()->info("round derived run={} round={} from={} lost={} group_rank={} group_world_size={} "
-                 "world_size={} restart_count={} master={}:{}", settings_.run_id, next,
-                 derived->from_round, derived->lost.size(), info.group_rank,
-                 info.group_world_size, info.world_size, info.restart_count, info.master_addr,
-                 info.master_port);
+  log_round_derived(info, derived->from_round, derived->lost.size());
   start_monitor(*current_, /*beaten=*/true);
   co_return info;
 }

@@ -6,9 +6,6 @@
 
 #include "rendezvous/c10d/c10d_rendezvous.hpp"
 
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/use_awaitable.hpp>
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -122,10 +119,7 @@ asio::awaitable<RendezvousInfo> C10dRendezvous::next_round(int local_world_size)
   current_ = Member{header, place, std::nullopt};
   current_index_ = joined.index;
   RendezvousInfo info = info_for(header, place, settings_.run_id);
-  logger()->info("round closed run={} round={} group_rank={} group_world_size={} world_size={} "
-                 "restart_count={} master={}:{}", settings_.run_id, round, info.group_rank,
-                 info.group_world_size, info.world_size, info.restart_count, info.master_addr,
-                 info.master_port);
+  log_round_closed(info);
   co_await write_lease(round);
   start_monitor(*current_);
   co_return info;

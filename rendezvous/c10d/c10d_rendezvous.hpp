@@ -11,7 +11,6 @@
 // it. The backend that owns the store server or client is C10dBackend (c10d_backend.hpp).
 
 #include <boost/asio/any_io_executor.hpp>
-#include <boost/asio/steady_timer.hpp>
 
 #include <functional>
 #include <memory>

@@ -8,9 +8,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
 #include <nlohmann/json.hpp>
 
+#include "common/parse_number.hpp"
 #include "ddp/error.hpp"
 
 namespace ddp::rdzv {
@@ -105,10 +105,7 @@ std::string plan_closer(const Bytes& value) {
 }
 
 int plan_size(const Bytes& value) {
-  int size = 0;
-  const auto* begin = reinterpret_cast<const char*>(value.data());
-  std::from_chars(begin, begin + value.size(), size);
-  return size;
+  return parse_leading_number<int>(to_string(value)).value_or(0);
 }
 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(LostMember, group_rank, local_world_size)

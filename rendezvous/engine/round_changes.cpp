@@ -23,10 +23,6 @@ Bytes line(const std::string& verb, const std::string& rest) {
   return to_bytes(verb + " " + one_line(rest) + "\n");
 }
 
-void add_distinct(std::vector<std::string>& names, const std::string& name) {
-  if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
-}
-
 // "<node> by=<how> after_ms=<n> rank=<r> lws=<n>" (the last two only when the writer knew them).
 NodeLoss parse_loss(const std::string& rest, std::optional<LostMember>& member) {
   NodeLoss loss;
@@ -94,16 +90,9 @@ RoundChanges parse_changes(const Bytes& log) {
     if (verb == "lost") {
       std::optional<LostMember> member;
       NodeLoss loss = parse_loss(rest, member);
-      const auto known = std::find(changes.lost.begin(), changes.lost.end(), loss.node);
-      if (known == changes.lost.end()) {
-        changes.lost.push_back(loss.node);
-        changes.losses.push_back(std::move(loss));
-        changes.lost_members.push_back(member);
-      } else if (auto& seen = changes.lost_members[known - changes.lost.begin()]; !seen) {
-        seen = member;  // a later line about the same node may say where it sat
-      }
+      changes.record_loss(std::move(loss), member);
     } else if (verb == "waiting") {
-      add_distinct(changes.waiting, rest);
+      changes.add_waiting(rest);
     } else if (verb == "failed") {
       changes.failed.push_back(rest);
     } else if (verb == "closed" && !changes.closed) {
@@ -111,6 +100,21 @@ RoundChanges parse_changes(const Bytes& log) {
     }
   }
   return changes;
+}
+
+void RoundChanges::record_loss(NodeLoss loss, const std::optional<LostMember>& member) {
+  const auto known = std::find(lost.begin(), lost.end(), loss.node);
+  if (known == lost.end()) {
+    lost.push_back(loss.node);
+    losses.push_back(std::move(loss));
+    lost_members.push_back(member);
+  } else if (auto& seen = lost_members[known - lost.begin()]; !seen) {
+    seen = member;
+  }
+}
+
+void RoundChanges::add_waiting(const std::string& node) {
+  if (std::find(waiting.begin(), waiting.end(), node) == waiting.end()) waiting.push_back(node);
 }
 
 std::optional<RoundEvent> RoundChanges::first_event(bool finishing) const {

@@ -42,6 +42,10 @@ struct RoundChanges {
   std::vector<std::string> failed;   // "<node> <what>" lines, in order
   std::optional<std::string> closed; // the job ended: why
 
+  // A loss: the first word on a node stands, but a later one may add where it sat (`member`).
+  void record_loss(NodeLoss loss, const std::optional<LostMember>& member);
+  void add_waiting(const std::string& node);  // once per node
+
   bool empty() const { return lost.empty() && waiting.empty() && failed.empty() && !closed; }
   // The job ended because every node finished (not because one failed).
   bool finished() const { return closed && *closed == kJobFinished; }

@@ -11,6 +11,7 @@
 
 #include "common/log.hpp"
 #include "ddp/error.hpp"
+#include "rendezvous/engine/detached_error.hpp"
 
 namespace ddp::rdzv {
 
@@ -29,11 +30,7 @@ RoundMonitor::RoundMonitor(asio::any_io_executor executor) : signal(std::move(ex
 
 void RoundMonitor::part_ended(std::exception_ptr failure, const char* backend) {
   if (failure && !stopped) {
-    try {
-      std::rethrow_exception(failure);
-    } catch (const std::exception& e) {
-      log::get("rdzv")->error("{} round {} monitor failed: {}", backend, round, e.what());
-    }
+    log::get("rdzv")->error("{} round {} monitor failed: {}", backend, round, error_text(failure));
     error = failure;
   }
   wake();

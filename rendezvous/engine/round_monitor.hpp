@@ -27,7 +27,7 @@ struct RoundMonitor {
 
   void wake() { signal.cancel(); }
   // Ends the monitor: its coroutines stop at their next step, and every waiter wakes.
-  void stop() {
+  virtual void stop() {
     stopped = true;
     wake();
   }

@@ -24,4 +24,11 @@ class StoreCoordination final : public Coordination {
   Store& store_;
 };
 
+// The values of `keys` in order, nullopt for an absent key: a CHECK first (PyTorch's servers close
+// the connection on a MULTI_GET of a missing key), then one MULTI_GET of the keys that exist.
+// `exists` holds a flag per key, kept by a caller that reads the same keys again (a key that
+// exists stays): once every key was seen to exist, the read is the MULTI_GET alone.
+asio::awaitable<std::vector<std::optional<Bytes>>> get_existing_keys(
+    Store& store, const std::vector<std::string>& keys, std::vector<char>& exists);
+
 }  // namespace ddp::rdzv

@@ -8,8 +8,6 @@
 
 #include "rendezvous/etcd/etcd_absentees.hpp"
 
-#include <boost/asio/use_awaitable.hpp>
-
 #include <set>
 #include <vector>
 

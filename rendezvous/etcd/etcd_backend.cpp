@@ -12,6 +12,7 @@
 #include <boost/asio/co_spawn.hpp>
 
 #include "ddp/error.hpp"
+#include "rendezvous/engine/detached_error.hpp"
 #include "rendezvous/engine/rdzv_log.hpp"
 #include "rendezvous/engine/round_worker_store.hpp"
 #include "rendezvous/etcd/etcd_link_guard.hpp"
@@ -116,14 +117,8 @@ class EtcdBackend final : public Rendezvous {
     o.failover_window = std::chrono::milliseconds(1000);
     auto client = std::make_shared<EtcdClient>(private_io.get_executor(), o);
     boost::asio::co_spawn(private_io, client->lease_revoke(lease, o.failover_window),
-                          [lease](std::exception_ptr error) {
-                            if (!error) return;
-                            try {
-                              std::rethrow_exception(error);
-                            } catch (const std::exception& e) {
-                              logger()->debug("etcd: lease {:x} not revoked: {}", lease, e.what());
-                            }
-                          });
+                          log_if_thrown("rdzv", spdlog::level::debug,
+                                        fmt::format("etcd: lease {:x} not revoked", lease)));
     private_io.run_for(std::chrono::milliseconds(1500));
   }
 

@@ -4,9 +4,9 @@
 
 #include <fmt/format.h>
 
-#include <charconv>
 #include <nlohmann/json.hpp>
 
+#include "common/parse_number.hpp"
 #include "ddp/error.hpp"
 
 namespace ddp::rdzv::etcd {
@@ -222,9 +222,7 @@ std::string failed_value(int restart_count, const std::string& node, const std::
 }
 
 int failed_restart_count(const std::string& value) {
-  int n = 0;
-  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
-  return ec == std::errc{} ? n : 0;
+  return parse_leading_number<int>(value).value_or(0);
 }
 
 std::string failed_detail(const std::string& value) {

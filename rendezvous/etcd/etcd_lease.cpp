@@ -13,8 +13,8 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
-#include "common/log.hpp"
 #include "ddp/error.hpp"
+#include "rendezvous/engine/detached_error.hpp"
 
 namespace ddp::rdzv::etcd {
 
@@ -56,11 +56,7 @@ void EtcdRendezvous::Lease::start() {
                  [weak = std::weak_ptr<Lease>(self)](std::exception_ptr error) {
     const std::shared_ptr<Lease> self = weak.lock();
     if (!error || !self || self->stopped) return;
-    try {
-      std::rethrow_exception(error);
-    } catch (const std::exception& e) {
-      log::get("rdzv")->error("etcd keep-alive failed: {}", e.what());
-    }
+    log::get("rdzv")->error("etcd keep-alive failed: {}", error_text(error));
     self->error = error;
     if (self->on_lost) self->on_lost();
   });

@@ -29,6 +29,7 @@
 #include <sstream>
 
 #include "ddp/error.hpp"
+#include "rendezvous/engine/detached_error.hpp"
 #include "rendezvous/engine/rdzv_log.hpp"
 #include "rendezvous/etcd/etcd_keys.hpp"
 #include "rendezvous/store/key_table.hpp"
@@ -149,14 +150,8 @@ asio::awaitable<std::unique_ptr<RoundLink>> RoundLink::hold(LinkTarget target, L
   } catch (const std::exception& e) {
     logger()->debug("etcd link to {}: connect failed: {}", link->member_->target.host, e.what());
   }
-  asio::co_spawn(executor, link->member_->run(), [](std::exception_ptr error) {
-    if (!error) return;
-    try {
-      std::rethrow_exception(error);
-    } catch (const std::exception& e) {
-      logger()->warn("etcd link to the round's host ended: {}", e.what());
-    }
-  });
+  asio::co_spawn(executor, link->member_->run(),
+                 log_if_thrown("rdzv", spdlog::level::warn, "etcd link to the round's host ended"));
   co_return link;
 }
 

@@ -11,7 +11,6 @@
 // closes nothing. The link store admits the job's agents only (etcd_link_guard.hpp). Runs on the
 // agent's io_context; owned by EtcdRendezvous, one per running round.
 
-#include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 
 #include <chrono>

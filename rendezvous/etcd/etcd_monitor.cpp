@@ -9,14 +9,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include "common/parse_number.hpp"
 #include "ddp/error.hpp"
+#include "rendezvous/engine/detached_error.hpp"
 #include "rendezvous/engine/exit_barrier.hpp"
 #include "rendezvous/engine/failure_verdict.hpp"
 #include "rendezvous/engine/rdzv_log.hpp"
@@ -32,6 +32,11 @@ namespace ddp::rdzv::etcd {
 // RoundMonitor's changes are filled from the round's watch.
 struct EtcdRendezvous::Monitor : RoundMonitor {
   explicit Monitor(asio::any_io_executor ex) : RoundMonitor(std::move(ex)) {}
+  void stop() override {
+    RoundMonitor::stop();
+    watch->cancel();
+    if (before) before->cancel();
+  }
 
   std::shared_ptr<KvWatch> watch;
   std::shared_ptr<KvWatch> before;  // a derived round's: the records of the round it came from
@@ -42,29 +47,6 @@ namespace {
 
 bool starts_with(const std::string& text, const std::string& prefix) {
   return text.compare(0, prefix.size(), prefix) == 0;
-}
-
-void add_distinct(std::vector<std::string>& names, const std::string& name) {
-  if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
-}
-
-// A member is lost: its link closed (ev/lost/<node>, with the closed link's milliseconds), or
-// its join key was deleted without that, because its lease ended, at most a TTL after its
-// agent's last keep-alive. The loss carries how it was found and that bound, as c10d's lines
-// carry their heartbeat window, so the agent logs a node_lost event for it (the event log's
-// record of every loss, whatever backend). The first word on a node stands.
-// Its place in the round (`member`), which derives the next round, may come with a later event.
-void record_loss(RoundChanges& changes, NodeLoss loss,
-                 std::optional<LostMember> member = std::nullopt) {
-  const auto known = std::find(changes.lost.begin(), changes.lost.end(), loss.node);
-  if (known != changes.lost.end()) {
-    auto& place = changes.lost_members[static_cast<std::size_t>(known - changes.lost.begin())];
-    if (!place) place = member;
-    return;
-  }
-  changes.lost.push_back(loss.node);
-  changes.losses.push_back(std::move(loss));
-  changes.lost_members.push_back(member);
 }
 
 // The place of the member whose record `kv` was in the round of `header`; nullopt when the
@@ -79,12 +61,6 @@ std::optional<LostMember> member_of(const RoundHeader& header, const KeyValue& k
   }
   if (!rank) return std::nullopt;
   return LostMember{*rank, desc.local_world_size};
-}
-
-std::chrono::milliseconds milliseconds_in(const std::string& text) {
-  long long ms = 0;
-  std::from_chars(text.data(), text.data() + text.size(), ms);
-  return std::chrono::milliseconds(ms);
 }
 
 struct RollCall {
@@ -105,6 +81,31 @@ asio::awaitable<void> answer_roll_call(std::shared_ptr<EtcdKv> client, RollCall 
     all.emplace_back(call.all_present, to_bytes("1"));
     co_await answers.put(std::move(all));
   }
+}
+
+// Hands each response of `watch` to `take` until the monitor stops; when `take` says it changed
+// the round, wakes the monitor's waiters and logs one line per kind of change the agent acts on
+// (not one per event: at 1,024 nodes the exit's departures alone would log a growing list a
+// thousand times).
+template <class Take>
+void follow(asio::any_io_executor executor, std::shared_ptr<RoundMonitor> m,
+            std::shared_ptr<KvWatch> watch, Take take) {
+  asio::co_spawn(
+      executor,
+      [m, watch, take]() mutable -> asio::awaitable<void> {
+        std::optional<RoundChange> logged;
+        while (!m->stopped) {
+          const auto response = co_await watch->next(Clock::time_point::max());
+          if (!response) break;
+          if (!take(*response)) continue;
+          if (const auto event = m->event(); event && event->change != logged) {
+            logged = event->change;
+            logger()->info("round {} changes: {}", m->round, event->detail);
+          }
+          m->wake();
+        }
+      },
+      [m](std::exception_ptr error) { m->part_ended(error, "etcd"); });
 }
 
 }  // namespace
@@ -134,68 +135,53 @@ void EtcdRendezvous::start_monitor(const Member& member) {
   const auto lease_ttl = std::chrono::duration_cast<std::chrono::milliseconds>(settings_.lease_ttl);
   const RoundHeader header = member.header;
   const std::string self = self_.name;
-  asio::co_spawn(
-      executor_,
-      [=]() -> asio::awaitable<void> {
-        std::optional<RoundChange> logged;
-        while (!m->stopped) {
-          const auto response = co_await m->watch->next(Clock::time_point::max());
-          if (!response) break;
-          // A loss by connection puts ev/lost/<node> and deletes the join key in one revision:
-          // the put says how it was found, whatever the order of the two events.
-          for (const WatchEvent& e : response->events) {
-            if (!e.is_delete && starts_with(e.kv.key, lost)) {
-              const std::string name = e.kv.key.substr(lost.size());
-              if (name != self) {
-                record_loss(m->changes, NodeLoss{name, "connection", milliseconds_in(e.kv.value)});
-              }
-            }
-          }
-          for (const WatchEvent& e : response->events) {
-            const std::string& key = e.kv.key;
-            if (starts_with(key, joins)) {
-              const std::string name = key.substr(joins.size());
-              // A member's key deleted: its lease ended (or its link closed: see above).
-              if (e.is_delete && e.prev_kv && name != self) {
-                if (const auto member = member_of(header, *e.prev_kv)) {
-                  record_loss(m->changes, NodeLoss{name, "lease", lease_ttl}, member);
-                }
-              }
-            } else if (e.is_delete || starts_with(key, lost)) {
-              continue;
-            } else if (starts_with(key, waiting)) {
-              add_distinct(m->changes.waiting, key.substr(waiting.size()));
-            } else if (key == failed) {
-              m->changes.failed.push_back(failed_detail(e.kv.value));
-            } else if (key == closed && !m->changes.closed) {
-              m->changes.closed = e.kv.value;
-            } else if (key == all_finished) {
-              m->passed = true;
-            } else if (key == roll_call && !m->roll_call) {
-              m->roll_call = true;  // a member's workers failed: say that this node is alive
-              asio::co_spawn(m->signal.get_executor(), answer_roll_call(client, answer),
-                             [](std::exception_ptr error) {
-                               if (!error) return;
-                               try {
-                                 std::rethrow_exception(error);
-                               } catch (const std::exception& e) {
-                                 logger()->warn("etcd roll call not answered: {}", e.what());
-                               }
-                             });
-            } else if (key == all_present) {
-              m->all_present = true;
-            }
-          }
-          // One line per kind of change the agent acts on (not one per event: at 1,024 nodes the
-          // exit's departures alone would log a growing list a thousand times).
-          if (const auto event = m->event(); event && event->change != logged) {
-            logged = event->change;
-            logger()->info("round {} changes: {}", m->round, event->detail);
-          }
-          m->wake();
+  follow(executor_, m, m->watch, [=](const WatchResponse& response) {
+    // A member is lost: its link closed (ev/lost/<node>, with the closed link's milliseconds), or
+    // its join key was deleted without that, its lease ended (at most a TTL after its last
+    // keep-alive). The loss carries how it was found and that bound, as c10d's lines carry their
+    // heartbeat window, so the agent logs a node_lost event for it. A loss by connection puts
+    // ev/lost/<node> and deletes the join key in one revision: the put says how it was found,
+    // whatever the order of the two events.
+    for (const WatchEvent& e : response.events) {
+      if (!e.is_delete && starts_with(e.kv.key, lost)) {
+        const std::string name = e.kv.key.substr(lost.size());
+        if (name != self) {
+          const auto after = parse_leading_number<std::int64_t>(e.kv.value).value_or(0);
+          m->changes.record_loss(NodeLoss{name, "connection", std::chrono::milliseconds(after)},
+                                 std::nullopt);
         }
-      },
-      [m](std::exception_ptr error) { m->part_ended(error, "etcd"); });
+      }
+    }
+    for (const WatchEvent& e : response.events) {
+      const std::string& key = e.kv.key;
+      if (starts_with(key, joins)) {
+        const std::string name = key.substr(joins.size());
+        // A member's key deleted: its lease ended (or its link closed: see above).
+        if (e.is_delete && e.prev_kv && name != self) {
+          if (const auto member = member_of(header, *e.prev_kv)) {
+            m->changes.record_loss(NodeLoss{name, "lease", lease_ttl}, member);
+          }
+        }
+      } else if (e.is_delete || starts_with(key, lost)) {
+        continue;
+      } else if (starts_with(key, waiting)) {
+        m->changes.add_waiting(key.substr(waiting.size()));
+      } else if (key == failed) {
+        m->changes.failed.push_back(failed_detail(e.kv.value));
+      } else if (key == closed && !m->changes.closed) {
+        m->changes.closed = e.kv.value;
+      } else if (key == all_finished) {
+        m->passed = true;
+      } else if (key == roll_call && !m->roll_call) {
+        m->roll_call = true;  // a member's workers failed: say that this node is alive
+        asio::co_spawn(m->signal.get_executor(), answer_roll_call(client, answer),
+                       log_if_thrown("rdzv", spdlog::level::warn, "etcd roll call not answered"));
+      } else if (key == all_present) {
+        m->all_present = true;
+      }
+    }
+    return true;
+  });
   if (member.before && member.plan) watch_records_before(member);
 }
 
@@ -204,32 +190,22 @@ void EtcdRendezvous::watch_records_before(const Member& member) {
   const std::string joins = keys::joins(job_, member.before->round);
   m->before = client_->watch(joins, prefix_end(joins), member.header.revision + 1, true);
   const auto lease_ttl = std::chrono::duration_cast<std::chrono::milliseconds>(settings_.lease_ttl);
-  asio::co_spawn(
-      executor_,
-      [m, joins, lease_ttl, before = *member.before, plan = *member.plan,
-       self = self_.name]() -> asio::awaitable<void> {
-        while (!m->stopped) {
-          const auto response = co_await m->before->next(Clock::time_point::max());
-          if (!response) break;
-          bool lost = false;
-          for (const WatchEvent& e : response->events) {
-            const std::string name = e.kv.key.substr(joins.size());
-            if (!e.is_delete || !e.prev_kv || name == self) continue;
-            const auto was = member_of(before, *e.prev_kv);
-            const auto rank = was ? derived_rank(plan, was->group_rank) : std::nullopt;
-            if (!rank) continue;  // not a member, or lost already in the plan
-            record_loss(m->changes, NodeLoss{name, "lease", lease_ttl},
-                        LostMember{*rank, was->local_world_size});
-            lost = true;
-          }
-          if (!lost) continue;
-          if (const auto event = m->event()) {
-            logger()->info("round {} changes: {}", m->round, event->detail);
-          }
-          m->wake();
-        }
-      },
-      [m](std::exception_ptr error) { m->part_ended(error, "etcd"); });
+  follow(executor_, m, m->before,
+         [m, joins, lease_ttl, before = *member.before, plan = *member.plan,
+          self = self_.name](const WatchResponse& response) {
+           bool lost = false;
+           for (const WatchEvent& e : response.events) {
+             const std::string name = e.kv.key.substr(joins.size());
+             if (!e.is_delete || !e.prev_kv || name == self) continue;
+             const auto was = member_of(before, *e.prev_kv);
+             const auto rank = was ? derived_rank(plan, was->group_rank) : std::nullopt;
+             if (!rank) continue;  // not a member, or lost already in the plan
+             m->changes.record_loss(NodeLoss{name, "lease", lease_ttl},
+                                    LostMember{*rank, was->local_world_size});
+             lost = true;
+           }
+           return lost;
+         });
 }
 
 void EtcdRendezvous::find_dead_in_plan(const RoundHeader& prev) {
@@ -253,15 +229,8 @@ void EtcdRendezvous::find_dead_in_plan(const RoundHeader& prev) {
           co_await pause.async_wait(asio::use_awaitable);
         }
       },
-      [](std::exception_ptr error) {
-        if (!error) return;
-        try {
-          std::rethrow_exception(error);
-        } catch (const std::exception& e) {
-          logger()->warn("etcd: the derived round's absentees not asked (their leases will say): {}",
-                         e.what());
-        }
-      });
+      log_if_thrown("rdzv", spdlog::level::warn,
+                    "etcd: the derived round's absentees not asked (their leases will say)"));
 }
 
 asio::awaitable<void> EtcdRendezvous::start_link(Member member) {
@@ -275,16 +244,10 @@ asio::awaitable<void> EtcdRendezvous::start_link(Member member) {
                          std::string node, int group_rank, std::chrono::milliseconds after) {
     logger()->warn("round {}: node {} (group rank {}) is gone: its link has been closed for {} ms",
                    header.round, node, group_rank, after.count());
-    asio::co_spawn(executor, declare_lost(client, job, header, node, group_rank, after),
-                   [node](std::exception_ptr error, bool) {
-                     if (!error) return;
-                     try {
-                       std::rethrow_exception(error);
-                     } catch (const std::exception& e) {
-                       logger()->warn("etcd: node {} not declared lost (its lease will say): {}",
-                                      node, e.what());
-                     }
-                   });
+    asio::co_spawn(
+        executor, declare_lost(client, job, header, node, group_rank, after),
+        log_if_thrown("rdzv", spdlog::level::warn,
+                      fmt::format("etcd: node {} not declared lost (its lease will say)", node)));
   };
   if (member.group_rank == 0) {
     if (links_ != nullptr) link_ = RoundLink::watch_members(*links_, header.round, on_lost);
@@ -301,11 +264,7 @@ RoundChanges EtcdRendezvous::seen() const { return monitor_ ? monitor_->changes 
 
 void EtcdRendezvous::stop_monitor() {
   link_.reset();
-  if (!monitor_) return;
-  monitor_->stopped = true;
-  monitor_->watch->cancel();
-  if (monitor_->before) monitor_->before->cancel();
-  monitor_->wake();
+  if (monitor_) monitor_->stop();
   monitor_.reset();
 }
 

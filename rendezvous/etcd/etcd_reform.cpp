@@ -92,11 +92,7 @@ asio::awaitable<std::optional<RendezvousInfo>> EtcdRendezvous::reform(RoundChang
     co_await client_->put(std::move(latest));
   }
   RendezvousInfo info = info_for(header, *rank, settings_.run_id);
-  logger()->info("round derived run={} round={} from={} lost={} group_rank={} group_world_size={} "
-                 "world_size={} restart_count={} master={}:{}", settings_.run_id, next,
-                 derived->from_round, derived->lost.size(), info.group_rank,
-                 info.group_world_size, info.world_size, info.restart_count, info.master_addr,
-                 info.master_port);
+  log_round_derived(info, derived->from_round, derived->lost.size());
   start_monitor(*current_);
   co_await start_link(*current_);
   if (*rank == 0) find_dead_in_plan(prev);

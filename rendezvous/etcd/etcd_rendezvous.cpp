@@ -11,12 +11,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <boost/asio/as_tuple.hpp>
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/use_awaitable.hpp>
-#include <charconv>
 
+#include "common/parse_number.hpp"
 #include "ddp/error.hpp"
 #include "rendezvous/engine/derived_round.hpp"
 #include "rendezvous/engine/rdzv_log.hpp"
@@ -28,16 +24,6 @@
 namespace ddp::rdzv::etcd {
 
 using std::chrono::milliseconds;
-
-namespace {
-
-std::int64_t leading_int(const std::string& text) {
-  std::int64_t n = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
-  return ec == std::errc{} ? n : 0;
-}
-
-}  // namespace
 
 EtcdRendezvous::EtcdRendezvous(asio::any_io_executor executor, std::shared_ptr<EtcdKv> client,
                                EtcdSettings settings, EtcdNode self,
@@ -126,11 +112,7 @@ asio::awaitable<RendezvousInfo> EtcdRendezvous::next_round(int local_world_size)
     ++round;
   }
   RendezvousInfo info = info_for(current_->header, current_->group_rank, settings_.run_id);
-  logger()->info(
-      "round closed run={} round={} group_rank={} group_world_size={} world_size={} "
-      "restart_count={} master={}:{}",
-      settings_.run_id, round, info.group_rank, info.group_world_size, info.world_size,
-      info.restart_count, info.master_addr, info.master_port);
+  log_round_closed(info);
   start_monitor(*current_);
   co_await start_link(*current_);
   co_return info;
@@ -186,7 +168,7 @@ asio::awaitable<EtcdRendezvous::Joined> EtcdRendezvous::join(int round, int loca
   Joined joined;
   throw_closed(result.ranges[2]);
   if (const auto& latest = result.ranges[3].kvs; !latest.empty()) {
-    joined.latest = static_cast<int>(leading_int(latest[0].value));
+    joined.latest = parse_leading_number<int>(latest[0].value).value_or(0);
   }
   joined.round = round;
   joined.revision = result.revision;
@@ -319,7 +301,7 @@ asio::awaitable<void> EtcdRendezvous::close_round(int round, int size) {
     if (static_cast<int>(members.kvs.size()) < settings_.min_nodes) co_return;  // some expired
     const std::int64_t restarts_mod = restarts.kvs.empty() ? 0 : restarts.kvs[0].mod_revision;
     const int restart_count =
-        restarts.kvs.empty() ? 0 : static_cast<int>(leading_int(restarts.kvs[0].value));
+        restarts.kvs.empty() ? 0 : failed_restart_count(restarts.kvs[0].value);
     const RoundHeader header =
         header_for(round, restart_count, state.revision, members.kvs, self_.name);
     TxnRequest txn;

@@ -18,6 +18,7 @@
 #include "common/parse_number.hpp"
 #include "ddp/error.hpp"
 #include "rendezvous/abandonable.hpp"
+#include "rendezvous/engine/detached_error.hpp"
 #include "rendezvous/static/static_events.hpp"
 #include "rendezvous/store/memory_store.hpp"
 #include "rendezvous/store/prefix_store.hpp"
@@ -413,14 +414,8 @@ asio::awaitable<RendezvousInfo> StaticRendezvous::next_round(int local_world_siz
                          round, info.group_rank, info.group_world_size, info.world_size,
                          info.restart_count);
   if (options.nnodes > 1) {
-    asio::co_spawn(s->io, watch_loop(s, round), [](std::exception_ptr error) {
-      if (!error) return;
-      try {
-        std::rethrow_exception(error);
-      } catch (const std::exception& e) {
-        log::get("rdzv")->debug("round watcher ended: {}", e.what());
-      }
-    });
+    asio::co_spawn(s->io, watch_loop(s, round),
+                   log_if_thrown("rdzv", spdlog::level::debug, "round watcher ended"));
   }
   co_return info;
 }
