@@ -25,10 +25,6 @@ namespace {
 
 using std::chrono::milliseconds;
 
-std::string key_text(const std::string& key) {  // keys are our own text: printable
-  return key;
-}
-
 constexpr const char* kAuthenticatePath = "/v3/auth/authenticate";
 
 // etcd 3.4's answers to a request whose token it no longer (or does not yet) know.
@@ -75,9 +71,8 @@ asio::awaitable<EtcdClient::Attempt> EtcdClient::attempt(std::size_t member,
   for (int fresh = 0; fresh < 2 && Clock::now() < until; ++fresh) {
     timeout =
         std::max(milliseconds(1), std::chrono::duration_cast<milliseconds>(until - Clock::now()));
-    std::unique_ptr<Stream> stream;
-    const bool reused = fresh == 0 && member == current_ && !idle_.empty();
-    if (reused) {
+    std::unique_ptr<detail::Connection> stream;
+    if (fresh == 0 && member == current_ && !idle_.empty()) {
       stream = std::move(idle_.back());
       idle_.pop_back();
     }
@@ -117,12 +112,9 @@ asio::awaitable<EtcdClient::Attempt> EtcdClient::attempt(std::size_t member,
         idle_.push_back(std::move(stream));
       }
       co_return result;
-    } catch (const TlsError& e) {
-      result.error = e.what();
-      result.tls_refused = true;
     } catch (const IoError& e) {
       result.error = e.what();
-      result.tls_refused = false;
+      result.tls_refused = dynamic_cast<const TlsError*>(&e) != nullptr;
       // A kept-alive connection the member closed while idle: try once on a fresh one.
     }
   }
@@ -235,13 +227,13 @@ std::string EtcdClient::member_report(const std::vector<std::string>& errors) co
 }
 
 asio::awaitable<RangeResponse> EtcdClient::range(RangeRequest request) {
-  const std::string op = fmt::format("range({})", key_text(request.key));
+  const std::string op = fmt::format("range({})", request.key);
   co_return decode_range(
       co_await call("/v3/kv/range", range_body(request), op, options_.failover_window), op);
 }
 
 asio::awaitable<std::int64_t> EtcdClient::put(PutRequest request) {
-  const std::string op = fmt::format("put({})", key_text(request.key));
+  const std::string op = fmt::format("put({})", request.key);
   co_return decode_put(co_await call("/v3/kv/put", put_body(request), op, options_.failover_window),
                        op);
 }
