@@ -217,13 +217,11 @@ asio::awaitable<void> EtcdClient::authenticate(milliseconds window) {
 }
 
 std::string EtcdClient::member_report(const std::vector<std::string>& errors) const {
-  std::string report;
+  std::vector<std::string> failed;
   for (std::size_t i = 0; i < errors.size(); ++i) {
-    if (errors[i].empty()) continue;
-    if (!report.empty()) report += "; ";
-    report += options_.members[i].to_string() + ": " + errors[i];
+    if (!errors[i].empty()) failed.push_back(options_.members[i].to_string() + ": " + errors[i]);
   }
-  return report;
+  return fmt::format("{}", fmt::join(failed, "; "));
 }
 
 asio::awaitable<RangeResponse> EtcdClient::range(RangeRequest request) {
