@@ -39,13 +39,9 @@ std::string bytes_field(const json& doc, const char* name) {
 }
 
 KeyValue read_kv(const json& doc) {
-  KeyValue kv;
-  kv.key = bytes_field(doc, "key");
-  kv.value = bytes_field(doc, "value");
-  kv.create_revision = int_field(doc, "create_revision");
-  kv.mod_revision = int_field(doc, "mod_revision");
-  kv.lease = int_field(doc, "lease");
-  return kv;
+  return KeyValue{bytes_field(doc, "key"), bytes_field(doc, "value"),
+                  int_field(doc, "create_revision"), int_field(doc, "mod_revision"),
+                  int_field(doc, "lease")};
 }
 
 std::int64_t header_revision(const json& doc) {
@@ -54,9 +50,7 @@ std::int64_t header_revision(const json& doc) {
 }
 
 RangeResponse read_range(const json& doc) {
-  RangeResponse r;
-  r.revision = header_revision(doc);
-  r.count = int_field(doc, "count");
+  RangeResponse r{header_revision(doc), int_field(doc, "count"), {}};
   if (const auto it = doc.find("kvs"); it != doc.end()) {
     for (const json& kv : *it) r.kvs.push_back(read_kv(kv));
   }
@@ -213,9 +207,7 @@ std::int64_t decode_put(std::string_view text, std::string_view op) {
 
 TxnResponse decode_txn(std::string_view text, std::string_view op) {
   return read_response(text, op, [](const json& doc) {
-    TxnResponse t;
-    t.succeeded = bool_field(doc, "succeeded");
-    t.revision = header_revision(doc);
+    TxnResponse t{bool_field(doc, "succeeded"), header_revision(doc), {}};
     if (const auto it = doc.find("responses"); it != doc.end()) {
       for (const json& r : *it) {
         if (const auto range = r.find("response_range"); range != r.end()) {
@@ -251,17 +243,12 @@ WatchResponse decode_watch(std::string_view text, std::string_view op) {
       throw std::runtime_error(error != doc.end() ? error->dump() : "no result");
     }
     const json& r = *result;
-    WatchResponse w;
-    w.revision = header_revision(r);
-    w.created = bool_field(r, "created");
-    w.canceled = bool_field(r, "canceled");
-    w.compact_revision = int_field(r, "compact_revision");
-    w.cancel_reason = r.value("cancel_reason", std::string{});
+    WatchResponse w{header_revision(r),           bool_field(r, "created"),
+                    bool_field(r, "canceled"),    int_field(r, "compact_revision"),
+                    r.value("cancel_reason", ""), {}};
     if (const auto it = r.find("events"); it != r.end()) {
       for (const json& e : *it) {
-        WatchEvent event;
-        event.is_delete = e.value("type", std::string{}) == "DELETE";
-        event.kv = read_kv(e.at("kv"));
+        WatchEvent event{e.value("type", "") == "DELETE", read_kv(e.at("kv")), std::nullopt};
         if (const auto prev = e.find("prev_kv"); prev != e.end()) event.prev_kv = read_kv(*prev);
         w.events.push_back(std::move(event));
       }
