@@ -44,8 +44,7 @@ std::string Member::to_string() const {
 
 // The outcome of one call on one member: a response (any status) or why there was none.
 struct EtcdClient::Attempt {
-  bool answered = false;
-  int status = 0;
+  int status = 0;  // the response's HTTP status; 0: no response
   std::string body;
   std::string error;
   bool tls_refused = false;  // TLS failed (certificates): waiting will not mend it
@@ -104,7 +103,6 @@ asio::awaitable<EtcdClient::Attempt> EtcdClient::attempt(std::size_t member,
         reader.feed(std::string_view(buffer.data(), n));
       }
       if (!reader.is_done()) throw IoError("the connection closed before the response");
-      result.answered = true;
       result.status = reader.status();
       result.body = reader.take_body();
       if (reader.keep_alive() && member == current_) {
@@ -157,7 +155,7 @@ asio::awaitable<std::string> EtcdClient::call(std::string path, std::string body
       const milliseconds timeout =
           std::clamp(share, milliseconds(100), std::max(cap, milliseconds(100)));
       Attempt a = co_await attempt(member, path, body, timeout);
-      if (authenticates && !refreshed && a.answered && a.status != 200 &&
+      if (authenticates && !refreshed && a.status != 0 && a.status != 200 &&
           is_token_refused(a.body)) {
         // Simple tokens expire when unused for a while and are known only to the member that
         // issued them until the cluster agrees; a fresh one is the answer to both.
@@ -165,9 +163,9 @@ asio::awaitable<std::string> EtcdClient::call(std::string path, std::string body
         co_await authenticate(window);
         a = co_await attempt(member, path, body, timeout);
       }
-      if (a.answered && a.status == 200) co_return std::move(a.body);
+      if (a.status == 200) co_return std::move(a.body);
       const std::string& name = options_.members[member].to_string();
-      if (a.answered) {
+      if (a.status != 0) {
         const auto error = decode_error(a.body);
         const std::string message =
             error ? error->message : fmt::format("HTTP {}: {}", a.status, a.body.substr(0, 200));
@@ -177,7 +175,7 @@ asio::awaitable<std::string> EtcdClient::call(std::string path, std::string body
         a.error = message;
       }
       errors[member] = a.error;
-      refused[member] = !a.answered && a.tls_refused;
+      refused[member] = a.status == 0 && a.tls_refused;
       logger()->debug("etcd member {}: {} failed ({}); trying the next member", name, op, a.error);
       fail_over(member);
       if (Clock::now() >= deadline) break;

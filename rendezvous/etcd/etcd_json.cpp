@@ -274,12 +274,11 @@ std::optional<GatewayError> decode_error(std::string_view text) {
       e.code = it->get<int>();
     }
   }
-  if (const auto it = body->find("message"); it != body->end() && it->is_string()) {
-    e.message = it->get<std::string>();
-  }
-  if (const auto it = body->find("error");
-      e.message.empty() && it != body->end() && it->is_string()) {
-    e.message = it->get<std::string>();
+  for (const char* message : {"message", "error"}) {  // the first one there
+    if (const auto it = body->find(message);
+        e.message.empty() && it != body->end() && it->is_string()) {
+      e.message = it->get<std::string>();
+    }
   }
   if (e.message.empty()) e.message = std::string(text.substr(0, 200));
   return e;
