@@ -25,10 +25,6 @@ namespace {
 
 using std::chrono::milliseconds;
 
-std::string key_text(const std::string& key) {  // keys are our own text: printable
-  return key;
-}
-
 constexpr const char* kAuthenticatePath = "/v3/auth/authenticate";
 
 // etcd 3.4's answers to a request whose token it no longer (or does not yet) know.
@@ -48,8 +44,7 @@ std::string Member::to_string() const {
 
 // The outcome of one call on one member: a response (any status) or why there was none.
 struct EtcdClient::Attempt {
-  bool answered = false;
-  int status = 0;
+  int status = 0;  // the response's HTTP status; 0: no response
   std::string body;
   std::string error;
   bool tls_refused = false;  // TLS failed (certificates): waiting will not mend it
@@ -75,9 +70,8 @@ asio::awaitable<EtcdClient::Attempt> EtcdClient::attempt(std::size_t member,
   for (int fresh = 0; fresh < 2 && Clock::now() < until; ++fresh) {
     timeout =
         std::max(milliseconds(1), std::chrono::duration_cast<milliseconds>(until - Clock::now()));
-    std::unique_ptr<Stream> stream;
-    const bool reused = fresh == 0 && member == current_ && !idle_.empty();
-    if (reused) {
+    std::unique_ptr<detail::Connection> stream;
+    if (fresh == 0 && member == current_ && !idle_.empty()) {
       stream = std::move(idle_.back());
       idle_.pop_back();
     }
@@ -109,7 +103,6 @@ asio::awaitable<EtcdClient::Attempt> EtcdClient::attempt(std::size_t member,
         reader.feed(std::string_view(buffer.data(), n));
       }
       if (!reader.is_done()) throw IoError("the connection closed before the response");
-      result.answered = true;
       result.status = reader.status();
       result.body = reader.take_body();
       if (reader.keep_alive() && member == current_) {
@@ -117,12 +110,9 @@ asio::awaitable<EtcdClient::Attempt> EtcdClient::attempt(std::size_t member,
         idle_.push_back(std::move(stream));
       }
       co_return result;
-    } catch (const TlsError& e) {
-      result.error = e.what();
-      result.tls_refused = true;
     } catch (const IoError& e) {
       result.error = e.what();
-      result.tls_refused = false;
+      result.tls_refused = dynamic_cast<const TlsError*>(&e) != nullptr;
       // A kept-alive connection the member closed while idle: try once on a fresh one.
     }
   }
@@ -165,7 +155,7 @@ asio::awaitable<std::string> EtcdClient::call(std::string path, std::string body
       const milliseconds timeout =
           std::clamp(share, milliseconds(100), std::max(cap, milliseconds(100)));
       Attempt a = co_await attempt(member, path, body, timeout);
-      if (authenticates && !refreshed && a.answered && a.status != 200 &&
+      if (authenticates && !refreshed && a.status != 0 && a.status != 200 &&
           is_token_refused(a.body)) {
         // Simple tokens expire when unused for a while and are known only to the member that
         // issued them until the cluster agrees; a fresh one is the answer to both.
@@ -173,9 +163,9 @@ asio::awaitable<std::string> EtcdClient::call(std::string path, std::string body
         co_await authenticate(window);
         a = co_await attempt(member, path, body, timeout);
       }
-      if (a.answered && a.status == 200) co_return std::move(a.body);
+      if (a.status == 200) co_return std::move(a.body);
       const std::string& name = options_.members[member].to_string();
-      if (a.answered) {
+      if (a.status != 0) {
         const auto error = decode_error(a.body);
         const std::string message =
             error ? error->message : fmt::format("HTTP {}: {}", a.status, a.body.substr(0, 200));
@@ -185,7 +175,7 @@ asio::awaitable<std::string> EtcdClient::call(std::string path, std::string body
         a.error = message;
       }
       errors[member] = a.error;
-      refused[member] = !a.answered && a.tls_refused;
+      refused[member] = a.status == 0 && a.tls_refused;
       logger()->debug("etcd member {}: {} failed ({}); trying the next member", name, op, a.error);
       fail_over(member);
       if (Clock::now() >= deadline) break;
@@ -225,23 +215,21 @@ asio::awaitable<void> EtcdClient::authenticate(milliseconds window) {
 }
 
 std::string EtcdClient::member_report(const std::vector<std::string>& errors) const {
-  std::string report;
+  std::vector<std::string> failed;
   for (std::size_t i = 0; i < errors.size(); ++i) {
-    if (errors[i].empty()) continue;
-    if (!report.empty()) report += "; ";
-    report += options_.members[i].to_string() + ": " + errors[i];
+    if (!errors[i].empty()) failed.push_back(options_.members[i].to_string() + ": " + errors[i]);
   }
-  return report;
+  return fmt::format("{}", fmt::join(failed, "; "));
 }
 
 asio::awaitable<RangeResponse> EtcdClient::range(RangeRequest request) {
-  const std::string op = fmt::format("range({})", key_text(request.key));
+  const std::string op = fmt::format("range({})", request.key);
   co_return decode_range(
       co_await call("/v3/kv/range", range_body(request), op, options_.failover_window), op);
 }
 
 asio::awaitable<std::int64_t> EtcdClient::put(PutRequest request) {
-  const std::string op = fmt::format("put({})", key_text(request.key));
+  const std::string op = fmt::format("put({})", request.key);
   co_return decode_put(co_await call("/v3/kv/put", put_body(request), op, options_.failover_window),
                        op);
 }

@@ -57,33 +57,26 @@ class EtcdClient final : public EtcdKv, public std::enable_shared_from_this<Etcd
 
   // Each operation throws IoError naming the operation and every member's last error when no
   // member answered within the failover window (or `window` where given), and IoError naming
-  // the member when one answered with a non-retryable error.
+  // the member when one answered with a non-retryable error. A keep-alive gives one member at
+  // most `per_member` of its window, so that a silent member leaves time to reach another before
+  // the lease expires.
   asio::awaitable<RangeResponse> range(RangeRequest request) override;
-  asio::awaitable<std::int64_t> put(PutRequest request) override;  // returns the put's revision
+  asio::awaitable<std::int64_t> put(PutRequest request) override;
   asio::awaitable<TxnResponse> txn(TxnRequest request, std::string what) override;
   asio::awaitable<LeaseGrant> lease_grant(std::int64_t ttl_seconds) override;
-  // The remaining TTL; 0 when the lease is gone (expired or revoked). One member gets at most
-  // `per_member` of the window, so that a silent member leaves time to reach another before the
-  // lease expires.
   asio::awaitable<std::int64_t> lease_keepalive(std::int64_t id, std::chrono::milliseconds window,
                                                 std::chrono::milliseconds per_member) override;
-  // A lease that is already gone counts as revoked.
   asio::awaitable<void> lease_revoke(std::int64_t id, std::chrono::milliseconds window) override;
-
-  // Starts watching [key, range_end) from start_revision (0: from now). The watch reconnects to
-  // another member on its own, resuming after the last revision it delivered.
+  // The watch reconnects to another member on its own, resuming after the last revision it
+  // delivered.
   std::shared_ptr<KvWatch> watch(std::string key, std::string range_end,
                                  std::int64_t start_revision, bool prev_kv) override;
 
   std::chrono::milliseconds failover_window() const override { return options_.failover_window; }
-  std::string endpoint() const override { return current_member().to_string(); }
-
-  const Member& current_member() const { return options_.members[current_]; }
-  const ClientOptions& options() const { return options_; }
+  std::string endpoint() const override { return options_.members[current_].to_string(); }
 
  private:
   friend class EtcdWatch;
-  using Stream = detail::Connection;
   struct Attempt;
 
   // `per_member`: the most one member gets (0: the attempt timeout).
@@ -103,24 +96,22 @@ class EtcdClient final : public EtcdKv, public std::enable_shared_from_this<Etcd
   asio::any_io_executor executor_;
   ClientOptions options_;
   std::size_t current_ = 0;
-  std::vector<std::unique_ptr<Stream>> idle_;  // kept-alive connections to the current member
+  std::vector<std::unique_ptr<detail::Connection>> idle_;  // kept alive, on the current member
   std::vector<std::weak_ptr<EtcdWatch>> watches_;
   std::string token_;  // etcd's auth token for options_.user ("" before the first call)
 };
 
-// One watch stream. Responses queue up until next() takes them.
+// One watch stream (EtcdClient::watch).
 class EtcdWatch final : public KvWatch, public std::enable_shared_from_this<EtcdWatch> {
  public:
   EtcdWatch(std::shared_ptr<EtcdClient> client, std::string key, std::string range_end,
             std::int64_t start_revision, bool prev_kv);
   ~EtcdWatch() override;
 
-  // The next response with events, or nullopt once `deadline` passes or the watch is cancelled.
-  // Throws IoError when the watch failed for good (every member unreachable for the failover
-  // window, or history compacted). One waiter at a time.
+  // Fails for good when every member was unreachable for the failover window, or the history it
+  // resumes from was compacted.
   asio::awaitable<std::optional<WatchResponse>> next(Clock::time_point deadline) override;
-  // Stops the stream; a waiting next() returns nullopt. Idempotent.
-  void cancel() override;
+  void cancel() override;  // closes the stream
 
  private:
   friend class EtcdClient;
@@ -136,7 +127,7 @@ class EtcdWatch final : public KvWatch, public std::enable_shared_from_this<Etcd
   bool prev_kv_;
   bool stopped_ = false;
   std::optional<std::size_t> member_;  // the member the stream is on
-  std::unique_ptr<EtcdClient::Stream> stream_;
+  std::unique_ptr<detail::Connection> stream_;
   std::deque<WatchResponse> queue_;
   std::exception_ptr error_;
   asio::steady_timer signal_;  // cancelled to wake next()

@@ -75,23 +75,18 @@ asio::awaitable<void> Connection::handshake(const Member& member) {
 }
 
 asio::awaitable<void> Connection::send_all(const std::string& bytes) {
-  std::tuple<boost::system::error_code, std::size_t> sent;
-  if (tls_) {
-    sent = co_await asio::async_write(tls_->stream, asio::buffer(bytes),
-                                      asio::as_tuple(asio::use_awaitable));
-  } else {
-    sent = co_await asio::async_write(*plain_, asio::buffer(bytes),
-                                      asio::as_tuple(asio::use_awaitable));
-  }
-  auto [err, n] = sent;
+  const auto write = [&bytes](auto& stream) {
+    return asio::async_write(stream, asio::buffer(bytes), asio::as_tuple(asio::use_awaitable));
+  };
+  auto sending = tls_ ? write(tls_->stream) : write(*plain_);  // (not under co_await: GCC 12)
+  auto [err, n] = co_await std::move(sending);
   if (err) throw IoError(fmt::format("send: {}", err.message()));
 }
 
 asio::awaitable<std::tuple<boost::system::error_code, std::size_t>> Connection::read_some(
     asio::mutable_buffer buffer) {
-  if (tls_)
-    co_return co_await tls_->stream.async_read_some(buffer, asio::as_tuple(asio::use_awaitable));
-  co_return co_await plain_->async_read_some(buffer, asio::as_tuple(asio::use_awaitable));
+  return tls_ ? tls_->stream.async_read_some(buffer, asio::as_tuple(asio::use_awaitable))
+              : plain_->async_read_some(buffer, asio::as_tuple(asio::use_awaitable));
 }
 
 asio::awaitable<std::unique_ptr<Connection>> connect_member(

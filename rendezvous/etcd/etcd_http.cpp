@@ -76,18 +76,20 @@ std::string ResponseReader::take_body() {
 }
 
 std::optional<std::string> JsonObjectStream::next() {
-  for (std::size_t i = scanned_; i < buffer_.size(); ++i) {
-    const char c = buffer_[i];
-    if (!started_) {
-      if (c == ' ' || c == '\n' || c == '\r' || c == '\t' || c == ',') continue;
-      if (c != '{') {
-        throw IoError(fmt::format("etcd watch stream: expected a JSON object, got '{}'",
-                                  buffer_.substr(i, 40)));
-      }
-      buffer_.erase(0, i);  // drop the separators before the object
-      i = 0;
-      started_ = true;
+  if (scanned_ == 0) {  // between objects
+    const std::size_t start = buffer_.find_first_not_of(" \n\r\t,");
+    if (start == std::string::npos) {
+      buffer_.clear();  // only separators so far
+      return std::nullopt;
     }
+    if (buffer_[start] != '{') {
+      throw IoError(fmt::format("etcd watch stream: expected a JSON object, got '{}'",
+                                buffer_.substr(start, 40)));
+    }
+    buffer_.erase(0, start);  // drop the separators before the object
+  }
+  for (; scanned_ < buffer_.size(); ++scanned_) {
+    const char c = buffer_[scanned_];
     if (in_string_) {
       if (escaped_) {
         escaped_ = false;
@@ -96,27 +98,16 @@ std::optional<std::string> JsonObjectStream::next() {
       } else if (c == '"') {
         in_string_ = false;
       }
-      continue;
-    }
-    if (c == '"') {
+    } else if (c == '"') {
       in_string_ = true;
     } else if (c == '{' || c == '[') {
       ++depth_;
-    } else if (c == '}' || c == ']') {
-      if (--depth_ == 0) {
-        std::string object = buffer_.substr(0, i + 1);
-        buffer_.erase(0, i + 1);
-        scanned_ = 0;
-        started_ = false;
-        return object;
-      }
+    } else if ((c == '}' || c == ']') && --depth_ == 0) {
+      std::string object = buffer_.substr(0, scanned_ + 1);
+      buffer_.erase(0, scanned_ + 1);
+      scanned_ = 0;
+      return object;
     }
-  }
-  if (!started_) {
-    buffer_.clear();  // only separators so far
-    scanned_ = 0;
-  } else {
-    scanned_ = buffer_.size();
   }
   if (buffer_.size() > kMaxObjectBytes) {
     throw IoError(fmt::format("etcd watch stream: a message exceeds {} bytes", kMaxObjectBytes));

@@ -53,11 +53,10 @@ class JsonObjectStream {
 
  private:
   std::string buffer_;
-  std::size_t scanned_ = 0;  // bytes of buffer_ already scanned for the current object
+  std::size_t scanned_ = 0;  // bytes of the current object scanned (0: between objects)
   int depth_ = 0;
   bool in_string_ = false;
   bool escaped_ = false;
-  bool started_ = false;
 };
 
 }  // namespace ddp::rdzv::etcd

@@ -5,7 +5,9 @@
 #include "rendezvous/etcd/etcd_json.hpp"
 
 #include <fmt/format.h>
+#include <openssl/evp.h>
 
+#include <algorithm>
 #include <array>
 #include <nlohmann/json.hpp>
 
@@ -16,9 +18,6 @@ namespace ddp::rdzv::etcd {
 namespace {
 
 using nlohmann::json;
-
-constexpr std::string_view kAlphabet =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 std::int64_t int_field(const json& doc, const char* name) {
   const auto it = doc.find(name);
@@ -40,13 +39,9 @@ std::string bytes_field(const json& doc, const char* name) {
 }
 
 KeyValue read_kv(const json& doc) {
-  KeyValue kv;
-  kv.key = bytes_field(doc, "key");
-  kv.value = bytes_field(doc, "value");
-  kv.create_revision = int_field(doc, "create_revision");
-  kv.mod_revision = int_field(doc, "mod_revision");
-  kv.lease = int_field(doc, "lease");
-  return kv;
+  return KeyValue{bytes_field(doc, "key"), bytes_field(doc, "value"),
+                  int_field(doc, "create_revision"), int_field(doc, "mod_revision"),
+                  int_field(doc, "lease")};
 }
 
 std::int64_t header_revision(const json& doc) {
@@ -55,23 +50,24 @@ std::int64_t header_revision(const json& doc) {
 }
 
 RangeResponse read_range(const json& doc) {
-  RangeResponse r;
-  r.revision = header_revision(doc);
-  r.count = int_field(doc, "count");
+  RangeResponse r{header_revision(doc), int_field(doc, "count"), {}};
   if (const auto it = doc.find("kvs"); it != doc.end()) {
     for (const json& kv : *it) r.kvs.push_back(read_kv(kv));
   }
   return r;
 }
 
+// An int64 field, as a string, when it is not zero.
+void set_int(json& doc, const char* name, std::int64_t value) {
+  if (value != 0) doc[name] = std::to_string(value);
+}
+
 json range_json(const RangeRequest& q) {
-  json doc = json::object();
-  doc["key"] = base64_encode(q.key);
+  json doc = {{"key", base64_encode(q.key)}};
   if (!q.range_end.empty()) doc["range_end"] = base64_encode(q.range_end);
-  if (q.limit != 0) doc["limit"] = std::to_string(q.limit);
-  if (q.revision != 0) doc["revision"] = std::to_string(q.revision);
-  if (q.max_create_revision != 0)
-    doc["max_create_revision"] = std::to_string(q.max_create_revision);
+  set_int(doc, "limit", q.limit);
+  set_int(doc, "revision", q.revision);
+  set_int(doc, "max_create_revision", q.max_create_revision);
   if (q.count_only) doc["count_only"] = true;
   if (q.sort_by_create) {
     doc["sort_order"] = "ASCEND";
@@ -81,10 +77,8 @@ json range_json(const RangeRequest& q) {
 }
 
 json put_json(const PutRequest& p) {
-  json doc = json::object();
-  doc["key"] = base64_encode(p.key);
-  doc["value"] = base64_encode(p.value);
-  if (p.lease != 0) doc["lease"] = std::to_string(p.lease);
+  json doc = {{"key", base64_encode(p.key)}, {"value", base64_encode(p.value)}};
+  set_int(doc, "lease", p.lease);
   return doc;
 }
 
@@ -106,48 +100,24 @@ auto read_response(std::string_view text, std::string_view op, Read read) {
 
 }  // namespace
 
+// OpenSSL's base64 (the client links it for TLS): standard alphabet, padded, no line breaks.
 std::string base64_encode(std::string_view bytes) {
-  std::string out;
-  out.reserve((bytes.size() + 2) / 3 * 4);
-  std::size_t i = 0;
-  for (; i + 2 < bytes.size(); i += 3) {
-    const auto n = static_cast<std::uint32_t>(static_cast<unsigned char>(bytes[i]) << 16 |
-                                              static_cast<unsigned char>(bytes[i + 1]) << 8 |
-                                              static_cast<unsigned char>(bytes[i + 2]));
-    for (int shift : {18, 12, 6, 0}) out += kAlphabet[(n >> shift) & 63];
-  }
-  const std::size_t rest = bytes.size() - i;
-  if (rest > 0) {
-    std::uint32_t n = static_cast<std::uint32_t>(static_cast<unsigned char>(bytes[i]) << 16);
-    if (rest == 2) n |= static_cast<std::uint32_t>(static_cast<unsigned char>(bytes[i + 1]) << 8);
-    out += kAlphabet[(n >> 18) & 63];
-    out += kAlphabet[(n >> 12) & 63];
-    out += rest == 2 ? kAlphabet[(n >> 6) & 63] : '=';
-    out += '=';
-  }
+  std::string out((bytes.size() + 2) / 3 * 4, '\0');
+  ::EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),  // (and a NUL after it)
+                    reinterpret_cast<const unsigned char*>(bytes.data()),
+                    static_cast<int>(bytes.size()));
   return out;
 }
 
 std::string base64_decode(std::string_view text) {
-  std::array<int, 256> value{};
-  value.fill(-1);
-  for (std::size_t i = 0; i < kAlphabet.size(); ++i) {
-    value[static_cast<unsigned char>(kAlphabet[i])] = static_cast<int>(i);
-  }
-  std::string out;
-  std::uint32_t acc = 0;
-  int bits = 0;
-  for (const char c : text) {
-    if (c == '=') break;
-    const int v = value[static_cast<unsigned char>(c)];
-    if (v < 0) throw IoError(fmt::format("etcd: '{}' is not base64", text.substr(0, 80)));
-    acc = (acc << 6) | static_cast<std::uint32_t>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out += static_cast<char>((acc >> bits) & 0xff);
-    }
-  }
+  std::string out(text.size() / 4 * 3 + 1, '\0');
+  const int n = ::EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                  reinterpret_cast<const unsigned char*>(text.data()),
+                                  static_cast<int>(text.size()));
+  if (n < 0) throw IoError(fmt::format("etcd: '{}' is not base64", text.substr(0, 80)));
+  // EVP_DecodeBlock counts the padding as zero bytes.
+  const std::size_t padding = text.size() - text.find_last_not_of('=') - 1;
+  out.resize(static_cast<std::size_t>(n) - std::min<std::size_t>(padding, 2));
   return out;
 }
 
@@ -167,35 +137,22 @@ RangeRequest one_key(std::string key) {
 }
 
 RangeRequest prefix_count(const std::string& prefix) {
-  RangeRequest r;
-  r.key = prefix;
+  RangeRequest r = one_key(prefix);
   r.range_end = prefix_end(prefix);
   r.count_only = true;
   return r;
 }
 
 std::string txn_body(const TxnRequest& request) {
-  json doc = json::object();
+  // Compare::Target's names on the wire, and the field that holds what it is compared with.
+  constexpr std::array<std::pair<const char*, const char*>, 3> kTargets = {
+      {{"CREATE", "create_revision"}, {"MOD", "mod_revision"}, {"VALUE", "value"}}};
   json compare = json::array();
   for (const Compare& c : request.compare) {
-    json item = json::object();
-    item["key"] = base64_encode(c.key);
-    item["result"] = "EQUAL";
-    switch (c.target) {
-      case Compare::Target::kCreate:
-        item["target"] = "CREATE";
-        item["create_revision"] = std::to_string(c.revision);
-        break;
-      case Compare::Target::kMod:
-        item["target"] = "MOD";
-        item["mod_revision"] = std::to_string(c.revision);
-        break;
-      case Compare::Target::kValue:
-        item["target"] = "VALUE";
-        item["value"] = base64_encode(c.value);
-        break;
-    }
-    compare.push_back(std::move(item));
+    const auto [target, field] = kTargets[static_cast<std::size_t>(c.target)];
+    compare.push_back({{"key", base64_encode(c.key)}, {"result", "EQUAL"}, {"target", target}});
+    compare.back()[field] =
+        c.target == Compare::Target::kValue ? base64_encode(c.value) : std::to_string(c.revision);
   }
   json success = json::array();
   for (const PutRequest& p : request.success) success.push_back({{"request_put", put_json(p)}});
@@ -203,18 +160,13 @@ std::string txn_body(const TxnRequest& request) {
     success.push_back({{"request_range", range_json(r)}});
   }
   for (const std::string& key : request.success_deletes) {
-    json one = json::object();
-    one["key"] = base64_encode(key);
-    success.push_back({{"request_delete_range", std::move(one)}});
+    success.push_back({{"request_delete_range", {{"key", base64_encode(key)}}}});
   }
   json failure = json::array();
   for (const RangeRequest& r : request.failure) {
     failure.push_back({{"request_range", range_json(r)}});
   }
-  doc["compare"] = std::move(compare);
-  doc["success"] = std::move(success);
-  doc["failure"] = std::move(failure);
-  return doc.dump();
+  return json{{"compare", compare}, {"success", success}, {"failure", failure}}.dump();
 }
 
 std::string lease_grant_body(std::int64_t ttl_seconds) {
@@ -229,20 +181,18 @@ std::string authenticate_body(const std::string& user, const std::string& passwo
 
 std::string decode_auth_token(std::string_view text, std::string_view op) {
   return read_response(text, op, [](const json& doc) {
-    const auto token = doc.find("token");
-    if (token == doc.end() || !token->is_string() || token->get<std::string>().empty()) {
-      throw std::runtime_error("no token");
-    }
-    return token->get<std::string>();
+    std::string token = doc.value("token", std::string{});
+    if (token.empty()) throw std::runtime_error("no token");
+    return token;
   });
 }
 
 std::string watch_create_body(const std::string& key, const std::string& range_end,
                               std::int64_t start_revision, bool prev_kv) {
-  json create = json::object();
-  create["key"] = base64_encode(key);
-  if (!range_end.empty()) create["range_end"] = base64_encode(range_end);
-  if (start_revision != 0) create["start_revision"] = std::to_string(start_revision);
+  RangeRequest watched = one_key(key);
+  watched.range_end = range_end;
+  json create = range_json(watched);
+  set_int(create, "start_revision", start_revision);
   if (prev_kv) create["prev_kv"] = true;
   return json{{"create_request", std::move(create)}}.dump();
 }
@@ -257,9 +207,7 @@ std::int64_t decode_put(std::string_view text, std::string_view op) {
 
 TxnResponse decode_txn(std::string_view text, std::string_view op) {
   return read_response(text, op, [](const json& doc) {
-    TxnResponse t;
-    t.succeeded = bool_field(doc, "succeeded");
-    t.revision = header_revision(doc);
+    TxnResponse t{bool_field(doc, "succeeded"), header_revision(doc), {}};
     if (const auto it = doc.find("responses"); it != doc.end()) {
       for (const json& r : *it) {
         if (const auto range = r.find("response_range"); range != r.end()) {
@@ -273,10 +221,8 @@ TxnResponse decode_txn(std::string_view text, std::string_view op) {
 
 LeaseGrant decode_lease_grant(std::string_view text, std::string_view op) {
   return read_response(text, op, [](const json& doc) {
-    if (const auto error = doc.find("error");
-        error != doc.end() && error->is_string() && !error->get<std::string>().empty()) {
-      throw std::runtime_error(error->get<std::string>());
-    }
+    const std::string error = doc.value("error", std::string{});
+    if (!error.empty()) throw std::runtime_error(error);
     LeaseGrant g{int_field(doc, "ID"), int_field(doc, "TTL")};
     if (g.id == 0) throw std::runtime_error("no lease ID");
     return g;
@@ -285,11 +231,8 @@ LeaseGrant decode_lease_grant(std::string_view text, std::string_view op) {
 
 std::int64_t decode_lease_keepalive(std::string_view text, std::string_view op) {
   // A stream of one message: {"result": {"ID": ..., "TTL": ...}}.
-  return read_response(text, op, [](const json& doc) {
-    const auto result = doc.find("result");
-    if (result == doc.end()) throw std::runtime_error("no result");
-    return int_field(*result, "TTL");
-  });
+  return read_response(text, op,
+                       [](const json& doc) { return int_field(doc.at("result"), "TTL"); });
 }
 
 WatchResponse decode_watch(std::string_view text, std::string_view op) {
@@ -300,17 +243,12 @@ WatchResponse decode_watch(std::string_view text, std::string_view op) {
       throw std::runtime_error(error != doc.end() ? error->dump() : "no result");
     }
     const json& r = *result;
-    WatchResponse w;
-    w.revision = header_revision(r);
-    w.created = bool_field(r, "created");
-    w.canceled = bool_field(r, "canceled");
-    w.compact_revision = int_field(r, "compact_revision");
-    w.cancel_reason = r.value("cancel_reason", std::string{});
+    WatchResponse w{header_revision(r),           bool_field(r, "created"),
+                    bool_field(r, "canceled"),    int_field(r, "compact_revision"),
+                    r.value("cancel_reason", ""), {}};
     if (const auto it = r.find("events"); it != r.end()) {
       for (const json& e : *it) {
-        WatchEvent event;
-        event.is_delete = e.value("type", std::string{}) == "DELETE";
-        event.kv = read_kv(e.at("kv"));
+        WatchEvent event{e.value("type", "") == "DELETE", read_kv(e.at("kv")), std::nullopt};
         if (const auto prev = e.find("prev_kv"); prev != e.end()) event.prev_kv = read_kv(*prev);
         w.events.push_back(std::move(event));
       }
@@ -336,12 +274,11 @@ std::optional<GatewayError> decode_error(std::string_view text) {
       e.code = it->get<int>();
     }
   }
-  if (const auto it = body->find("message"); it != body->end() && it->is_string()) {
-    e.message = it->get<std::string>();
-  }
-  if (const auto it = body->find("error");
-      e.message.empty() && it != body->end() && it->is_string()) {
-    e.message = it->get<std::string>();
+  for (const char* message : {"message", "error"}) {  // the first one there
+    if (const auto it = body->find(message);
+        e.message.empty() && it != body->end() && it->is_string()) {
+      e.message = it->get<std::string>();
+    }
   }
   if (e.message.empty()) e.message = std::string(text.substr(0, 200));
   return e;
@@ -349,21 +286,13 @@ std::optional<GatewayError> decode_error(std::string_view text) {
 
 bool is_retryable(const GatewayError& error) {
   // gRPC codes that another member (or a later try) cannot change: the request itself is wrong,
-  // or it names something that does not exist. Everything else (unavailable, deadline exceeded,
-  // no leader, leader changed, too many requests, unknown) is worth the next member.
-  switch (error.code) {
-    case 3:   // invalid argument
-    case 5:   // not found (a lease that expired)
-    case 6:   // already exists
-    case 7:   // permission denied
-    case 9:   // failed precondition
-    case 11:  // out of range (a compacted revision)
-    case 12:  // unimplemented
-    case 16:  // unauthenticated
-      return false;
-    default:
-      return true;
-  }
+  // or it names something that does not exist: invalid argument (3), not found (5: a lease that
+  // expired), already exists (6), permission denied (7), failed precondition (9), out of range
+  // (11: a compacted revision), unimplemented (12), unauthenticated (16). Everything else
+  // (unavailable, deadline exceeded, no leader, leader changed, too many requests, unknown) is
+  // worth the next member.
+  constexpr std::array kFinal = {3, 5, 6, 7, 9, 11, 12, 16};
+  return std::ranges::find(kFinal, error.code) == kFinal.end();
 }
 
 }  // namespace ddp::rdzv::etcd

@@ -12,7 +12,7 @@
 namespace ddp::rdzv::etcd {
 
 std::string base64_encode(std::string_view bytes);
-// Throws IoError on a character outside the base64 alphabet.
+// Throws IoError on text that is not padded base64.
 std::string base64_decode(std::string_view text);
 
 // The end of the key range that holds every key starting with `prefix` (its last byte + 1).

@@ -6,7 +6,6 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -19,7 +18,7 @@
 #include "ddp/error.hpp"
 #include "rendezvous/abandonable.hpp"
 #include "rendezvous/engine/detached_error.hpp"
-#include "rendezvous/static/static_events.hpp"
+#include "rendezvous/engine/round_changes.hpp"
 #include "rendezvous/store/memory_store.hpp"
 #include "rendezvous/store/prefix_store.hpp"
 #include "rendezvous/store/store_lease.hpp"
@@ -57,9 +56,7 @@ std::string bind_host(const std::string& master_addr) {
 // One key as a list. (A braced list inside a co_await expression trips GCC 12: "array used as
 // initializer".)
 std::vector<std::string> key_list(std::string key) {
-  std::vector<std::string> keys;
-  keys.push_back(std::move(key));
-  return keys;
+  return std::vector<std::string>(1, std::move(key));
 }
 
 long long seconds_of(std::chrono::milliseconds d) {
@@ -108,14 +105,25 @@ struct StaticRendezvous::State {
   }
 
   std::string lease_base() const { return fmt::format("nodes/{}", options.node_rank); }
+  // How errors and the round's log name this node: "node 2 (host-b)".
+  std::string label() const {
+    return fmt::format("node {} ({})", options.node_rank, options.node_name);
+  }
 
-  // A node of the round is gone: the job cannot go on at its size. Closes it naming the node
-  // (the first closer's reason stands) and returns the event for the agent.
-  asio::awaitable<RoundEvent> lost(const StaticRoundEvents& events) {
-    const std::string why = describe_loss(*events.lost);
-    lost_ranks.push_back(events.lost_rank);
+  // When the round's log names a lost node, the job cannot go on at its size: closes it naming
+  // the first lost node (the first closer's reason stands) and returns the event for the agent.
+  // (A lost line names the node's host; its rank is the node rank.)
+  asio::awaitable<std::optional<RoundEvent>> lost(const RoundChanges& changes) {
+    if (changes.losses.empty()) co_return std::nullopt;
+    NodeLoss loss = changes.losses.front();
+    const int rank = changes.lost_members.front().value_or(LostMember{-1, 0}).group_rank;
+    loss.node = fmt::format("node {} ({})", rank, loss.node);
+    const std::string why =
+        fmt::format("{} was lost: its store connection closed and stayed closed for {} ms",
+                    loss.node, loss.after.count());
+    lost_ranks.push_back(rank);
     co_await store->compare_set("closed", {}, to_bytes(why));
-    co_return RoundEvent{RoundChange::kNodeLost, why, {*events.lost}};
+    co_return RoundEvent{RoundChange::kNodeLost, why, {loss}};
   }
 
   void notify(RoundEvent e) {
@@ -140,22 +148,31 @@ struct StaticRendezvous::State {
       }
       co_return;
     }
+    std::vector<int> ranks;
     std::vector<std::string> keys;
     for (int rank = 1; rank < options.nnodes; ++rank) {
       if (std::find(lost_ranks.begin(), lost_ranks.end(), rank) != lost_ranks.end()) continue;
+      ranks.push_back(rank);
       keys.push_back(fmt::format("left/{}", rank));
     }
     const bool all_left = co_await store->wait_for(keys, options.leave_timeout);
     if (all_left) co_return;
-    std::string missing;
-    for (const auto& key : keys) {
-      const bool left = co_await store->check(key_list(key));
-      if (left) continue;
-      if (!missing.empty()) missing += ", ";
-      missing += key.substr(5);  // after "left/"
+    std::vector<int> missing;
+    const std::vector<std::size_t> absent_at = co_await absent(keys);
+    for (const std::size_t i : absent_at) missing.push_back(ranks[i]);
+    log::get("rdzv")->warn("store host leaving before node(s) {} left (waited {}s)",
+                           fmt::join(missing, ", "), seconds_of(options.leave_timeout));
+  }
+
+  // The positions in `keys` of the keys the store does not hold (the first `limit` of them).
+  asio::awaitable<std::vector<std::size_t>> absent(const std::vector<std::string>& keys,
+                                                   std::size_t limit = SIZE_MAX) {
+    std::vector<std::size_t> positions;
+    for (std::size_t i = 0; i < keys.size() && positions.size() < limit; ++i) {
+      const bool present = co_await store->check(key_list(keys[i]));
+      if (!present) positions.push_back(i);
     }
-    log::get("rdzv")->warn("store host leaving before node(s) {} left (waited {}s)", missing,
-                           seconds_of(options.leave_timeout));
+    co_return positions;
   }
 
   // Waits for every node's key of `round` and returns the values; a timeout names the nodes
@@ -165,17 +182,11 @@ struct StaticRendezvous::State {
     for (int rank = 0; rank < options.nnodes; ++rank) keys.push_back(node_key(round, rank));
     const bool all_joined = co_await wait_with_progress(keys, round);
     if (!all_joined) {
-      std::string missing;
-      for (int rank = 0; rank < options.nnodes; ++rank) {
-        const bool joined = co_await store->check(key_list(keys[static_cast<std::size_t>(rank)]));
-        if (joined) continue;
-        if (!missing.empty()) missing += ", ";
-        missing += std::to_string(rank);
-      }
+      const std::vector<std::size_t> missing = co_await absent(keys);  // (positions are ranks)
       throw TimeoutError(fmt::format(
           "static rendezvous: node(s) {} of --nnodes={} did not join round {} within {}s "
           "(store at {})",
-          missing, options.nnodes, round, seconds_of(options.timeout), address()));
+          fmt::join(missing, ", "), options.nnodes, round, seconds_of(options.timeout), address()));
     }
     co_return co_await store->multi_get(keys);
   }
@@ -183,13 +194,10 @@ struct StaticRendezvous::State {
   // TcpStoreClient::connect in slices of the progress interval, with a warning after each one
   // that ends without node 0's store, until options.timeout.
   asio::awaitable<std::unique_ptr<TcpStoreClient>> connect_with_progress(ConnectOptions base) {
-    using std::chrono::milliseconds;
     const auto deadline = std::chrono::steady_clock::now() + options.timeout;
     for (;;) {
-      const auto left = std::chrono::duration_cast<milliseconds>(
-          deadline - std::chrono::steady_clock::now());
       ConnectOptions slice = base;
-      slice.connect_timeout = std::max(milliseconds(1), std::min(left, progress_interval()));
+      slice.connect_timeout = std::max(std::chrono::milliseconds(1), slice_until(deadline));
       try {
         co_return co_await TcpStoreClient::connect(options.master_addr, port, slice);
       } catch (const TimeoutError&) {
@@ -206,6 +214,13 @@ struct StaticRendezvous::State {
                     std::min(options.progress_interval, options.timeout / 4));
   }
 
+  // The next slice of a wait that ends at `deadline`: what is left of it, at most one
+  // progress_interval().
+  std::chrono::milliseconds slice_until(std::chrono::steady_clock::time_point deadline) const {
+    return std::min(progress_interval(), std::chrono::duration_cast<std::chrono::milliseconds>(
+                                             deadline - std::chrono::steady_clock::now()));
+  }
+
   // Whole seconds until `deadline`, rounded up (a wait that goes on never says "0s left").
   static long long seconds_until(std::chrono::steady_clock::time_point deadline) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -216,26 +231,20 @@ struct StaticRendezvous::State {
   // wait_for(keys, timeout) that says every progress_interval what it waits for: the missing
   // node ranks on the store host (its wait is the one that names them), a line on the others.
   asio::awaitable<bool> wait_with_progress(const std::vector<std::string>& keys, int round) {
-    using std::chrono::milliseconds;
     const auto deadline = std::chrono::steady_clock::now() + options.timeout;
-    const auto time_left = [&] {
-      return std::chrono::duration_cast<milliseconds>(deadline - std::chrono::steady_clock::now());
-    };
     for (;;) {
-      if (time_left() <= milliseconds(0)) co_return false;
-      const bool present =
-          co_await store->wait_for(keys, std::min(time_left(), progress_interval()));
+      const std::chrono::milliseconds slice = slice_until(deadline);
+      if (slice <= std::chrono::milliseconds(0)) co_return false;
+      const bool present = co_await store->wait_for(keys, slice);
       if (present) co_return true;
       const long long seconds_left = seconds_until(deadline);
       if (seconds_left <= 0) continue;
       std::string missing;
-      int named = 0;
-      for (std::size_t i = 0; is_host() && i < keys.size() && named < 16; ++i) {
-        const bool joined = co_await store->check(key_list(keys[i]));
-        if (joined) continue;
-        missing += fmt::format("{}{}", named++ == 0 ? " (missing node_rank " : ", ", i);
+      if (is_host()) {
+        const std::vector<std::size_t> ranks = co_await absent(keys, 16);
+        if (!ranks.empty())
+          missing = fmt::format(" (missing node_rank {})", fmt::join(ranks, ", "));
       }
-      if (!missing.empty()) missing += ")";
       log::get("rdzv")->warn(
           "waiting for the nodes of --nnodes={} to join round {} at {}{}: {}s left", options.nnodes,
           round, address(), missing, seconds_left);
@@ -283,10 +292,10 @@ asio::awaitable<void> watch_loop(std::shared_ptr<State> s, int round) {
   }
   std::string detail;
   try {
-    const StaticRoundEvents events = parse_static_events(co_await s->watch_store->get(key));
-    if (events.lost) {
-      RoundEvent lost = co_await s->lost(events);
-      if (s->round == round) s->notify(std::move(lost));
+    std::optional<RoundEvent> lost =
+        co_await s->lost(parse_changes(co_await s->watch_store->get(key)));
+    if (lost) {
+      if (s->round == round) s->notify(std::move(*lost));
       co_return;
     }
     detail = to_string(co_await s->watch_store->get(round_key(round, "failed")));
@@ -376,7 +385,8 @@ asio::awaitable<RendezvousInfo> StaticRendezvous::next_round(int local_world_siz
     Lease lease;
     lease.grace = options.connection_grace;
     lease.append_key = s->prefix() + "/" + round_key(round, "event");
-    lease.value = static_lost_line(options.node_rank, options.node_name);
+    lease.value = to_string(lost_line(options.node_name, "connection", std::string(kLeaseAfterMs),
+                                      LostMember{options.node_rank, local_world_size}));
     co_await store.set(lease_key(s->lease_base()), encode(lease));
   }
   json mine = NodeEntry{options.node_name, local_world_size};
@@ -433,8 +443,7 @@ asio::awaitable<int> StaticRendezvous::report_failure(std::string what) {
   auto s = state_;
   auto& store = *s->store;
   const int round = s->round;
-  const std::string mine = fmt::format("node {} ({}): {}", s->options.node_rank,
-                                       s->options.node_name, what);
+  const std::string mine = fmt::format("{}: {}", s->label(), what);
   const auto current = co_await store.compare_set(round_key(round, "failed"), {}, to_bytes(mine));
   if (to_string(current) != mine) {
     // Another node reported this round first and spends the restart for both of us.
@@ -452,7 +461,7 @@ asio::awaitable<int> StaticRendezvous::report_failure(std::string what) {
   }
   co_await store.set(round_key(round, "end"), to_bytes("restart"));
   co_await store.set(round_key(round, "restart"), to_bytes(std::to_string(count)));
-  co_await store.append(round_key(round, "event"), to_bytes("restart\n"));
+  co_await store.append(round_key(round, "event"), failed_line(s->label(), what));
   co_return count;
 }
 
@@ -467,9 +476,10 @@ asio::awaitable<std::optional<RoundEvent>> StaticRendezvous::failure_verdict(
   for (;;) {
     const bool happened = co_await s->store->check(key_list(key));
     if (happened) {
-      const StaticRoundEvents events = parse_static_events(co_await s->store->get(key));
-      if (events.lost) co_return co_await s->lost(events);
-      if (events.failed) co_return std::nullopt;  // another node reported first: report_failure
+      const RoundChanges changes = parse_changes(co_await s->store->get(key));
+      std::optional<RoundEvent> lost = co_await s->lost(changes);
+      // Another node's failure (its report came first) is this node's to report_failure.
+      if (lost || !changes.failed.empty()) co_return lost;
     }
     if (std::chrono::steady_clock::now() >= until) co_return std::nullopt;
     tick.expires_after(std::chrono::milliseconds(50));
@@ -489,12 +499,9 @@ asio::awaitable<void> StaticRendezvous::finish(bool success) {
   if (!success) {
     // Wake every other node wherever it is: watchers (restart key), nodes waiting in the next
     // round (this node's closed entry) and nodes in the exit barrier (end key).
-    const std::string reason =
-        fmt::format("node {} ({}) failed", s->options.node_rank, s->options.node_name);
+    const std::string reason = s->label() + " failed";
     co_await store.compare_set("closed", {}, to_bytes(reason));  // a failure may have said why
-    json closed_entry;
-    closed_entry["version"] = 1;
-    closed_entry["closed"] = reason;
+    const json closed_entry = {{"version", 1}, {"closed", reason}};
     co_await store.set(node_key(round + 1, s->options.node_rank), to_bytes(closed_entry.dump()));
     const bool restarting = co_await store.check(key_list(round_key(round, "restart")));
     if (!restarting) {
@@ -502,7 +509,7 @@ asio::awaitable<void> StaticRendezvous::finish(bool success) {
       co_await store.set(round_key(round, "end"), to_bytes("failed"));
       const auto count = co_await store.add("restart_count", 0);
       co_await store.set(round_key(round, "restart"), to_bytes(std::to_string(count)));
-      co_await store.append(round_key(round, "event"), to_bytes("failed\n"));
+      co_await store.append(round_key(round, "event"), failed_line(s->label(), "failed"));
     }
     co_await s->leave();
     co_return;

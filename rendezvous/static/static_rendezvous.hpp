@@ -11,9 +11,10 @@
 //   round/<r>/node/<node_rank>  {"host","local_world_size"} or {"closed": reason}
 //   round/<r>/failed            the first failure report of round r (compare_set)
 //   round/<r>/restart           the restart count after round r's failure
-//   round/<r>/event             lines "restart" | "failed" | "lost node=<rank> ..." (wakes the
-//                               round's watchers; the store appends "lost" when a node's lease
-//                               expires, see store_lease.hpp)
+//   round/<r>/event             the round's change log (engine/round_changes.hpp): "failed
+//                               <node> <what>" lines, and "lost <host> ... rank=<node_rank>",
+//                               which the store appends when a node's lease expires
+//                               (store_lease.hpp); wakes the round's watchers
 //   round/<r>/finished          count of nodes whose workers succeeded
 //   round/<r>/end               "finished" | "restart" | "failed" (wakes the exit barrier)
 //   restart_count, closed, left/<node_rank>, nodes/<node_rank>/lease(.held)

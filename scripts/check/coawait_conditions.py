@@ -13,14 +13,18 @@ GCC 12 (Debian 12's compiler) miscompiles two shapes of co_await:
   are then read 8 bytes off (GCC bug 106188, fixed in later releases): a std::function or
   std::string parameter is garbage, and its destructor frees what it does not own.
 
-Both are cured the same way: name the lambda, await into a named local, test the local.
+- A conditional operator inside the parenthesized operand of a co_await
+  (co_await (tls ? write(a) : write(b))) destroys the awaitable it chose twice: "double free
+  detected", or a corrupted heap.
+
+All are cured the same way: name the lambda, choose or await into a named local, test the local.
 
 Flags, in every .cpp and .hpp under the source folders: a co_await inside the parentheses of an
 if, while, for or switch; a co_await right after `?`, `:` (of a conditional), `&&` or `||`
 (optionally behind `!` or `(`); a co_await whose operand is followed by `&&`, `||` or `?` in the
 same full expression, except Asio's awaitable operators (`co_await (a || b)`, the operator inside
-the parentheses that follow co_await); a lambda with captures in the full expression of a
-co_await.
+the parentheses that follow co_await); a `?` at the top level of those parentheses; a lambda with
+captures in the full expression of a co_await.
 
 Usage: coawait_conditions.py [REPO_ROOT]   (run by ctest as layers_coawait_conditions)
 """
@@ -103,6 +107,22 @@ def operator_after(text, at):
     return None
 
 
+def conditional_in_operand(text, at):
+    """Whether the co_await at `at` awaits a parenthesized operand with a top-level `?`."""
+    i = at + len("co_await")
+    while i < len(text) and text[i].isspace():
+        i += 1
+    if i >= len(text) or text[i] != "(":
+        return False
+    depth = 0
+    for j in range(i, closing(text, i)):
+        depth += text[j] in "([{"
+        depth -= text[j] in ")]}"
+        if depth == 1 and text[j] == "?":
+            return True
+    return False
+
+
 def findings(text):
     code = strip_comments_and_strings(text)
     found = set()
@@ -119,6 +139,8 @@ def findings(text):
         end = code.find(";", a.end())
         if CAPTURING_LAMBDA.search(code, start, end if end >= 0 else len(code)):
             found.add((a.start(), "a capturing lambda in the full expression of a co_await"))
+        if conditional_in_operand(code, a.start()):
+            found.add((a.start(), "a conditional operator in the operand of a co_await"))
         op = operator_after(code, a.start())
         if op:
             found.add((a.start(), f"co_await followed by `{op}` in one expression"))

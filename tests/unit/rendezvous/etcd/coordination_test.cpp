@@ -13,7 +13,7 @@
 
 #include "rendezvous/engine/store_coordination.hpp"
 #include "rendezvous/etcd/etcd_coordination.hpp"
-#include "rendezvous/etcd/memory_etcd.hpp"
+#include "tests/unit/rendezvous/etcd/memory_etcd.hpp"
 #include "rendezvous/store/memory_store.hpp"
 #include "tests/unit/rendezvous/etcd/run_now.hpp"
 

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "ddp/error.hpp"
-#include "rendezvous/etcd/memory_etcd.hpp"
+#include "tests/unit/rendezvous/etcd/memory_etcd.hpp"
 #include "tests/unit/rendezvous/etcd/run_now.hpp"
 
 namespace {

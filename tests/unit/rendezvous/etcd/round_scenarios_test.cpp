@@ -21,7 +21,7 @@
 #include "ddp/error.hpp"
 #include "rendezvous/c10d/c10d_rendezvous.hpp"
 #include "rendezvous/etcd/etcd_rendezvous.hpp"
-#include "rendezvous/etcd/memory_etcd.hpp"
+#include "tests/unit/rendezvous/etcd/memory_etcd.hpp"
 #include "rendezvous/store/memory_store.hpp"
 #include "tests/unit/rendezvous/c10d/c10d_test_util.hpp"
 

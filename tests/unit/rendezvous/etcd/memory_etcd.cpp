@@ -5,7 +5,7 @@
 // revision, in order. What it leaves out: compaction, members and failover, auth, and time (a
 // lease expires only when the test advances the clock).
 
-#include "rendezvous/etcd/memory_etcd.hpp"
+#include "tests/unit/rendezvous/etcd/memory_etcd.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/steady_timer.hpp>
