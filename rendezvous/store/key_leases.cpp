@@ -86,6 +86,4 @@ KeyLeases::~KeyLeases() {
   state_->pending.clear();
 }
 
-std::size_t KeyLeases::pending() const { return state_->pending.size(); }
-
 }  // namespace ddp::rdzv
