@@ -80,9 +80,8 @@ bool is_out_of_descriptors(const boost::system::error_code& ec) {
 
 std::vector<tcp::endpoint> endpoints_for(asio::io_context& io, const std::string& host,
                                          std::uint16_t port) {
-  if (host.empty() || host == "0.0.0.0") return {tcp::endpoint(tcp::v4(), port)};
-  if (host == "::") return {tcp::endpoint(tcp::v6(), port)};
-  boost::system::error_code ec;
+  if (host.empty()) return {tcp::endpoint(tcp::v4(), port)};
+  boost::system::error_code ec;  // "0.0.0.0" and "::" are literals too
   const auto address = asio::ip::make_address(host, ec);
   if (!ec) return {tcp::endpoint(address, port)};
   tcp::resolver resolver(io);
