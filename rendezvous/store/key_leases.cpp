@@ -45,7 +45,7 @@ struct KeyLeases::State : std::enable_shared_from_this<KeyLeases::State> {
     timer->async_wait([weak = weak_from_this(), hold_key, base, dropped_at](
                           boost::system::error_code ec) {
       const auto self = weak.lock();
-      if (!self || ec || self->table == nullptr) return;
+      if (!self || ec) return;
       self->pending.erase(hold_key);
       self->expire(hold_key, base, dropped_at);
     });
@@ -67,25 +67,20 @@ struct KeyLeases::State : std::enable_shared_from_this<KeyLeases::State> {
   }
 
   boost::asio::any_io_executor executor;
-  KeyTable* table;  // null once the owner is destroyed
+  KeyTable* table;
   std::unordered_map<std::string, std::shared_ptr<boost::asio::steady_timer>> pending;
 };
 
 KeyLeases::KeyLeases(boost::asio::any_io_executor executor, KeyTable& table)
     : state_(std::make_shared<State>(std::move(executor), table)) {
-  table.set_drop_observer([weak = std::weak_ptr<State>(state_)](
-                              const std::vector<std::string>& keys) {
-    if (const auto state = weak.lock(); state && state->table != nullptr) state->dropped(keys);
-  });
+  table.set_drop_observer(
+      [weak = std::weak_ptr<State>(state_)](const std::vector<std::string>& keys) {
+        if (const auto state = weak.lock()) state->dropped(keys);
+      });
 }
 
-KeyLeases::~KeyLeases() {
-  state_->table->set_drop_observer(nullptr);
-  state_->table = nullptr;
-  for (auto& [key, timer] : state_->pending) timer->cancel();
-  state_->pending.clear();
-}
-
-std::size_t KeyLeases::pending() const { return state_->pending.size(); }
+// The state dies with this (timers and the observer hold it weakly), and its timers with it:
+// a destroyed timer's wait completes as cancelled.
+KeyLeases::~KeyLeases() { state_->table->set_drop_observer(nullptr); }
 
 }  // namespace ddp::rdzv

@@ -7,7 +7,6 @@
 
 #include <boost/asio/any_io_executor.hpp>
 
-#include <cstddef>
 #include <memory>
 
 namespace ddp::rdzv {
@@ -21,9 +20,6 @@ class KeyLeases {
   ~KeyLeases();
   KeyLeases(const KeyLeases&) = delete;
   KeyLeases& operator=(const KeyLeases&) = delete;
-
-  // Leases whose hold waits are gone and whose grace is running (for tests and logs).
-  std::size_t pending() const;
 
   struct State;
 

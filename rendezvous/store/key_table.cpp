@@ -13,14 +13,6 @@
 #include <string_view>
 
 namespace ddp::rdzv {
-namespace {
-
-void remove_one(std::vector<std::uint64_t>& ids, std::uint64_t id) {
-  auto it = std::find(ids.begin(), ids.end(), id);
-  if (it != ids.end()) ids.erase(it);
-}
-
-}  // namespace
 
 const Bytes* KeyTable::find(const std::string& key) const {
   auto it = values_.find(key);
@@ -199,7 +191,7 @@ void KeyTable::cancel_wait(WaiterId id) {
   for (const auto& key : it->second.keys) {
     auto list = waiting_on_.find(key);
     if (list == waiting_on_.end()) continue;
-    remove_one(list->second, id);
+    std::erase(list->second, id);  // every place: a wait may name a key twice
     if (list->second.empty()) {
       waiting_on_.erase(list);
       barrier_keys_.erase(key);
@@ -261,7 +253,7 @@ void KeyTable::unwatch(WatcherId id) {
   if (it == watchers_.end()) return;
   auto list = watched_.find(it->second.key);
   if (list != watched_.end()) {
-    remove_one(list->second, id);
+    std::erase(list->second, id);
     if (list->second.empty()) watched_.erase(list);
   }
   watchers_.erase(it);

@@ -99,11 +99,6 @@ asio::awaitable<void> MemoryStore::append(std::string key, Bytes value) {
   co_return;
 }
 
-asio::awaitable<std::vector<Bytes>> MemoryStore::multi_get(std::vector<std::string> keys) {
-  co_await wait(keys, timeout());
-  co_return co_await multi_get_existing(std::move(keys));
-}
-
 asio::awaitable<std::vector<Bytes>> MemoryStore::multi_get_existing(
     std::vector<std::string> keys) {
   std::vector<Bytes> values;
@@ -113,11 +108,6 @@ asio::awaitable<std::vector<Bytes>> MemoryStore::multi_get_existing(
     values.push_back(value ? *value : Bytes{});
   }
   co_return values;
-}
-
-asio::awaitable<void> MemoryStore::multi_set(std::vector<std::pair<std::string, Bytes>> kvs) {
-  for (auto& [key, value] : kvs) state_->table.set(key, std::move(value));
-  co_return;
 }
 
 }  // namespace ddp::rdzv

@@ -65,18 +65,22 @@ class Store {
   // Appends value to key's bytes (creating the key) and wakes its waiters.
   virtual asio::awaitable<void> append(std::string key, Bytes value) = 0;
 
-  // Waits (up to timeout()) for every key, then returns their values in order.
-  virtual asio::awaitable<std::vector<Bytes>> multi_get(std::vector<std::string> keys) = 0;
+  // Waits (up to timeout()) for every key, then returns their values in order. The default
+  // waits, then calls multi_get_existing.
+  virtual asio::awaitable<std::vector<Bytes>> multi_get(std::vector<std::string> keys) {
+    co_await wait(keys, timeout_);
+    co_return co_await multi_get_existing(std::move(keys));
+  }
 
-  // Sets every pair, in order.
-  virtual asio::awaitable<void> multi_set(std::vector<std::pair<std::string, Bytes>> kvs) = 0;
+  // Sets every pair, in order. The default sets them one by one.
+  virtual asio::awaitable<void> multi_set(std::vector<std::pair<std::string, Bytes>> kvs) {
+    for (auto& [key, value] : kvs) co_await set(std::move(key), std::move(value));
+  }
 
   // multi_get for keys the caller knows exist (it waited for them, or for a key written after
   // them): one request, no wait. REQUIRES every key to exist: PyTorch's servers close the
-  // connection on a missing key (ddp-store answers an empty value). The default waits first.
-  virtual asio::awaitable<std::vector<Bytes>> multi_get_existing(std::vector<std::string> keys) {
-    return multi_get(std::move(keys));
-  }
+  // connection on a missing key (ddp-store answers an empty value).
+  virtual asio::awaitable<std::vector<Bytes>> multi_get_existing(std::vector<std::string> keys) = 0;
   // The value of one key the caller knows exists (multi_get_existing): one request, where get()
   // is a WAIT and a GET.
   asio::awaitable<Bytes> get_existing(std::string key) {

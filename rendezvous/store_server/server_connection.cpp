@@ -26,33 +26,29 @@ std::string format_peer(const asio::ip::tcp::socket& socket) {
   boost::system::error_code ec;
   const auto endpoint = socket.remote_endpoint(ec);
   if (ec) return "unknown peer";
-  const auto address = endpoint.address();
-  if (address.is_v6() && !address.to_v6().is_v4_mapped()) {
-    return fmt::format("[{}]:{}", address.to_string(), endpoint.port());
-  }
-  const auto v4 = address.is_v6() ? asio::ip::make_address_v4(asio::ip::v4_mapped,
-                                                               address.to_v6())
-                                  : address.to_v4();
-  return fmt::format("{}:{}", v4.to_string(), endpoint.port());
-}
-
-asio::ip::address peer_address(const asio::ip::tcp::socket& socket) {
-  boost::system::error_code ec;
-  const auto endpoint = socket.remote_endpoint(ec);
-  return ec ? asio::ip::address() : endpoint.address();  // unspecified: no member, no loopback
+  const auto address = auth::canonical_address(endpoint.address());
+  if (address.is_v6()) return fmt::format("[{}]:{}", address.to_string(), endpoint.port());
+  return fmt::format("{}:{}", address.to_string(), endpoint.port());
 }
 
 }  // namespace
 
+asio::ip::address peer_address(const asio::ip::tcp::socket& socket) {
+  boost::system::error_code ec;
+  const auto endpoint = socket.remote_endpoint(ec);
+  return ec ? asio::ip::address() : auth::canonical_address(endpoint.address());
+}
+
 ServerConnection::ServerConnection(asio::ip::tcp::socket socket, KeyTable& table,
-                                   ConnectionLimits limits, std::span<std::uint8_t> read_buffer,
+                                   const StoreLimits& limits, std::span<std::uint8_t> read_buffer,
                                    const StoreGuard& guard)
     : socket_(std::move(socket)),
       peer_(format_peer(socket_)),
       limits_(limits),
       admission_(guard, peer_address(socket_)),
-      parser_(limits.wire),
-      session_(table, [this](wire::Buffer bytes) { push(std::move(bytes)); }, limits.wire),
+      parser_(limits),
+      session_(
+          table, [this](wire::Buffer bytes) { push(std::move(bytes)); }, limits),
       read_buffer_(read_buffer),
       drained_(socket_.get_executor()),
       partial_(socket_.get_executor()) {

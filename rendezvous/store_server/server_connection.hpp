@@ -5,19 +5,11 @@
 // wake-ups go out through an OutputQueue. A client that does not read its replies stops being
 // read once max_queued_bytes are queued for it.
 
-#include "rendezvous/auth/blocking_call.hpp"
-#include "rendezvous/store/key_table.hpp"
-#include "rendezvous/store_server/server_admission.hpp"
-#include "rendezvous/store_server/server_output_queue.hpp"
-#include "rendezvous/store_server/server_session.hpp"
-#include "rendezvous/wire/request_parser.hpp"
-
+#include <array>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
-
-#include <array>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -25,27 +17,25 @@
 #include <span>
 #include <string>
 
+#include "rendezvous/auth/blocking_call.hpp"
+#include "rendezvous/store/key_table.hpp"
+#include "rendezvous/store_server/server_admission.hpp"
+#include "rendezvous/store_server/server_output_queue.hpp"
+#include "rendezvous/store_server/server_session.hpp"
+#include "rendezvous/store_server/tcp_store_server.hpp"
+#include "rendezvous/wire/request_parser.hpp"
+
 namespace ddp::rdzv {
 
-// What one connection may make the server hold or wait for (docs/protocol.md, "Limits").
-struct ConnectionLimits {
-  wire::Limits wire;
-  // Past this many bytes of queued output the connection's requests are no longer read (its
-  // replies still go out); output pushed to it past this (1.13 watch events) closes it.
-  std::size_t max_queued_bytes = std::size_t{64} << 20;
-  // A connection holding part of a request that sends nothing more for this long is closed
-  // (zero: never).
-  std::chrono::milliseconds partial_request_timeout{std::chrono::seconds(60)};
-  // A connection that must authenticate (StoreGuard) and has not within this is closed.
-  std::chrono::milliseconds handshake_timeout{std::chrono::seconds(10)};
-};
+// The peer's address, canonical (auth::canonical_address); unspecified when the socket has none.
+boost::asio::ip::address peer_address(const boost::asio::ip::tcp::socket& socket);
 
 class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
  public:
   // `read_buffer` is shared by every connection of the server (one thread); its size is the most
   // a connection reads in one turn. `guard` says who may use the store: the connection passes
   // its admission stage (server_admission.hpp) before its first request.
-  ServerConnection(boost::asio::ip::tcp::socket socket, KeyTable& table, ConnectionLimits limits,
+  ServerConnection(boost::asio::ip::tcp::socket socket, KeyTable& table, const StoreLimits& limits,
                    std::span<std::uint8_t> read_buffer, const StoreGuard& guard = {});
 
   // Serves requests until the peer closes, sends bad input, or close() is called.
@@ -101,7 +91,7 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
 
   boost::asio::ip::tcp::socket socket_;
   std::string peer_;
-  ConnectionLimits limits_;
+  StoreLimits limits_;
   ServerAdmission admission_;
   wire::RequestParser parser_;
   ServerSession session_;

@@ -65,12 +65,8 @@ int listen_backlog() {
 
 std::string describe_port_owner(std::uint16_t port) {
   std::set<std::string> inodes;
-  try {
-    listening_inodes("/proc/net/tcp", port, inodes);
-    listening_inodes("/proc/net/tcp6", port, inodes);
-  } catch (const std::exception&) {
-    return "";
-  }
+  listening_inodes("/proc/net/tcp", port, inodes);
+  listening_inodes("/proc/net/tcp6", port, inodes);
   if (inodes.empty()) return "";
   namespace fs = std::filesystem;
   std::error_code ec;

@@ -81,14 +81,4 @@ void OutputQueue::consume(std::size_t n) {
   }
 }
 
-wire::Buffer OutputQueue::take_all() {
-  wire::Buffer out;
-  out.reserve(bytes_);
-  for_each_front(chunks_.size(), bytes_, [&](std::span<const std::uint8_t> piece) {
-    out.insert(out.end(), piece.begin(), piece.end());
-  });
-  consume(bytes_);
-  return out;
-}
-
 }  // namespace ddp::rdzv

@@ -49,9 +49,6 @@ class OutputQueue {
   // Later appends start a new chunk: the pieces handed to a write in progress never move.
   void seal() { sealed_ = true; }
 
-  // Everything queued, copied into one buffer; empties the queue (tests, small replies).
-  wire::Buffer take_all();
-
   static constexpr std::size_t kShareBytes = std::size_t{64} << 10;
   // An emptied queue keeps one owned buffer of at most this capacity (and nothing larger).
   static constexpr std::size_t kKeepBytes = 512;

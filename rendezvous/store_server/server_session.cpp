@@ -205,13 +205,15 @@ void ServerSession::handle_watch(const std::string& key, wire::Buffer& reply) {
     throw Error(fmt::format("WATCH_KEY({}): more than {} watches on one connection", key,
                             limits_.max_keys_per_query));
   }
-  watches_.push_back(table_->watch(
-      key, [this](wire::WatchResponse type, const std::string& watched, const Bytes& old_value,
-                  const Bytes& new_value) {
-        wire::Buffer event;
-        wire::append_watch_event(event, type, watched, old_value, new_value);
-        send_(std::move(event));
-      }));
+  watches_.push_back(table_->watch(key, [this](wire::WatchResponse type, const std::string& watched,
+                                               const Bytes& old_value, const Bytes& new_value) {
+    wire::Buffer event;  // u8 type, key, old value, new value
+    wire::append_u8(event, static_cast<std::uint8_t>(type));
+    wire::append_bytes(event, watched);
+    wire::append_bytes(event, old_value);
+    wire::append_bytes(event, new_value);
+    send_(std::move(event));
+  }));
   wire::append_u8(reply, static_cast<std::uint8_t>(wire::WatchResponse::kKeyCallbackRegistered));
 }
 

@@ -4,56 +4,21 @@
 #include "rendezvous/store_server/server_stats.hpp"
 
 #include <algorithm>
+#include <iterator>
 
 #include "rendezvous/store/key_table.hpp"
 
 namespace ddp::rdzv {
 
 const char* command_label(wire::Command command) {
-  using C = wire::Command;
-  switch (command) {
-    case C::kValidate:
-      return "validate";
-    case C::kSet:
-      return "set";
-    case C::kCompareSet:
-      return "compare_set";
-    case C::kGet:
-      return "get";
-    case C::kAdd:
-      return "add";
-    case C::kCheck:
-      return "check";
-    case C::kWait:
-      return "wait";
-    case C::kGetNumKeys:
-      return "get_num_keys";
-    case C::kWatchKey:
-      return "watch_key";
-    case C::kDeleteKey:
-      return "delete_key";
-    case C::kAppend:
-      return "append";
-    case C::kMultiGet:
-      return "multi_get";
-    case C::kMultiSet:
-      return "multi_set";
-    case C::kCancelWait:
-      return "cancel_wait";
-    case C::kPing:
-      return "ping";
-    case C::kQueuePush:
-      return "queue_push";
-    case C::kQueuePop:
-      return "queue_pop";
-    case C::kQueueLen:
-      return "queue_len";
-    case C::kListKeys:
-      return "list_keys";
-    case C::kBarrier:
-      return "barrier";
-  }
-  return "unknown";
+  // In wire::Command's order.
+  static constexpr const char* kLabels[] = {
+      "validate",   "set",       "compare_set",  "get",         "add",
+      "check",      "wait",      "get_num_keys", "watch_key",   "delete_key",
+      "append",     "multi_get", "multi_set",    "cancel_wait", "ping",
+      "queue_push", "queue_pop", "queue_len",    "list_keys",   "barrier"};
+  static_assert(std::size(kLabels) == kCommandCount);
+  return kLabels[static_cast<std::size_t>(command)];
 }
 
 ServerStats& server_stats() {

@@ -80,9 +80,8 @@ bool is_out_of_descriptors(const boost::system::error_code& ec) {
 
 std::vector<tcp::endpoint> endpoints_for(asio::io_context& io, const std::string& host,
                                          std::uint16_t port) {
-  if (host.empty() || host == "0.0.0.0") return {tcp::endpoint(tcp::v4(), port)};
-  if (host == "::") return {tcp::endpoint(tcp::v6(), port)};
-  boost::system::error_code ec;
+  if (host.empty()) return {tcp::endpoint(tcp::v4(), port)};
+  boost::system::error_code ec;  // "0.0.0.0" and "::" are literals too
   const auto address = asio::ip::make_address(host, ec);
   if (!ec) return {tcp::endpoint(address, port)};
   tcp::resolver resolver(io);
@@ -125,15 +124,9 @@ void listen_on(tcp::acceptor& acceptor, const std::vector<tcp::endpoint>& endpoi
 void start_connection(const std::shared_ptr<Shared>& shared, tcp::socket socket, KeyTable& table,
                       const StoreLimits& limits, const StoreGuard& guard) {
   set_keepalive(socket.native_handle(), limits.keepalive);
-  ConnectionLimits connection_limits;
-  connection_limits.wire = {limits.max_key_bytes, limits.max_value_bytes,
-                            limits.max_keys_per_query};
-  connection_limits.max_queued_bytes = limits.max_queued_bytes;
-  connection_limits.partial_request_timeout = limits.partial_request_timeout;
-  connection_limits.handshake_timeout = limits.handshake_timeout;
   auto connection = std::make_shared<ServerConnection>(
-      std::move(socket), table, connection_limits,
-      std::span(shared->read_buffer.get(), kReadBufferBytes), guard);
+      std::move(socket), table, limits, std::span(shared->read_buffer.get(), kReadBufferBytes),
+      guard);
   ServerConnection* key = connection.get();
   shared->live.emplace(key, connection);
   // Forgotten when closed: at the end of serve(), or after its last write, or by stop().
@@ -157,9 +150,7 @@ void start_connection(const std::shared_ptr<Shared>& shared, tcp::socket socket,
 // connection's state, counted and logged once per address.
 bool refuse_stranger(const tcp::socket& socket, const StoreGuard& guard) {
   if (!guard.members || guard.credentials) return false;
-  boost::system::error_code ec;
-  const auto endpoint = socket.remote_endpoint(ec);
-  const auto address = ec ? asio::ip::address() : auth::canonical_address(endpoint.address());
+  const auto address = peer_address(socket);
   if (!is_refused_at_accept(guard, address)) return false;
   ServerStats::add(server_stats().refused_not_member);
   log_refusal_once(address.to_string(),
@@ -188,9 +179,8 @@ asio::awaitable<void> admit_when_settled(std::shared_ptr<Shared> shared, tcp::so
 // True when the connection must wait for the member list (admit_when_settled).
 bool waits_for_members(const tcp::socket& socket, const StoreGuard& guard) {
   if (!guard.members || guard.credentials || guard.members->is_settled()) return false;
-  boost::system::error_code ec;
-  const auto endpoint = socket.remote_endpoint(ec);
-  return !ec && !guard.members->admits(endpoint.address());
+  const auto address = peer_address(socket);
+  return !address.is_unspecified() && !guard.members->admits(address);
 }
 
 asio::awaitable<void> accept_loop(std::shared_ptr<Shared> shared, KeyTable* table,
@@ -248,11 +238,13 @@ asio::awaitable<void> accept_loop(std::shared_ptr<Shared> shared, KeyTable* tabl
 }  // namespace
 
 struct TcpStoreServer::Impl {
-  Impl(asio::io_context& io, std::string host, StoreLimits limits, StoreGuard guard)
-      : io(io), host(std::move(host)), limits(limits), guard(std::move(guard)),
-        store(io.get_executor()), shared(std::make_shared<Shared>(io)) {}
+  Impl(asio::io_context& io, StoreLimits limits, StoreGuard guard)
+      : io(io),
+        limits(limits),
+        guard(std::move(guard)),
+        store(io.get_executor()),
+        shared(std::make_shared<Shared>(io)) {}
   asio::io_context& io;
-  std::string host;
   StoreLimits limits;
   StoreGuard guard;
   MemoryStore store;
@@ -264,7 +256,7 @@ struct TcpStoreServer::Impl {
 
 TcpStoreServer::TcpStoreServer(asio::io_context& io, const std::string& host, std::uint16_t port,
                                StoreLimits limits, StoreGuard guard)
-    : impl_(std::make_unique<Impl>(io, host, limits, std::move(guard))) {
+    : impl_(std::make_unique<Impl>(io, limits, std::move(guard))) {
   const auto fd_limit = raise_fd_limit();
   listen_on(impl_->shared->acceptor, endpoints_for(io, host, port), host, port);
   impl_->port = impl_->shared->acceptor.local_endpoint().port();
@@ -294,7 +286,6 @@ void TcpStoreServer::stop() {
 }
 
 std::uint16_t TcpStoreServer::port() const { return impl_->port; }
-const std::string& TcpStoreServer::host() const { return impl_->host; }
 std::size_t TcpStoreServer::connection_count() const { return impl_->shared->live.size(); }
 std::size_t TcpStoreServer::queued_bytes() const {
   std::size_t total = 0;

@@ -13,18 +13,19 @@
 #include <string>
 
 #include "rendezvous/store_server/store_guard.hpp"
+#include "rendezvous/wire/protocol.hpp"
 
 namespace ddp::rdzv {
 
 class MemoryStore;
 
-// Every limit is described, with what happens at it, in docs/protocol.md ("Limits").
-struct StoreLimits {
-  std::size_t max_key_bytes = 4096;
-  std::size_t max_value_bytes = std::size_t{1} << 30;  // 1 GiB: PyTorch checkpoints pass through
-  std::size_t max_keys_per_query = 65536;
+// Every limit is described, with what happens at it, in docs/protocol.md ("Limits"). The wire
+// limits (max_key_bytes, max_value_bytes: 1 GiB, as PyTorch checkpoints pass through, and
+// max_keys_per_query) bound one request.
+struct StoreLimits : wire::Limits {
   std::size_t max_connections = 1 << 20;
-  // Output queued for one client past which its requests are no longer read.
+  // Past this many bytes of output queued for one client its requests are no longer read (its
+  // replies still go out); output pushed to it past this (1.13 watch events) closes it.
   std::size_t max_queued_bytes = std::size_t{64} << 20;
   // A peer gone without a FIN is dropped within this (TCP keepalive); 0 turns keepalive off.
   std::chrono::seconds keepalive{60};
@@ -53,7 +54,6 @@ class TcpStoreServer {
   void stop();
 
   std::uint16_t port() const;
-  const std::string& host() const;
   std::size_t connection_count() const;
   // Output queued for all connections and not yet written (bounded by max_queued_bytes per
   // connection, plus the reply that crossed it).

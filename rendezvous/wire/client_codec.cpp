@@ -8,111 +8,26 @@
 #include "common/check.hpp"
 
 namespace ddp::rdzv::wire {
-namespace {
 
-void put_le(ByteVec& out, std::uint64_t value, std::size_t width) {
-  for (std::size_t i = 0; i < width; ++i) {
-    out.push_back(static_cast<std::uint8_t>(value >> (8 * i)));
-  }
-}
-
-void put_bytes(ByteVec& out, const void* data, std::size_t size) {
-  put_le(out, size, kLengthBytes);
-  const auto* p = static_cast<const std::uint8_t*>(data);
-  out.insert(out.end(), p, p + size);
-}
-
-void put_string(ByteVec& out, std::string_view s) { put_bytes(out, s.data(), s.size()); }
-void put_value(ByteVec& out, ByteSpan v) { put_bytes(out, v.data(), v.size()); }
-
-void put_keys(ByteVec& out, const std::vector<std::string>& keys) {
-  put_le(out, keys.size(), kLengthBytes);
-  for (const auto& key : keys) put_string(out, key);
-}
-
-}  // namespace
-
-void RequestEncoder::command(ByteVec& out, Command command) const {
-  auto byte = encode_command(dialect_, command);
+std::uint8_t RequestEncoder::byte_of(Command command) const {
+  const auto byte = encode_command(dialect_, command);
   DDP_CHECK(byte.has_value(), "command {} has no byte in this dialect",
             static_cast<int>(command));
-  out.push_back(*byte);
+  return *byte;
 }
 
-void RequestEncoder::validate(ByteVec& out) const {
-  command(out, Command::kValidate);
-  put_le(out, kValidateMagic, 4);
+void RequestEncoder::put_field(ByteVec& out, const Keys& keys) {
+  append_u64(out, keys.size());
+  for (const auto& key : keys) append_bytes(out, key);
 }
 
-void RequestEncoder::ping(ByteVec& out, std::uint32_t nonce) const {
-  command(out, Command::kPing);
-  put_le(out, nonce, 4);
-}
-
-void RequestEncoder::set(ByteVec& out, std::string_view key, ByteSpan value) const {
-  command(out, Command::kSet);
-  put_string(out, key);
-  put_value(out, value);
-}
-
-void RequestEncoder::compare_set(ByteVec& out, std::string_view key, ByteSpan expected,
-                                 ByteSpan desired) const {
-  command(out, Command::kCompareSet);
-  put_string(out, key);
-  put_value(out, expected);
-  put_value(out, desired);
-}
-
-void RequestEncoder::get(ByteVec& out, std::string_view key) const {
-  command(out, Command::kGet);
-  put_string(out, key);
-}
-
-void RequestEncoder::add(ByteVec& out, std::string_view key, std::int64_t delta) const {
-  command(out, Command::kAdd);
-  put_string(out, key);
-  put_le(out, static_cast<std::uint64_t>(delta), 8);
-}
-
-void RequestEncoder::check(ByteVec& out, const std::vector<std::string>& keys) const {
-  command(out, Command::kCheck);
-  put_keys(out, keys);
-}
-
-void RequestEncoder::wait(ByteVec& out, const std::vector<std::string>& keys) const {
-  command(out, Command::kWait);
-  put_keys(out, keys);
-}
-
-void RequestEncoder::get_num_keys(ByteVec& out) const { command(out, Command::kGetNumKeys); }
-
-void RequestEncoder::delete_key(ByteVec& out, std::string_view key) const {
-  command(out, Command::kDeleteKey);
-  put_string(out, key);
-}
-
-void RequestEncoder::append(ByteVec& out, std::string_view key, ByteSpan value) const {
-  command(out, Command::kAppend);
-  put_string(out, key);
-  put_value(out, value);
-}
-
-void RequestEncoder::multi_get(ByteVec& out, const std::vector<std::string>& keys) const {
-  command(out, Command::kMultiGet);
-  put_keys(out, keys);
-}
-
-void RequestEncoder::multi_set(ByteVec& out,
-                               const std::vector<std::pair<std::string, ByteVec>>& kvs) const {
-  command(out, Command::kMultiSet);
-  put_le(out, kvs.size(), kLengthBytes);
+void RequestEncoder::put_field(ByteVec& out, const KeyValues& kvs) {
+  append_u64(out, kvs.size());
   for (const auto& [key, value] : kvs) {
-    put_string(out, key);
-    put_value(out, value);
+    append_bytes(out, key);
+    append_bytes(out, value);
   }
 }
-
-void RequestEncoder::cancel_wait(ByteVec& out) const { command(out, Command::kCancelWait); }
 
 void ReplyDecoder::expect(ReplyShape shape, std::size_t count) {
   shape_ = shape;

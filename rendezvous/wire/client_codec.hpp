@@ -3,6 +3,7 @@
 // dialect (spec/torchrun.md §5.3), ReplyDecoder reads replies incrementally as bytes arrive
 // (replies have no header: the caller says what shape it expects). Used by TcpStoreClient.
 
+#include "rendezvous/wire/encode.hpp"
 #include "rendezvous/wire/protocol.hpp"
 
 #include <cstddef>
@@ -17,6 +18,8 @@ namespace ddp::rdzv::wire {
 
 using ByteVec = std::vector<std::uint8_t>;
 using ByteSpan = std::span<const std::uint8_t>;
+using Keys = std::vector<std::string>;
+using KeyValues = std::vector<std::pair<std::string, ByteVec>>;
 
 // Appends whole requests to a caller's buffer, so that several requests can go out in one write
 // (WAIT then GET, VALIDATE then PING). Throws InternalError for a command the dialect lacks
@@ -26,23 +29,51 @@ class RequestEncoder {
   explicit RequestEncoder(Dialect dialect) : dialect_(dialect) {}
   Dialect dialect() const { return dialect_; }
 
-  void validate(ByteVec& out) const;                      // 2.x: 00 CE F7 85 3C
-  void ping(ByteVec& out, std::uint32_t nonce) const;     // 2.x: 0D + u32 nonce
-  void set(ByteVec& out, std::string_view key, ByteSpan value) const;
-  void compare_set(ByteVec& out, std::string_view key, ByteSpan expected, ByteSpan desired) const;
-  void get(ByteVec& out, std::string_view key) const;
-  void add(ByteVec& out, std::string_view key, std::int64_t delta) const;
-  void check(ByteVec& out, const std::vector<std::string>& keys) const;
-  void wait(ByteVec& out, const std::vector<std::string>& keys) const;
-  void get_num_keys(ByteVec& out) const;
-  void delete_key(ByteVec& out, std::string_view key) const;
-  void append(ByteVec& out, std::string_view key, ByteSpan value) const;
-  void multi_get(ByteVec& out, const std::vector<std::string>& keys) const;
-  void multi_set(ByteVec& out, const std::vector<std::pair<std::string, ByteVec>>& kvs) const;
-  void cancel_wait(ByteVec& out) const;
+  // 2.x: 00 CE F7 85 3C
+  void validate(ByteVec& out) const { request(out, Command::kValidate, kValidateMagic); }
+  // 2.x: 0D + u32 nonce
+  void ping(ByteVec& out, std::uint32_t nonce) const { request(out, Command::kPing, nonce); }
+  void set(ByteVec& out, std::string_view key, ByteSpan value) const {
+    request(out, Command::kSet, key, value);
+  }
+  void compare_set(ByteVec& out, std::string_view key, ByteSpan expected, ByteSpan desired) const {
+    request(out, Command::kCompareSet, key, expected, desired);
+  }
+  void get(ByteVec& out, std::string_view key) const { request(out, Command::kGet, key); }
+  void add(ByteVec& out, std::string_view key, std::int64_t delta) const {
+    request(out, Command::kAdd, key, delta);
+  }
+  void check(ByteVec& out, const Keys& keys) const { request(out, Command::kCheck, keys); }
+  void wait(ByteVec& out, const Keys& keys) const { request(out, Command::kWait, keys); }
+  void get_num_keys(ByteVec& out) const { request(out, Command::kGetNumKeys); }
+  void delete_key(ByteVec& out, std::string_view key) const {
+    request(out, Command::kDeleteKey, key);
+  }
+  void append(ByteVec& out, std::string_view key, ByteSpan value) const {
+    request(out, Command::kAppend, key, value);
+  }
+  void multi_get(ByteVec& out, const Keys& keys) const { request(out, Command::kMultiGet, keys); }
+  void multi_set(ByteVec& out, const KeyValues& kvs) const {
+    request(out, Command::kMultiSet, kvs);
+  }
+  void cancel_wait(ByteVec& out) const { request(out, Command::kCancelWait); }
 
  private:
-  void command(ByteVec& out, Command command) const;
+  // The command's byte, then each field: a string or value (u64 length, bytes), an i64, a u32,
+  // keys (u64 count, then each key) or key-value pairs (u64 count, then key, value for each).
+  template <typename... Fields>
+  void request(ByteVec& out, Command command, const Fields&... fields) const {
+    out.push_back(byte_of(command));
+    (put_field(out, fields), ...);
+  }
+  std::uint8_t byte_of(Command command) const;
+  static void put_field(ByteVec& out, std::string_view text) { append_bytes(out, text); }
+  static void put_field(ByteVec& out, ByteSpan value) { append_bytes(out, value); }
+  static void put_field(ByteVec& out, std::int64_t value) { append_i64(out, value); }
+  static void put_field(ByteVec& out, std::uint32_t value) { append_u32(out, value); }
+  static void put_field(ByteVec& out, const Keys& keys);
+  static void put_field(ByteVec& out, const KeyValues& kvs);
+
   Dialect dialect_;
 };
 

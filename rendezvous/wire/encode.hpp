@@ -1,6 +1,6 @@
 #pragma once
 // Appending TCPStore wire fields to a byte buffer: little-endian integers and length-prefixed
-// strings, the replies the server sends and the 1.13 watch events. Sans-IO, header-only.
+// strings, as the server's replies and the client's requests carry them. Sans-IO, header-only.
 
 #include "rendezvous/wire/protocol.hpp"
 
@@ -31,16 +31,6 @@ inline void append_bytes(Buffer& out, std::span<const std::uint8_t> bytes) {
 }
 inline void append_bytes(Buffer& out, std::string_view text) {
   append_bytes(out, std::span(reinterpret_cast<const std::uint8_t*>(text.data()), text.size()));
-}
-
-// A 1.13 watch event: u8 type, key, old value, new value.
-inline void append_watch_event(Buffer& out, WatchResponse type, std::string_view key,
-                               std::span<const std::uint8_t> old_value,
-                               std::span<const std::uint8_t> new_value) {
-  append_u8(out, static_cast<std::uint8_t>(type));
-  append_bytes(out, key);
-  append_bytes(out, old_value);
-  append_bytes(out, new_value);
 }
 
 }  // namespace ddp::rdzv::wire

@@ -3,10 +3,11 @@
 // dialects, the response bytes, the VALIDATE magic and the default size limits. Sans-IO: shared
 // by the server's request parser and the client's encoder. docs/protocol.md explains the rest.
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <iterator>
 #include <optional>
+#include <span>
 
 namespace ddp::rdzv::wire {
 
@@ -40,77 +41,44 @@ enum class Command : std::uint8_t {
   kBarrier,      // 2.x only: key, i64 world_size; reply: u8 kStopWaiting once world_size arrived
 };
 
-// The 1.13 (and 2.0-era, pre-VALIDATE) numbering. 1.13 itself stops at 8 (DELETE_KEY) and closes
-// the connection on anything larger; 2.0 added 9..12.
-namespace torch113 {
-inline constexpr std::uint8_t kSet = 0;
-inline constexpr std::uint8_t kCompareSet = 1;
-inline constexpr std::uint8_t kGet = 2;
-inline constexpr std::uint8_t kAdd = 3;
-inline constexpr std::uint8_t kCheck = 4;
-inline constexpr std::uint8_t kWait = 5;
-inline constexpr std::uint8_t kGetNumKeys = 6;
-inline constexpr std::uint8_t kWatchKey = 7;
-inline constexpr std::uint8_t kDeleteKey = 8;
-inline constexpr std::uint8_t kAppend = 9;
-inline constexpr std::uint8_t kMultiGet = 10;
-inline constexpr std::uint8_t kMultiSet = 11;
-inline constexpr std::uint8_t kCancelWait = 12;
-}  // namespace torch113
+// The 1.13 numbering (and 2.0's, before VALIDATE): a command's byte is its index, SET = 0,
+// WATCH_KEY = 7. 1.13 itself stops at 8 (DELETE_KEY) and closes the connection on anything
+// larger; 2.0 added 9..12.
+inline constexpr Command kTorch113Commands[] = {
+    Command::kSet,       Command::kCompareSet, Command::kGet,        Command::kAdd,
+    Command::kCheck,     Command::kWait,       Command::kGetNumKeys, Command::kWatchKey,
+    Command::kDeleteKey, Command::kAppend,     Command::kMultiGet,   Command::kMultiSet,
+    Command::kCancelWait};
 
-// The 2.x numbering with VALIDATE (2.6 .. 2.14 headers). 14..16 (queues) came with the libuv
-// server, 17..18 (LIST_KEYS, BARRIER) with the newest clients.
-namespace torch2 {
-inline constexpr std::uint8_t kValidate = 0;
-inline constexpr std::uint8_t kSet = 1;
-inline constexpr std::uint8_t kCompareSet = 2;
-inline constexpr std::uint8_t kGet = 3;
-inline constexpr std::uint8_t kAdd = 4;
-inline constexpr std::uint8_t kCheck = 5;
-inline constexpr std::uint8_t kWait = 6;
-inline constexpr std::uint8_t kGetNumKeys = 7;
-inline constexpr std::uint8_t kDeleteKey = 8;
-inline constexpr std::uint8_t kAppend = 9;
-inline constexpr std::uint8_t kMultiGet = 10;
-inline constexpr std::uint8_t kMultiSet = 11;
-inline constexpr std::uint8_t kCancelWait = 12;
-inline constexpr std::uint8_t kPing = 13;
-inline constexpr std::uint8_t kQueuePush = 14;
-inline constexpr std::uint8_t kQueuePop = 15;
-inline constexpr std::uint8_t kQueueLen = 16;
-inline constexpr std::uint8_t kListKeys = 17;
-inline constexpr std::uint8_t kBarrier = 18;
-}  // namespace torch2
+// The 2.x numbering with VALIDATE (2.6 .. 2.14 headers), VALIDATE = 0 ... PING = 13. 14..16
+// (queues) came with the libuv server, 17..18 (LIST_KEYS, BARRIER) with the newest clients.
+inline constexpr Command kTorch2Commands[] = {
+    Command::kValidate,   Command::kSet,      Command::kCompareSet, Command::kGet,
+    Command::kAdd,        Command::kCheck,    Command::kWait,       Command::kGetNumKeys,
+    Command::kDeleteKey,  Command::kAppend,   Command::kMultiGet,   Command::kMultiSet,
+    Command::kCancelWait, Command::kPing,     Command::kQueuePush,  Command::kQueuePop,
+    Command::kQueueLen,   Command::kListKeys, Command::kBarrier};
+
+// The commands of `dialect`, indexed by their byte.
+constexpr std::span<const Command> commands_of(Dialect dialect) {
+  if (dialect == Dialect::kTorch113) return kTorch113Commands;
+  return kTorch2Commands;
+}
 
 // The command a byte means in `dialect`; nullopt for a byte that dialect does not define.
 constexpr std::optional<Command> decode_command(Dialect dialect, std::uint8_t byte) {
-  using C = Command;
-  if (dialect == Dialect::kTorch113) {
-    constexpr C kTable[] = {C::kSet,       C::kCompareSet, C::kGet,      C::kAdd,
-                            C::kCheck,     C::kWait,       C::kGetNumKeys, C::kWatchKey,
-                            C::kDeleteKey, C::kAppend,     C::kMultiGet, C::kMultiSet,
-                            C::kCancelWait};
-    if (byte < std::size(kTable)) return kTable[byte];
-    return std::nullopt;
-  }
-  constexpr C kTable[] = {C::kValidate,  C::kSet,       C::kCompareSet, C::kGet,
-                          C::kAdd,       C::kCheck,     C::kWait,       C::kGetNumKeys,
-                          C::kDeleteKey, C::kAppend,    C::kMultiGet,   C::kMultiSet,
-                          C::kCancelWait, C::kPing,     C::kQueuePush, C::kQueuePop,
-                          C::kQueueLen,  C::kListKeys,  C::kBarrier};
-  if (byte < std::size(kTable)) return kTable[byte];
+  const auto commands = commands_of(dialect);
+  if (byte < commands.size()) return commands[byte];
   return std::nullopt;
 }
 
 // The byte of `command` in `dialect`; nullopt when that dialect has no such command
 // (VALIDATE, PING, the queues, LIST_KEYS and BARRIER in 1.13; WATCH_KEY in 2.x).
 constexpr std::optional<std::uint8_t> encode_command(Dialect dialect, Command command) {
-  for (unsigned byte = 0; byte < 256; ++byte) {
-    if (decode_command(dialect, static_cast<std::uint8_t>(byte)) == command) {
-      return static_cast<std::uint8_t>(byte);
-    }
-  }
-  return std::nullopt;
+  const auto commands = commands_of(dialect);
+  const auto it = std::find(commands.begin(), commands.end(), command);
+  if (it == commands.end()) return std::nullopt;
+  return static_cast<std::uint8_t>(it - commands.begin());
 }
 
 // u8 reply to CHECK.

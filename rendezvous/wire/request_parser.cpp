@@ -21,14 +21,11 @@ std::uint64_t load_le(const std::uint8_t* bytes, std::size_t n) {
 
 constexpr std::size_t kMaxInitialReserve = std::size_t{1} << 20;
 
+constexpr std::uint8_t kValidateByte = *encode_command(Dialect::kTorch2, Command::kValidate);
+
 }  // namespace
 
 RequestParser::RequestParser(Limits limits) : limits_(limits) {}
-
-bool RequestParser::fail(std::string message) {
-  error_ = std::move(message);
-  return false;
-}
 
 bool RequestParser::fill_scratch(std::span<const std::uint8_t> data, std::size_t& pos,
                                  std::size_t want) {
@@ -92,7 +89,11 @@ void RequestParser::after_field() {
 
 ParseResult RequestParser::feed(std::span<const std::uint8_t> data) {
   std::size_t pos = 0;
-  auto bad = [&] { step_ = Step::kBad; return ParseResult{ParseStatus::kBad, pos}; };
+  auto bad = [&](std::string why) {
+    error_ = std::move(why);
+    step_ = Step::kBad;
+    return ParseResult{ParseStatus::kBad, pos};
+  };
   if (step_ == Step::kBad) return {ParseStatus::kBad, 0};
   if (step_ == Step::kDone) return {ParseStatus::kOk, 0};
 
@@ -103,16 +104,15 @@ ParseResult RequestParser::feed(std::span<const std::uint8_t> data) {
     switch (step_) {
       case Step::kCommand: {
         const std::uint8_t byte = data[pos++];
-        if (!dialect_ && byte == torch2::kValidate) {
+        if (!dialect_ && byte == kValidateByte) {
           step_ = Step::kSniff;  // VALIDATE or a 1.13 SET: the next 4 bytes tell
           break;
         }
         if (!dialect_) dialect_ = Dialect::kTorch113;
         const auto command = decode_command(*dialect_, byte);
         if (!command) {
-          fail(fmt::format("unknown command byte 0x{:02x} in the {} dialect", byte,
-                           *dialect_ == Dialect::kTorch113 ? "1.13" : "2.x"));
-          return bad();
+          return bad(fmt::format("unknown command byte 0x{:02x} in the {} dialect", byte,
+                                 *dialect_ == Dialect::kTorch113 ? "1.13" : "2.x"));
         }
         request_ = Request{};
         request_.command = *command;
@@ -144,9 +144,8 @@ ParseResult RequestParser::feed(std::span<const std::uint8_t> data) {
         if (!fill_scratch(data, pos, 4)) return {ParseStatus::kNeedMore, pos};
         request_.word = static_cast<std::uint32_t>(load_le(scratch_, 4));
         if (request_.command == Command::kValidate && request_.word != kValidateMagic) {
-          fail(fmt::format("VALIDATE with magic 0x{:08x}, expected 0x{:08x}", request_.word,
-                           kValidateMagic));
-          return bad();
+          return bad(fmt::format("VALIDATE with magic 0x{:08x}, expected 0x{:08x}", request_.word,
+                                 kValidateMagic));
         }
         after_field();
         break;
@@ -155,9 +154,8 @@ ParseResult RequestParser::feed(std::span<const std::uint8_t> data) {
         if (!fill_scratch(data, pos, 8)) return {ParseStatus::kNeedMore, pos};
         count_ = load_le(scratch_, 8);
         if (count_ > limits_.max_keys_per_query) {
-          fail(fmt::format("{} keys in one query exceed the limit of {}", count_,
-                           limits_.max_keys_per_query));
-          return bad();
+          return bad(fmt::format("{} keys in one query exceed the limit of {}", count_,
+                                 limits_.max_keys_per_query));
         }
         request_.keys.reserve(count_);
         if (request_.command == Command::kMultiSet) request_.values.reserve(count_);
@@ -170,63 +168,51 @@ ParseResult RequestParser::feed(std::span<const std::uint8_t> data) {
         after_field();
         break;
       }
-      case Step::kKeyLength: {
-        if (!fill_scratch(data, pos, 8)) return {ParseStatus::kNeedMore, pos};
-        remaining_ = load_le(scratch_, 8);
-        if (remaining_ > limits_.max_key_bytes) {
-          fail(fmt::format("key length {} exceeds the limit of {} bytes", remaining_,
-                           limits_.max_key_bytes));
-          return bad();
-        }
-        request_.keys.emplace_back().reserve(remaining_);
-        scratch_used_ = 0;
-        step_ = Step::kKeyBytes;
-        break;
-      }
-      case Step::kKeyBytes: {
-        const std::size_t take = std::min<std::uint64_t>(remaining_, data.size() - pos);
-        request_.keys.back().append(reinterpret_cast<const char*>(data.data() + pos), take);
-        pos += take;
-        remaining_ -= take;
-        if (remaining_ > 0) return {ParseStatus::kNeedMore, pos};
-        after_field();
-        break;
-      }
+      case Step::kKeyLength:
       case Step::kValueLength: {
         if (!fill_scratch(data, pos, 8)) return {ParseStatus::kNeedMore, pos};
         remaining_ = load_le(scratch_, 8);
-        if (remaining_ > limits_.max_value_bytes) {
-          fail(fmt::format("value length {} exceeds the limit of {} bytes", remaining_,
-                           limits_.max_value_bytes));
-          return bad();
+        scratch_used_ = 0;
+        const bool is_key = step_ == Step::kKeyLength;
+        const std::size_t limit = is_key ? limits_.max_key_bytes : limits_.max_value_bytes;
+        if (remaining_ > limit) {
+          return bad(fmt::format("{} length {} exceeds the limit of {} bytes",
+                                 is_key ? "key" : "value", remaining_, limit));
+        }
+        if (is_key) {
+          request_.keys.emplace_back().reserve(remaining_);
+          step_ = Step::kKeyBytes;
+          break;
         }
         if (admit_value_) {
           // Refused before its bytes are read (and held): e.g. an APPEND past the value limit.
           std::string why = admit_value_(request_, remaining_);
-          if (!why.empty()) {
-            fail(std::move(why));
-            return bad();
-          }
+          if (!why.empty()) return bad(std::move(why));
         }
         // Reserve what was announced only up to a bound: the bytes must arrive to be stored.
         request_.values.emplace_back().reserve(
             std::min<std::uint64_t>(remaining_, kMaxInitialReserve));
-        scratch_used_ = 0;
         step_ = Step::kValueBytes;
         break;
       }
+      case Step::kKeyBytes:
       case Step::kValueBytes: {
-        const std::size_t take = std::min<std::uint64_t>(remaining_, data.size() - pos);
-        auto& value = request_.values.back();
-        if (value.capacity() - value.size() < take) {
-          // Past its first MiB the value gets its whole announced length at once (address space;
-          // pages are used as bytes arrive): growing by doubling would copy up to half of it
-          // in one go, stalling every other connection.
-          value.reserve(value.size() + remaining_);
+        const auto bytes =
+            data.subspan(pos, std::min<std::uint64_t>(remaining_, data.size() - pos));
+        if (step_ == Step::kKeyBytes) {
+          request_.keys.back().append(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+        } else {
+          auto& value = request_.values.back();
+          if (value.capacity() - value.size() < bytes.size()) {
+            // Past its first MiB the value gets its whole announced length at once (address
+            // space; pages are used as bytes arrive): growing by doubling would copy up to half
+            // of it in one go, stalling every other connection.
+            value.reserve(value.size() + remaining_);
+          }
+          value.insert(value.end(), bytes.begin(), bytes.end());
         }
-        value.insert(value.end(), data.data() + pos, data.data() + pos + take);
-        pos += take;
-        remaining_ -= take;
+        pos += bytes.size();
+        remaining_ -= bytes.size();
         if (remaining_ > 0) return {ParseStatus::kNeedMore, pos};
         after_field();
         break;

@@ -65,7 +65,6 @@ class RequestParser {
   bool fill_scratch(std::span<const std::uint8_t> data, std::size_t& pos, std::size_t want);
   void after_field();
   Step next_field_step() const;
-  bool fail(std::string message);
 
   Limits limits_;
   std::optional<Dialect> dialect_;

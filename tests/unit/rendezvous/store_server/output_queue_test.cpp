@@ -7,6 +7,7 @@
 #include "rendezvous/store_server/server_os.hpp"
 #include "rendezvous/store_server/server_output_queue.hpp"
 #include "rendezvous/store_server/server_session.hpp"
+#include "tests/unit/rendezvous/store_server/session_peer.hpp"
 #include "tests/unit/rendezvous/wire_fixtures.hpp"
 
 #include <netinet/in.h>
@@ -44,7 +45,7 @@ TEST_CASE("a large value is queued by reference and released once written") {
   table.erase("/big");
   out.consume(1 + 8 + 1000);
   CHECK(out.size() == (1 << 20) - 1000 + 8);
-  const auto rest = out.take_all();
+  const auto rest = take_all(out);
   CHECK(rest.size() == (1 << 20) - 1000 + 8);
   CHECK(rest.front() == 7);
   CHECK(out.empty());

@@ -10,10 +10,21 @@
 
 #include <catch2/catch.hpp>
 
+#include <cstdint>
 #include <span>
 #include <utility>
 
 namespace ddp::rdzv::test {
+
+// Everything queued, copied into one buffer; empties the queue.
+inline ByteVec take_all(OutputQueue& queue) {
+  ByteVec out;
+  queue.for_each_front(SIZE_MAX, SIZE_MAX, [&](std::span<const std::uint8_t> piece) {
+    out.insert(out.end(), piece.begin(), piece.end());
+  });
+  queue.consume(queue.size());
+  return out;
+}
 
 struct Peer {
   explicit Peer(KeyTable& table, wire::Limits limits = {.max_keys_per_query = 16})
@@ -32,7 +43,7 @@ struct Peer {
       REQUIRE(result.status == wire::ParseStatus::kOk);
       session.handle(parser.take_request(), reply);
     }
-    return reply.take_all();
+    return take_all(reply);
   }
   ByteVec take_later() { return std::exchange(later, {}); }
 
