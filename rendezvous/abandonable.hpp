@@ -15,50 +15,41 @@
 
 #include <exception>
 #include <memory>
-#include <optional>
+#include <variant>
 
 namespace ddp::rdzv {
-
-namespace detail {
-
-template <typename T>
-struct Abandonable {
-  explicit Abandonable(const boost::asio::any_io_executor& executor) : done_timer(executor) {
-    done_timer.expires_at(boost::asio::steady_timer::time_point::max());
-  }
-  std::optional<T> value;
-  std::exception_ptr error;
-  bool done = false;
-  boost::asio::steady_timer done_timer;  // cancelled when the operation ends
-};
-
-}  // namespace detail
 
 // Returns op's value or rethrows its exception; throws system_error(operation_aborted) when the
 // awaiter is cancelled first. T must not be void (wrap such an op to return a bool).
 template <typename T>
 boost::asio::awaitable<T> abandonable(boost::asio::awaitable<T> op) {
   namespace asio = boost::asio;
+  struct Pending {
+    std::variant<std::monostate, T, std::exception_ptr> result;  // none yet, value, or error
+    asio::steady_timer done;  // cancelled when the operation ends
+  };
   const auto executor = co_await asio::this_coro::executor;
-  auto pending = std::make_shared<detail::Abandonable<T>>(executor);
+  auto pending = std::make_shared<Pending>(
+      Pending{{}, asio::steady_timer(executor, asio::steady_timer::time_point::max())});
   asio::co_spawn(
       executor,
       [pending, op = std::move(op)]() mutable -> asio::awaitable<void> {
         try {
-          pending->value.emplace(co_await std::move(op));
+          pending->result.template emplace<1>(co_await std::move(op));
         } catch (...) {
-          pending->error = std::current_exception();
+          pending->result.template emplace<2>(std::current_exception());
         }
-        pending->done = true;
-        pending->done_timer.cancel();
+        pending->done.cancel();
       },
       asio::detached);
-  while (!pending->done) {
-    co_await pending->done_timer.async_wait(asio::as_tuple(asio::use_awaitable));
-    if (!pending->done) throw boost::system::system_error(asio::error::operation_aborted);
+  if (pending->result.index() == 0) {
+    co_await pending->done.async_wait(asio::as_tuple(asio::use_awaitable));
   }
-  if (pending->error) std::rethrow_exception(pending->error);
-  co_return std::move(*pending->value);
+  if (pending->result.index() == 0) {
+    throw boost::system::system_error(asio::error::operation_aborted);
+  }
+  if (pending->result.index() == 2) std::rethrow_exception(std::get<2>(pending->result));
+  co_return std::move(std::get<1>(pending->result));
 }
 
 }  // namespace ddp::rdzv

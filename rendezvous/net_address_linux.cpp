@@ -42,28 +42,6 @@ std::vector<address> resolve(const std::string& host) {
   return out;
 }
 
-std::vector<address> interface_addresses() {
-  std::vector<address> out;
-  ifaddrs* list = nullptr;
-  if (getifaddrs(&list) != 0) return out;
-  for (const ifaddrs* it = list; it != nullptr; it = it->ifa_next) {
-    if (it->ifa_addr == nullptr) continue;
-    if (it->ifa_addr->sa_family == AF_INET) {
-      const auto* in = reinterpret_cast<const sockaddr_in*>(it->ifa_addr);
-      asio::ip::address_v4::bytes_type bytes;
-      std::copy_n(reinterpret_cast<const unsigned char*>(&in->sin_addr), 4, bytes.begin());
-      out.emplace_back(asio::ip::address_v4(bytes));
-    } else if (it->ifa_addr->sa_family == AF_INET6) {
-      const auto* in6 = reinterpret_cast<const sockaddr_in6*>(it->ifa_addr);
-      asio::ip::address_v6::bytes_type bytes;
-      std::copy_n(in6->sin6_addr.s6_addr, 16, bytes.begin());
-      out.emplace_back(asio::ip::address_v6(bytes, in6->sin6_scope_id));
-    }
-  }
-  freeifaddrs(list);
-  return out;
-}
-
 // The local address of a connected UDP socket to the target, or an error message. A bare socket:
 // every agent asks, and an io_context for one connect would cost each an epoll instance, an
 // eventfd and a timerfd.
@@ -86,6 +64,28 @@ std::variant<address, std::string> local_address_towards(const address& target,
 }
 
 }  // namespace
+
+std::vector<address> local_addresses() {
+  std::vector<address> out;
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return out;
+  for (const ifaddrs* it = list; it != nullptr; it = it->ifa_next) {
+    if (it->ifa_addr == nullptr) continue;
+    if (it->ifa_addr->sa_family == AF_INET) {
+      const auto* in = reinterpret_cast<const sockaddr_in*>(it->ifa_addr);
+      asio::ip::address_v4::bytes_type bytes;
+      std::copy_n(reinterpret_cast<const unsigned char*>(&in->sin_addr), 4, bytes.begin());
+      out.emplace_back(asio::ip::address_v4(bytes));
+    } else if (it->ifa_addr->sa_family == AF_INET6) {
+      const auto* in6 = reinterpret_cast<const sockaddr_in6*>(it->ifa_addr);
+      asio::ip::address_v6::bytes_type bytes;
+      std::copy_n(in6->sin6_addr.s6_addr, 16, bytes.begin());
+      out.emplace_back(asio::ip::address_v6(bytes, in6->sin6_scope_id));
+    }
+  }
+  freeifaddrs(list);
+  return out;
+}
 
 std::string route_address(const std::string& host, std::uint16_t port) {
   const std::vector<address> targets = resolve(host);
@@ -110,23 +110,17 @@ std::string route_address(const std::string& host, std::uint16_t port) {
 
 bool is_local_host(const std::string& host) {
   if (host == "localhost") return true;
-  const std::vector<address> targets = resolve(host);
-  if (targets.empty()) return false;
-  const std::vector<address> mine = interface_addresses();
-  for (const address& target : targets) {
-    if (target.is_loopback()) return true;
-    for (const address& local : mine) {
-      if (local.is_v6() && target.is_v6()) {
-        if (local.to_v6().to_bytes() == target.to_v6().to_bytes()) return true;
-      } else if (local == target) {
-        return true;
-      }
-    }
+  const std::vector<address> mine = local_addresses();
+  for (const address& target : resolve(host)) {
+    // An IPv6 address is compared without its scope: getifaddrs gives link-local ones theirs.
+    const auto is_target = [&target](const address& local) {
+      if (!local.is_v6() || !target.is_v6()) return local == target;
+      return local.to_v6().to_bytes() == target.to_v6().to_bytes();
+    };
+    if (target.is_loopback() || std::any_of(mine.begin(), mine.end(), is_target)) return true;
   }
   return false;
 }
-
-std::vector<address> local_addresses() { return interface_addresses(); }
 
 std::string wildcard_like(const std::string& addr) {
   boost::system::error_code ec;

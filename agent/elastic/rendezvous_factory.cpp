@@ -117,7 +117,7 @@ void etcd_user(const RdzvConf& conf, rdzv::etcd::EtcdOptions& options) {
   }
   if (!user) return;
   options.user = *user;
-  options.password = rdzv::auth::read_secret_file(*password_file, "--rdzv_conf password_file", 1);
+  options.password = rdzv::auth::read_token_file(*password_file, "--rdzv_conf password_file", 1);
 }
 
 // etcd (also etcd-v2, etcd-v3): --rdzv_endpoint lists the members; torchrun's etcd keys.

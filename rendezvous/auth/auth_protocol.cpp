@@ -5,19 +5,18 @@
 
 #include "rendezvous/auth/auth_protocol.hpp"
 
-#include <vector>
+#include <string>
 
 namespace ddp::rdzv::auth {
 namespace {
 
-template <typename Out>
-void append_bound(Out& message, std::string_view context, const std::string& run_id,
-                  std::span<const std::uint8_t> challenge) {
+std::string bound_message(std::string_view context, const std::string& run_id,
+                          std::span<const std::uint8_t> challenge) {
+  std::string message;
   message.reserve(context.size() + run_id.size() + 1 + challenge.size());
-  message.insert(message.end(), context.begin(), context.end());
-  message.insert(message.end(), run_id.begin(), run_id.end());
-  message.push_back(0);
-  message.insert(message.end(), challenge.begin(), challenge.end());
+  message.append(context).append(run_id).push_back('\0');
+  message.append(challenge.begin(), challenge.end());
+  return message;
 }
 
 }  // namespace
@@ -33,17 +32,17 @@ std::vector<std::uint8_t> hello_bytes(const std::vector<boost::asio::ip::address
   std::vector<std::uint8_t> out(kHello.begin(), kHello.end());
   const std::size_t count_at = out.size();
   out.push_back(0);
+  const auto put = [&out](const auto& bytes) {
+    out.push_back(static_cast<std::uint8_t>(bytes.size()));
+    out.insert(out.end(), bytes.begin(), bytes.end());
+  };
   for (const auto& address : addresses) {
     if (out[count_at] == kMaxReportedAddresses) break;
     if (!is_reportable(address)) continue;
     if (address.is_v4()) {
-      const auto bytes = address.to_v4().to_bytes();
-      out.push_back(static_cast<std::uint8_t>(bytes.size()));
-      out.insert(out.end(), bytes.begin(), bytes.end());
+      put(address.to_v4().to_bytes());
     } else {
-      const auto bytes = address.to_v6().to_bytes();
-      out.push_back(static_cast<std::uint8_t>(bytes.size()));
-      out.insert(out.end(), bytes.begin(), bytes.end());
+      put(address.to_v6().to_bytes());
     }
     ++out[count_at];
   }
@@ -51,18 +50,11 @@ std::vector<std::uint8_t> hello_bytes(const std::vector<boost::asio::ip::address
 }
 
 Tag auth_tag(const Credentials& credentials, std::span<const std::uint8_t> challenge) {
-  std::vector<std::uint8_t> message;
-  append_bound(message, kTagContext, credentials.run_id, challenge);
-  const auto& secret = credentials.secret;
-  return hmac_sha256(std::span(reinterpret_cast<const std::uint8_t*>(secret.data()),
-                               secret.size()),
-                     message);
+  return hmac_sha256(credentials.secret, bound_message(kTagContext, credentials.run_id, challenge));
 }
 
 std::string munge_payload(const std::string& run_id, std::span<const std::uint8_t> challenge) {
-  std::string payload;
-  append_bound(payload, kMungeContext, run_id, challenge);
-  return payload;
+  return bound_message(kMungeContext, run_id, challenge);
 }
 
 }  // namespace ddp::rdzv::auth

@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 
 namespace ddp::rdzv::auth {
 
@@ -21,9 +22,17 @@ struct Credentials {
   bool uses_munge() const { return munge_socket.has_value(); }
 };
 
+namespace detail {
+inline std::shared_ptr<const Credentials> process_credentials;  // tests set and reset it too
+}  // namespace detail
+
 // The credentials store clients of this process present by default; null when none were set
 // (the job has no secret). Returns what set_default_credentials last set.
-std::shared_ptr<const Credentials> default_credentials();
-void set_default_credentials(std::shared_ptr<const Credentials> credentials);
+inline std::shared_ptr<const Credentials> default_credentials() {
+  return detail::process_credentials;
+}
+inline void set_default_credentials(std::shared_ptr<const Credentials> credentials) {
+  detail::process_credentials = std::move(credentials);
+}
 
 }  // namespace ddp::rdzv::auth

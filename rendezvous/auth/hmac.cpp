@@ -13,22 +13,17 @@
 
 namespace ddp::rdzv::auth {
 
-Tag hmac_sha256(std::span<const std::uint8_t> key, std::span<const std::uint8_t> message) {
+Tag hmac_sha256(std::string_view key, std::string_view message) {
   Tag tag{};
   unsigned int length = 0;
   // HMAC() takes a null key pointer as "no key" only when the length is 0 too; give it a byte.
-  static const std::uint8_t kEmpty = 0;
+  static const char kEmpty = 0;
   const unsigned char* out =
       HMAC(EVP_sha256(), key.empty() ? &kEmpty : key.data(), static_cast<int>(key.size()),
-           message.empty() ? &kEmpty : message.data(), message.size(), tag.data(), &length);
+           reinterpret_cast<const unsigned char*>(message.empty() ? &kEmpty : message.data()),
+           message.size(), tag.data(), &length);
   if (out == nullptr || length != kTagBytes) throw InternalError("HMAC-SHA256 failed in libcrypto");
   return tag;
-}
-
-Tag hmac_sha256(std::string_view key, std::string_view message) {
-  return hmac_sha256(std::span(reinterpret_cast<const std::uint8_t*>(key.data()), key.size()),
-                     std::span(reinterpret_cast<const std::uint8_t*>(message.data()),
-                               message.size()));
 }
 
 std::vector<std::uint8_t> random_bytes(std::size_t n) {

@@ -15,7 +15,6 @@ inline constexpr std::size_t kTagBytes = 32;  // SHA-256's output
 using Tag = std::array<std::uint8_t, kTagBytes>;
 
 // HMAC-SHA256(key, message) (RFC 2104). Throws InternalError if libcrypto fails.
-Tag hmac_sha256(std::span<const std::uint8_t> key, std::span<const std::uint8_t> message);
 Tag hmac_sha256(std::string_view key, std::string_view message);
 
 // `n` bytes from the operating system's generator (RAND_bytes). Throws InternalError if it fails.

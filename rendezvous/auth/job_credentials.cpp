@@ -13,11 +13,6 @@
 
 namespace ddp::rdzv::auth {
 
-std::string munge_socket_path() {
-  const char* env = std::getenv("DDPRUN_MUNGE_SOCKET");
-  return env != nullptr ? std::string(env) : std::string();
-}
-
 std::shared_ptr<const Credentials> job_credentials(const std::optional<std::string>& token_file,
                                                    const std::string& run_id) {
   if (auto secret = job_secret(token_file)) {
@@ -25,7 +20,8 @@ std::shared_ptr<const Credentials> job_credentials(const std::optional<std::stri
   }
   const char* job = std::getenv("SLURM_JOB_ID");
   if (job == nullptr || *job == '\0') return nullptr;
-  const std::string socket = munge_socket_path();
+  const char* socket_env = std::getenv("DDPRUN_MUNGE_SOCKET");
+  const std::string socket = socket_env != nullptr ? socket_env : "";
   if (const auto why = munge_unavailable(socket)) {
     log::get("rdzv")->info("SLURM job {} without a token file: munge is not usable ({}), so the "
                            "job's stores are not authenticated",

@@ -19,8 +19,4 @@ namespace ddp::rdzv::auth {
 std::shared_ptr<const Credentials> job_credentials(const std::optional<std::string>& token_file,
                                                    const std::string& run_id);
 
-// The munge socket agents use: $DDPRUN_MUNGE_SOCKET when set and non-empty, else "" (libmunge's
-// default).
-std::string munge_socket_path();
-
 }  // namespace ddp::rdzv::auth

@@ -26,10 +26,14 @@ std::string munge_encode(const std::string& socket, std::string_view payload);
 std::optional<std::string> munge_refusal(const std::string& socket, const std::string& credential,
                                          std::string_view payload, uid_t uid);
 
+// munge_refusal() bound to a socket and a user: how a server's admission decides a credential
+// (ServerHandshake::kCheckMunge).
+using MungeCheck = std::function<std::optional<std::string>(const std::string& credential,
+                                                            std::string_view payload)>;
+
 // The check a server with munge `credentials` decides credentials with: munge_refusal() through
 // their socket, for this process's user (the job's).
-std::function<std::optional<std::string>(const std::string&, std::string_view)> munge_check_for(
-    const Credentials& credentials);
+MungeCheck munge_check_for(const Credentials& credentials);
 
 // Why munge cannot be used through `socket` (munged is not running, or its socket is not
 // reachable), or nullopt when munged encodes a credential.

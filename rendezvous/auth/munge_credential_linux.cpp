@@ -97,8 +97,7 @@ std::optional<std::string> munge_refusal(const std::string& socket, const std::s
   return std::nullopt;
 }
 
-std::function<std::optional<std::string>(const std::string&, std::string_view)> munge_check_for(
-    const Credentials& credentials) {
+MungeCheck munge_check_for(const Credentials& credentials) {
   return [socket = credentials.munge_socket.value_or(""), uid = ::geteuid()](
              const std::string& credential, std::string_view payload) {
     return munge_refusal(socket, credential, payload, uid);

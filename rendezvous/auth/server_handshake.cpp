@@ -96,23 +96,6 @@ std::optional<ServerHandshake::Result> ServerHandshake::answer_hello(
   return std::nullopt;
 }
 
-ServerHandshake::Result ServerHandshake::check_tag(std::size_t pos,
-                                                   std::vector<std::uint8_t>& out) {
-  const Tag expected = auth_tag(*credentials_, challenge_);
-  if (!equal_in_constant_time(got_, expected)) {
-    return refuse("a wrong handshake tag (not this job's secret or run id, or a replay)", pos,
-                  out);
-  }
-  return accept(pos, out);
-}
-
-ServerHandshake::Result ServerHandshake::ask_munge(std::size_t pos) {
-  munge_query_.credential.assign(got_.begin(), got_.end());
-  munge_query_.payload = munge_payload(credentials_->run_id, challenge_);
-  step_ = Step::kMungeCheck;
-  return {Status::kCheckMunge, pos};
-}
-
 ServerHandshake::Result ServerHandshake::finish_munge(const std::optional<std::string>& refusal,
                                                       std::vector<std::uint8_t>& out) {
   assert(step_ == Step::kMungeCheck);
@@ -146,7 +129,11 @@ ServerHandshake::Result ServerHandshake::feed(std::span<const std::uint8_t> data
   }
   if (step_ == Step::kTag) {
     if (!gather(data, pos, kTagBytes)) return {Status::kNeedMore, pos};
-    return check_tag(pos, out);
+    if (!equal_in_constant_time(got_, auth_tag(*credentials_, challenge_))) {
+      return refuse("a wrong handshake tag (not this job's secret or run id, or a replay)", pos,
+                    out);
+    }
+    return accept(pos, out);
   }
   if (step_ == Step::kMungeLength) {
     if (!gather(data, pos, 2)) return {Status::kNeedMore, pos};
@@ -160,7 +147,10 @@ ServerHandshake::Result ServerHandshake::feed(std::span<const std::uint8_t> data
     step_ = Step::kMungeCredential;
   }
   if (!gather(data, pos, field_bytes_)) return {Status::kNeedMore, pos};
-  return ask_munge(pos);
+  munge_query_.credential.assign(got_.begin(), got_.end());
+  munge_query_.payload = munge_payload(credentials_->run_id, challenge_);
+  step_ = Step::kMungeCheck;
+  return {Status::kCheckMunge, pos};
 }
 
 }  // namespace ddp::rdzv::auth

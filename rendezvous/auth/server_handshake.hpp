@@ -10,12 +10,10 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "rendezvous/auth/auth_protocol.hpp"
@@ -35,10 +33,6 @@ class ServerHandshake {
     Status status;
     std::size_t consumed;  // bytes of the input that belonged to the handshake
   };
-  // Why `credential` is not a munge credential of the job's user over exactly `payload`, or
-  // nullopt when it is (munge_refusal() in production).
-  using MungeCheck = std::function<std::optional<std::string>(const std::string& credential,
-                                                              std::string_view payload)>;
   // What a munge check is asked (after kCheckMunge).
   struct MungeQuery {
     std::string credential;
@@ -63,8 +57,6 @@ class ServerHandshake {
 
   // Why the handshake was refused ("" otherwise).
   const std::string& error() const { return error_; }
-  // True until the peer sent a byte.
-  bool is_idle() const { return step_ == Step::kFirst; }
   // The addresses the peer's HELLO reported (its node's; empty without a HELLO).
   const std::vector<boost::asio::ip::address>& reported_addresses() const { return reported_; }
 
@@ -78,8 +70,6 @@ class ServerHandshake {
   bool read_addresses(std::span<const std::uint8_t> data, std::size_t& pos);
   // Answers a complete HELLO: not required, or a challenge.
   std::optional<Result> answer_hello(std::size_t pos, std::vector<std::uint8_t>& out);
-  Result check_tag(std::size_t pos, std::vector<std::uint8_t>& out);
-  Result ask_munge(std::size_t pos);
   Result accept(std::size_t consumed, std::vector<std::uint8_t>& out);
   Result refuse(std::string why, std::size_t consumed, std::vector<std::uint8_t>& out);
 

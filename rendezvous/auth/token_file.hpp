@@ -14,12 +14,9 @@ inline constexpr std::size_t kMaxSecretBytes = 4096;
 // where the path came from in errors ("--rdzv_conf token_file", "DDPRUN_TOKEN_FILE"). Throws
 // ConfigError, one line naming the source and the path, when the file cannot be read, is not a
 // regular file, is not owned by this user, can be read or written by group or others (mode & 077),
-// or holds fewer than kMinSecretBytes or more than kMaxSecretBytes.
-std::string read_token_file(const std::string& path, const std::string& source);
-
-// As read_token_file, for any secret of at least `min_bytes` (etcd's password_file: 1).
-std::string read_secret_file(const std::string& path, const std::string& source,
-                             std::size_t min_bytes);
+// or holds fewer than `min_bytes` (etcd's password_file: 1) or more than kMaxSecretBytes.
+std::string read_token_file(const std::string& path, const std::string& source,
+                            std::size_t min_bytes = kMinSecretBytes);
 
 // The token file the agent uses: `conf_value` (from --rdzv_conf token_file) when given, else
 // $DDPRUN_TOKEN_FILE when set and non-empty; nullopt when neither. Reads it as read_token_file.

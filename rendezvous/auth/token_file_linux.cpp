@@ -19,12 +19,8 @@
 
 namespace ddp::rdzv::auth {
 
-std::string read_token_file(const std::string& path, const std::string& source) {
-  return read_secret_file(path, source, kMinSecretBytes);
-}
-
-std::string read_secret_file(const std::string& path, const std::string& source,
-                             std::size_t min_bytes) {
+std::string read_token_file(const std::string& path, const std::string& source,
+                            std::size_t min_bytes) {
   const auto fail = [&](const std::string& why) {
     return ConfigError(fmt::format("{}={}: {}", source, path, why));
   };
@@ -58,10 +54,7 @@ std::string read_secret_file(const std::string& path, const std::string& source,
     got += static_cast<std::size_t>(n);
   }
   secret.resize(got);
-  while (!secret.empty() && (secret.back() == '\n' || secret.back() == '\r' ||
-                             secret.back() == ' ' || secret.back() == '\t')) {
-    secret.pop_back();
-  }
+  secret.erase(secret.find_last_not_of(" \t\r\n") + 1);  // npos + 1: all of it
   if (secret.size() < min_bytes || secret.size() > kMaxSecretBytes) {
     throw fail(fmt::format("the file holds a secret of {} bytes; it needs {} to {} (e.g. "
                            "head -c 32 /dev/urandom | base64 > FILE)",

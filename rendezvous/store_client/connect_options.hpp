@@ -6,10 +6,11 @@
 #include <memory>
 
 #include "rendezvous/auth/credentials.hpp"
+#include "rendezvous/wire/protocol.hpp"
 
 namespace ddp::rdzv {
 
-enum class WireDialect { kTorch113, kTorch2 };
+using WireDialect = wire::Dialect;
 
 struct ConnectOptions {
   std::chrono::milliseconds connect_timeout{std::chrono::seconds(300)};  // total, all retries

@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <array>
 #include <random>
+#include <span>
 #include <tuple>
 
 #include "common/log.hpp"
@@ -37,10 +38,6 @@ using tcp = asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
 constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
 constexpr std::size_t kReadBufferBytes = 64 * 1024;
-
-wire::Dialect wire_dialect(WireDialect d) {
-  return d == WireDialect::kTorch113 ? wire::Dialect::kTorch113 : wire::Dialect::kTorch2;
-}
 
 std::minstd_rand& rng() {
   thread_local std::minstd_rand engine{std::random_device{}()};
@@ -112,8 +109,9 @@ StoreConnection::StoreConnection(asio::any_io_executor executor, std::string hos
       port_(port),
       address_(fmt::format("{}:{}", host_, port_)),
       options_(options),
-      encoder_(wire_dialect(options.dialect)),
+      encoder_(options.dialect),
       backoff_(executor_),
+      turn_(executor_, asio::steady_timer::time_point::max()),
       read_buf_(std::make_unique_for_overwrite<std::uint8_t[]>(kReadBufferBytes)),
       call_timeout_(options.call_timeout) {}
 
@@ -134,10 +132,11 @@ void StoreConnection::close() {
 // Every coroutine here checks shut_down_ right after each co_await, before it touches socket_
 // (gone after close()) or decides anything: an operation that resumes after its client was
 // destroyed must fail at once, never reconnect, and never return into TcpStoreClient code that
-// would use the destroyed client.
+// would use the destroyed client. The calls waiting for their turn wake to the same end.
 void StoreConnection::shut_down() {
   shut_down_ = true;
   backoff_.cancel();
+  turn_.cancel();
   close();
 }
 
@@ -152,14 +151,33 @@ void StoreConnection::arm(Clock::time_point deadline) {
 
 bool StoreConnection::deadline_passed() const { return socket_ && socket_->expired; }
 
+asio::awaitable<void> StoreConnection::start_call(std::string what,
+                                                  std::chrono::milliseconds timeout) {
+  while (busy_ && !shut_down_) {
+    co_await turn_.async_wait(kTuple);
+  }
+  if (shut_down_) throw_shut_down(what);
+  busy_ = true;
+  try {
+    if (!is_open()) co_await open();
+  } catch (...) {
+    finish_call();
+    throw;
+  }
+  begin_call(std::move(what), timeout);
+  request_.clear();
+}
+
+void StoreConnection::finish_call() {
+  if (socket_) socket_->disarm();
+  busy_ = false;
+  turn_.cancel_one();
+}
+
 void StoreConnection::begin_call(std::string what, std::chrono::milliseconds timeout) {
   what_ = std::move(what);
   call_timeout_ = timeout;
   arm(Clock::now() + timeout);
-}
-
-void StoreConnection::end_call() {
-  if (socket_) socket_->disarm();
 }
 
 void StoreConnection::throw_timeout() {
@@ -218,6 +236,11 @@ asio::awaitable<void> StoreConnection::open() {
 // which costs a process that only talks to 127.0.0.1 or 10.0.0.1 more than the connection.
 asio::awaitable<void> StoreConnection::connect_once(Clock::time_point deadline) {
   arm(deadline);
+  const auto fail_if = [this](const boost::system::error_code& ec) {
+    if (shut_down_) throw_shut_down("connect");
+    if (deadline_passed()) throw boost::system::system_error(asio::error::timed_out);
+    if (ec) throw boost::system::system_error(ec);
+  };
   boost::system::error_code not_numeric;
   const auto address = asio::ip::make_address(host_, not_numeric);
   boost::system::error_code cec;
@@ -227,14 +250,10 @@ asio::awaitable<void> StoreConnection::connect_once(Clock::time_point deadline) 
   } else {
     auto [rec, endpoints] =
         co_await socket_->resolver.async_resolve(host_, std::to_string(port_), kTuple);
-    if (shut_down_) throw_shut_down("connect");
-    if (deadline_passed()) throw boost::system::system_error(asio::error::timed_out);
-    if (rec) throw boost::system::system_error(rec);
+    fail_if(rec);
     std::tie(cec, std::ignore) = co_await asio::async_connect(socket_->socket, endpoints, kTuple);
   }
-  if (shut_down_) throw_shut_down("connect");
-  if (deadline_passed()) throw boost::system::system_error(asio::error::timed_out);
-  if (cec) throw boost::system::system_error(cec);
+  fail_if(cec);
   socket_->disarm();
   socket_->socket.set_option(tcp::no_delay(true));
 }
@@ -269,7 +288,7 @@ asio::awaitable<void> StoreConnection::handshake() {
         "dialect)",
         e.what()));
   }
-  end_call();
+  socket_->disarm();
   if (torch2 && decoder_.u32() != nonce) {
     throw_io(fmt::format("PING answered {:#x}, expected {:#x}", decoder_.u32(), nonce));
   }
@@ -277,20 +296,19 @@ asio::awaitable<void> StoreConnection::handshake() {
 
 namespace {
 
-// Throws ConfigError when the server asks for the other kind of credentials than this agent
-// holds: the agents of one job disagree on how the job authenticates, which only the user can
-// fix.
-void require_credentials(bool munge, const auth::Credentials* credentials,
-                         const std::string& address) {
-  if (credentials != nullptr && credentials->uses_munge() == munge) return;
-  throw ConfigError(fmt::format(
+// Why the server's challenge cannot be answered, when it asks for the other kind of credentials
+// than this agent holds: the agents of one job disagree on how the job authenticates, which only
+// the user can fix.
+std::string credentials_mismatch(bool munge, const auth::Credentials* credentials,
+                                 const std::string& address) {
+  return fmt::format(
       "store at {} asks for {}, but this agent has {}: give every agent of the job the same "
       "--rdzv_conf token_file (or DDPRUN_TOKEN_FILE), or none under SLURM with munge "
       "(docs/security.md)",
       address, munge ? "munge credentials" : "the job secret",
-      credentials == nullptr ? "no credentials"
+      credentials == nullptr      ? "no credentials"
       : credentials->uses_munge() ? "munge credentials (no token file)"
-                                  : "a token file"));
+                                  : "a token file");
 }
 
 // The answer to the server's challenge: the tag for a secret, or a munge credential (u16
@@ -322,57 +340,59 @@ asio::awaitable<wire::ByteVec> answer_for(bool munge, const auth::Credentials& c
 
 }  // namespace
 
+// The handshake's one-byte verdicts and raw challenge are read as u8 replies, through the same
+// buffer as the TCPStore replies that follow them.
 asio::awaitable<bool> StoreConnection::authenticate(const auth::Credentials* credentials,
                                                     const wire::ByteVec& after) {
   begin_call("authentication", options_.call_timeout);
-  std::uint8_t verdict = 0;
   try {
     co_await send(auth::hello_bytes(local_addresses()));
-    co_await receive_exact(std::span(&verdict, 1));
+    co_await receive(wire::ReplyShape::kU8);
   } catch (const IoError& e) {
     if (shut_down_) throw;
     throw IoError(fmt::format("{} (the server does not speak ddprun's handshake: a PyTorch store, "
                               "or not a store of this job)",
                               e.what()));
   }
-  if (verdict == static_cast<std::uint8_t>(auth::Verdict::kNotRequired)) {
+  const auto verdict = auth::Verdict{decoder_.u8()};
+  if (verdict == auth::Verdict::kNotRequired) {
     // No mutual authentication either way (docs/security.md): such a server learns nothing.
     log::get("store")->debug("store at {} holds no job secret; connecting unauthenticated",
                              address_);
-    end_call();
+    socket_->disarm();
     co_return false;
   }
-  if (verdict != static_cast<std::uint8_t>(auth::Verdict::kChallenge) &&
-      verdict != static_cast<std::uint8_t>(auth::Verdict::kMungeChallenge)) {
-    throw_io(fmt::format("the server answered ddprun's HELLO with {:#x}", verdict));
+  if (verdict != auth::Verdict::kChallenge && verdict != auth::Verdict::kMungeChallenge) {
+    throw_io(fmt::format("the server answered ddprun's HELLO with {:#x}", decoder_.u8()));
   }
   std::array<std::uint8_t, auth::kChallengeBytes> challenge{};
-  co_await receive_exact(challenge);
-  const bool munge = verdict == static_cast<std::uint8_t>(auth::Verdict::kMungeChallenge);
-  try {
-    require_credentials(munge, credentials, address_);
-  } catch (const ConfigError&) {
+  for (auto& byte : challenge) {
+    co_await receive(wire::ReplyShape::kU8);
+    byte = decoder_.u8();
+  }
+  const bool munge = verdict == auth::Verdict::kMungeChallenge;
+  if (credentials == nullptr || credentials->uses_munge() != munge) {
     close();
-    throw;
+    throw ConfigError(credentials_mismatch(munge, credentials, address_));
   }
   wire::ByteVec out = co_await answer_for(munge, *credentials, challenge);
   out.insert(out.end(), after.begin(), after.end());
   co_await send(out);
-  end_call();
+  socket_->disarm();
   co_return true;
 }
 
 asio::awaitable<void> StoreConnection::read_verdict() {
-  std::uint8_t verdict = 0;
   try {
-    co_await receive_exact(std::span(&verdict, 1));
+    co_await receive(wire::ReplyShape::kU8);
   } catch (const IoError&) {
     if (shut_down_) throw;
     throw_io("the server closed the connection after the authentication tag: it refused this "
              "agent's job secret (a different token file or --rdzv_id)");
   }
-  if (verdict == static_cast<std::uint8_t>(auth::Verdict::kAccepted)) co_return;
-  if (verdict == static_cast<std::uint8_t>(auth::Verdict::kRefused)) {
+  const auto verdict = auth::Verdict{decoder_.u8()};
+  if (verdict == auth::Verdict::kAccepted) co_return;
+  if (verdict == auth::Verdict::kRefused) {
     // Definite, and the user's to fix: retrying or re-rendezvousing would not help.
     close();
     throw ConfigError(fmt::format(
@@ -381,27 +401,7 @@ asio::awaitable<void> StoreConnection::read_verdict() {
         "another --rdzv_id; the store's log says which)",
         address_));
   }
-  throw_io(fmt::format("the server answered the authentication tag with {:#x}", verdict));
-}
-
-asio::awaitable<void> StoreConnection::receive_exact(std::span<std::uint8_t> out) {
-  std::size_t got = 0;
-  while (got < out.size()) {
-    const std::size_t take = std::min(out.size() - got, read_end_ - read_begin_);
-    std::copy_n(read_buf_.get() + read_begin_, take, out.data() + got);
-    read_begin_ += take;
-    got += take;
-    if (got == out.size()) break;
-    read_begin_ = read_end_ = 0;
-    if (deadline_passed()) throw_timeout();
-    auto [ec, n] = co_await socket_->socket.async_read_some(
-        asio::buffer(read_buf_.get(), kReadBufferBytes), kTuple);
-    if (shut_down_) throw_shut_down(what_);
-    read_end_ = n;
-    if (n == 0 && deadline_passed()) throw_timeout();
-    if (ec == asio::error::eof) throw_io("connection closed by the server");
-    if (ec && n == 0) throw_io(ec.message());
-  }
+  throw_io(fmt::format("the server answered the authentication tag with {:#x}", decoder_.u8()));
 }
 
 asio::awaitable<void> StoreConnection::send(const wire::ByteVec& bytes) {
@@ -415,7 +415,12 @@ asio::awaitable<void> StoreConnection::send(const wire::ByteVec& bytes) {
 asio::awaitable<void> StoreConnection::receive(wire::ReplyShape shape, std::size_t count) {
   const bool in_time = co_await receive_or_deadline(shape, count);
   if (!in_time) throw_timeout();
-  co_return;
+}
+
+asio::awaitable<void> StoreConnection::exchange(wire::ReplyShape shape, std::size_t count) {
+  co_await send(request_);
+  const bool in_time = co_await receive_or_deadline(shape, count);
+  if (!in_time) throw_timeout();
 }
 
 asio::awaitable<bool> StoreConnection::receive_or_deadline(wire::ReplyShape shape,

@@ -3,10 +3,9 @@
 // every call and a transparent reconnect on the call after a failed one.
 #include "rendezvous/store_client/tcp_store_client.hpp"
 
-#include <boost/asio/as_tuple.hpp>
-#include <boost/asio/this_coro.hpp>
-#include <boost/asio/use_awaitable.hpp>
 #include <fmt/format.h>
+
+#include <boost/asio/this_coro.hpp>
 
 #include "ddp/error.hpp"
 #include "rendezvous/store_client/store_connection.hpp"
@@ -14,16 +13,14 @@
 namespace ddp::rdzv {
 namespace {
 
+using detail::StoreConnection;
 using wire::ReplyShape;
 
 // "a, b, c" (at most 4 keys, then "... (n keys)"): keys as they appear in messages.
 std::string key_list(const std::vector<std::string>& keys) {
   constexpr std::size_t kShown = 4;
-  std::string out;
-  for (std::size_t i = 0; i < keys.size() && i < kShown; ++i) {
-    if (i > 0) out += ", ";
-    out += keys[i];
-  }
+  const auto shown = static_cast<std::ptrdiff_t>(std::min(keys.size(), kShown));
+  std::string out = fmt::format("{}", fmt::join(keys.begin(), keys.begin() + shown, ", "));
   if (keys.size() > kShown) out += fmt::format(", ... ({} keys)", keys.size());
   return out;
 }
@@ -36,137 +33,89 @@ TimeoutError wait_timeout(const std::vector<std::string>& keys, std::chrono::mil
                                   detail::format_duration(timeout), address));
 }
 
-}  // namespace
-
-struct TcpStoreClient::Impl {
-  Impl(asio::any_io_executor executor, std::string host, std::uint16_t port, ConnectOptions opts)
-      : conn(executor, std::move(host), port, opts), turn(executor), dialect(opts.dialect) {
-    turn.expires_at(asio::steady_timer::time_point::max());
-  }
-
-  // Waits for the connection (calls are serialised on it), reconnects it when an earlier call
-  // failed, and starts the call's deadline. TcpStoreClient::call() pairs it with a Call.
-  asio::awaitable<void> start(std::string what, std::chrono::milliseconds timeout) {
-    while (busy && !conn.is_shut_down()) {
-      co_await turn.async_wait(asio::as_tuple(asio::use_awaitable));
-    }
-    if (conn.is_shut_down()) conn.throw_shut_down(what);
-    busy = true;
-    try {
-      if (!conn.is_open()) co_await conn.open();
-    } catch (...) {
-      finish();
-      throw;
-    }
-    conn.begin_call(std::move(what), timeout);
-    out.clear();
-  }
-
-  void finish() {
-    conn.end_call();
-    busy = false;
-    turn.cancel_one();
-  }
-
-  detail::StoreConnection conn;
-  asio::steady_timer turn;  // a condition variable: callers waiting for the connection
-  bool busy = false;
-  WireDialect dialect;
-  wire::ByteVec out;
-};
-
-// One call on the connection: it holds the connection and ends the call on every path out of an
-// operation, exceptions included.
-class TcpStoreClient::Call {
+// One call on the connection: it holds the connection and finishes the call on every path out
+// of an operation, exceptions included.
+class Call {
  public:
-  explicit Call(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
-  Call(Call&& other) noexcept = default;  // leaves `other` empty: only one end per call
+  explicit Call(std::shared_ptr<StoreConnection> conn) : conn_(std::move(conn)) {}
+  Call(Call&& other) noexcept = default;  // leaves `other` empty: only one finish per call
   Call& operator=(Call&&) = delete;
   ~Call() {
-    if (impl_) impl_->finish();
+    if (conn_) conn_->finish_call();
   }
-  Impl* operator->() const { return impl_.get(); }
+  StoreConnection* operator->() const { return conn_.get(); }
 
  private:
-  std::shared_ptr<Impl> impl_;
+  std::shared_ptr<StoreConnection> conn_;
 };
 
-asio::awaitable<TcpStoreClient::Call> TcpStoreClient::call(std::string what,
-                                                           std::chrono::milliseconds deadline) {
-  std::shared_ptr<Impl> impl = impl_;
-  co_await impl->start(std::move(what), deadline);
-  co_return Call(std::move(impl));
+// Waits for the connection and starts a call named `what` with a deadline `timeout` from now.
+asio::awaitable<Call> call(std::shared_ptr<StoreConnection> conn, std::string what,
+                           std::chrono::milliseconds timeout) {
+  co_await conn->start_call(std::move(what), timeout);
+  co_return Call(std::move(conn));
 }
 
-asio::awaitable<TcpStoreClient::Call> TcpStoreClient::call(std::string what) {
-  return call(std::move(what), timeout());
-}
+}  // namespace
 
 asio::awaitable<std::unique_ptr<TcpStoreClient>> TcpStoreClient::connect(std::string host,
                                                                         std::uint16_t port,
                                                                         ConnectOptions options) {
   auto executor = co_await asio::this_coro::executor;
-  auto impl = std::make_shared<Impl>(executor, std::move(host), port, options);
-  co_await impl->conn.open();
-  std::unique_ptr<TcpStoreClient> client(new TcpStoreClient(std::move(impl)));
+  auto conn = std::make_shared<StoreConnection>(executor, std::move(host), port, options);
+  co_await conn->open();
+  std::unique_ptr<TcpStoreClient> client(new TcpStoreClient(std::move(conn)));
   client->set_timeout(options.call_timeout);
   co_return client;
 }
 
-TcpStoreClient::TcpStoreClient(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+TcpStoreClient::TcpStoreClient(std::shared_ptr<StoreConnection> conn) : conn_(std::move(conn)) {}
 
 // What PyTorch's TCPStore does when deleted: the connection closes now, not when the last call in
-// flight ends (a wait could hold it open for its whole timeout). The operations' frames keep
-// Impl alive; each fails with IoError when it next resumes, and so does every call queued for
-// the connection (woken here, so that none of them reconnects).
-TcpStoreClient::~TcpStoreClient() {
-  impl_->conn.shut_down();
-  impl_->turn.cancel();
-}
+// flight ends (a wait could hold it open for its whole timeout). The operations' frames keep the
+// connection alive; each fails with IoError when it next resumes, and so does every call queued
+// for the connection (none of them reconnects).
+TcpStoreClient::~TcpStoreClient() { conn_->shut_down(); }
 
-const std::string& TcpStoreClient::address() const { return impl_->conn.address(); }
+const std::string& TcpStoreClient::address() const { return conn_->address(); }
 
 asio::awaitable<void> TcpStoreClient::set(std::string key, Bytes value) {
-  const Call c = co_await call(fmt::format("set({})", key));
-  c->conn.encoder().set(c->out, key, value);
-  co_await c->conn.send(c->out);
+  const Call c = co_await call(conn_, fmt::format("set({})", key), timeout());
+  c->encoder().set(c->request(), key, value);
+  co_await c->send(c->request());
 }
 
 asio::awaitable<Bytes> TcpStoreClient::get(std::string key) {
   std::vector<std::string> keys{key};
   co_await wait(std::move(keys), timeout());
-  const Call c = co_await call(fmt::format("get({})", key));
-  c->conn.encoder().get(c->out, key);
-  co_await c->conn.send(c->out);
-  co_await c->conn.receive(ReplyShape::kValue);
-  co_return c->conn.reply().take_value();
+  const Call c = co_await call(conn_, fmt::format("get({})", key), timeout());
+  c->encoder().get(c->request(), key);
+  co_await c->exchange(ReplyShape::kValue);
+  co_return c->reply().take_value();
 }
 
 asio::awaitable<std::int64_t> TcpStoreClient::add(std::string key, std::int64_t delta) {
-  const Call c = co_await call(fmt::format("add({}, {})", key, delta));
-  c->conn.encoder().add(c->out, key, delta);
-  co_await c->conn.send(c->out);
-  co_await c->conn.receive(ReplyShape::kI64);
-  co_return c->conn.reply().i64();
+  const Call c = co_await call(conn_, fmt::format("add({}, {})", key, delta), timeout());
+  c->encoder().add(c->request(), key, delta);
+  co_await c->exchange(ReplyShape::kI64);
+  co_return c->reply().i64();
 }
 
 asio::awaitable<Bytes> TcpStoreClient::compare_set(std::string key, Bytes expected,
                                                    Bytes desired) {
-  const Call c = co_await call(fmt::format("compare_set({})", key));
-  c->conn.encoder().compare_set(c->out, key, expected, desired);
-  co_await c->conn.send(c->out);
-  co_await c->conn.receive(ReplyShape::kValue);
-  co_return c->conn.reply().take_value();
+  const Call c = co_await call(conn_, fmt::format("compare_set({})", key), timeout());
+  c->encoder().compare_set(c->request(), key, expected, desired);
+  co_await c->exchange(ReplyShape::kValue);
+  co_return c->reply().take_value();
 }
 
 asio::awaitable<bool> TcpStoreClient::check(std::vector<std::string> keys) {
-  const Call c = co_await call(fmt::format("check({})", key_list(keys)));
-  c->conn.encoder().check(c->out, keys);
-  co_await c->conn.send(c->out);
-  co_await c->conn.receive(ReplyShape::kU8);
-  const auto reply = c->conn.reply().u8();
+  const Call c = co_await call(conn_, fmt::format("check({})", key_list(keys)), timeout());
+  c->encoder().check(c->request(), keys);
+  co_await c->exchange(ReplyShape::kU8);
+  const auto reply = c->reply().u8();
   if (reply > static_cast<std::uint8_t>(wire::CheckResponse::kNotReady)) {
-    c->conn.throw_io(fmt::format("unexpected CHECK reply {}", reply));
+    c->throw_io(fmt::format("unexpected CHECK reply {}", reply));
   }
   co_return reply == static_cast<std::uint8_t>(wire::CheckResponse::kReady);
 }
@@ -185,59 +134,56 @@ asio::awaitable<void> TcpStoreClient::wait(std::vector<std::string> keys,
 asio::awaitable<bool> TcpStoreClient::wait_for(std::vector<std::string> keys,
                                                std::chrono::milliseconds timeout) {
   const auto what = fmt::format("wait({})", key_list(keys));
-  const Call c = co_await call(what, timeout);
-  c->conn.encoder().wait(c->out, keys);
-  co_await c->conn.send(c->out);
+  const Call c = co_await call(conn_, what, timeout);
+  c->encoder().wait(c->request(), keys);
+  co_await c->send(c->request());
   const auto stop = static_cast<std::uint8_t>(wire::WaitResponse::kStopWaiting);
   const auto canceled = static_cast<std::uint8_t>(wire::WaitResponse::kWaitCanceled);
-  const bool in_time = co_await c->conn.receive_or_deadline(ReplyShape::kU8);
+  const bool in_time = co_await c->receive_or_deadline(ReplyShape::kU8);
   if (in_time) {
-    if (c->conn.reply().u8() != stop) {
-      c->conn.throw_io(fmt::format("unexpected WAIT reply {}", c->conn.reply().u8()));
+    if (c->reply().u8() != stop) {
+      c->throw_io(fmt::format("unexpected WAIT reply {}", c->reply().u8()));
     }
     co_return true;
   }
-  if (c->dialect == WireDialect::kTorch113) {
-    c->conn.close();
+  if (c->encoder().dialect() == WireDialect::kTorch113) {
+    c->close();
     co_return false;
   }
-  c->conn.begin_call(what + " cancel", this->timeout());
-  c->out.clear();
-  c->conn.encoder().cancel_wait(c->out);
-  co_await c->conn.send(c->out);
-  co_await c->conn.receive(ReplyShape::kU8);
-  auto reply = c->conn.reply().u8();
+  c->begin_call(what + " cancel", this->timeout());
+  c->request().clear();
+  c->encoder().cancel_wait(c->request());
+  co_await c->exchange(ReplyShape::kU8);
+  auto reply = c->reply().u8();
   const bool keys_arrived = reply == stop;
   if (keys_arrived) {
-    co_await c->conn.receive(ReplyShape::kU8);
-    reply = c->conn.reply().u8();
+    co_await c->receive(ReplyShape::kU8);
+    reply = c->reply().u8();
   }
-  if (reply != canceled) c->conn.throw_io(fmt::format("unexpected CANCEL_WAIT reply {}", reply));
+  if (reply != canceled) c->throw_io(fmt::format("unexpected CANCEL_WAIT reply {}", reply));
   co_return keys_arrived;
 }
 
 asio::awaitable<std::int64_t> TcpStoreClient::num_keys() {
-  const Call c = co_await call("num_keys()");
-  c->conn.encoder().get_num_keys(c->out);
-  co_await c->conn.send(c->out);
-  co_await c->conn.receive(ReplyShape::kI64);
-  co_return c->conn.reply().i64();
+  const Call c = co_await call(conn_, "num_keys()", timeout());
+  c->encoder().get_num_keys(c->request());
+  co_await c->exchange(ReplyShape::kI64);
+  co_return c->reply().i64();
 }
 
 asio::awaitable<bool> TcpStoreClient::delete_key(std::string key) {
-  const Call c = co_await call(fmt::format("delete_key({})", key));
-  c->conn.encoder().delete_key(c->out, key);
-  co_await c->conn.send(c->out);
-  co_await c->conn.receive(ReplyShape::kI64);
-  co_return c->conn.reply().i64() > 0;
+  const Call c = co_await call(conn_, fmt::format("delete_key({})", key), timeout());
+  c->encoder().delete_key(c->request(), key);
+  co_await c->exchange(ReplyShape::kI64);
+  co_return c->reply().i64() > 0;
 }
 
 // In the 1.13 dialect this sends 2.0's APPEND (9), which ddp-store serves; PyTorch 1.13's own
 // server has no APPEND and closes the connection.
 asio::awaitable<void> TcpStoreClient::append(std::string key, Bytes value) {
-  const Call c = co_await call(fmt::format("append({})", key));
-  c->conn.encoder().append(c->out, key, value);
-  co_await c->conn.send(c->out);
+  const Call c = co_await call(conn_, fmt::format("append({})", key), timeout());
+  c->encoder().append(c->request(), key, value);
+  co_await c->send(c->request());
 }
 
 // WAIT on every key, then MULTI_GET (multi_get_existing).
@@ -250,20 +196,19 @@ asio::awaitable<std::vector<Bytes>> TcpStoreClient::multi_get(std::vector<std::s
 // a single write instead.
 asio::awaitable<std::vector<Bytes>> TcpStoreClient::multi_get_existing(
     std::vector<std::string> keys) {
-  const Call c = co_await call(fmt::format("multi_get({})", key_list(keys)));
-  if (c->dialect == WireDialect::kTorch2) {
-    c->conn.encoder().multi_get(c->out, keys);
-    co_await c->conn.send(c->out);
-    co_await c->conn.receive(ReplyShape::kValues, keys.size());
-    co_return c->conn.reply().take_values();
+  const Call c = co_await call(conn_, fmt::format("multi_get({})", key_list(keys)), timeout());
+  if (c->encoder().dialect() == WireDialect::kTorch2) {
+    c->encoder().multi_get(c->request(), keys);
+    co_await c->exchange(ReplyShape::kValues, keys.size());
+    co_return c->reply().take_values();
   }
-  for (const auto& key : keys) c->conn.encoder().get(c->out, key);
-  co_await c->conn.send(c->out);
+  for (const auto& key : keys) c->encoder().get(c->request(), key);
+  co_await c->send(c->request());
   std::vector<Bytes> values;
   values.reserve(keys.size());
   for (std::size_t i = 0; i < keys.size(); ++i) {
-    co_await c->conn.receive(ReplyShape::kValue);
-    values.push_back(c->conn.reply().take_value());
+    co_await c->receive(ReplyShape::kValue);
+    values.push_back(c->reply().take_value());
   }
   co_return values;
 }
@@ -272,13 +217,13 @@ asio::awaitable<std::vector<Bytes>> TcpStoreClient::multi_get_existing(
 asio::awaitable<void> TcpStoreClient::multi_set(std::vector<std::pair<std::string, Bytes>> kvs) {
   std::vector<std::string> keys;
   for (const auto& kv : kvs) keys.push_back(kv.first);
-  const Call c = co_await call(fmt::format("multi_set({})", key_list(keys)));
-  if (c->dialect == WireDialect::kTorch2) {
-    c->conn.encoder().multi_set(c->out, kvs);
+  const Call c = co_await call(conn_, fmt::format("multi_set({})", key_list(keys)), timeout());
+  if (c->encoder().dialect() == WireDialect::kTorch2) {
+    c->encoder().multi_set(c->request(), kvs);
   } else {
-    for (const auto& [key, value] : kvs) c->conn.encoder().set(c->out, key, value);
+    for (const auto& [key, value] : kvs) c->encoder().set(c->request(), key, value);
   }
-  co_await c->conn.send(c->out);
+  co_await c->send(c->request());
 }
 
 }  // namespace ddp::rdzv

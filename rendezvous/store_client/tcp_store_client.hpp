@@ -12,6 +12,10 @@
 
 namespace ddp::rdzv {
 
+namespace detail {
+class StoreConnection;
+}
+
 class TcpStoreClient final : public Store {
  public:
   // Connects with exponential backoff and jitter until options.connect_timeout; throws
@@ -45,17 +49,11 @@ class TcpStoreClient final : public Store {
   const std::string& address() const;
 
  private:
-  struct Impl;
-  class Call;
-  explicit TcpStoreClient(std::shared_ptr<Impl> impl);
-  // Waits for the connection and starts a call named `what` with a deadline of `deadline`
-  // (default: timeout()).
-  asio::awaitable<Call> call(std::string what, std::chrono::milliseconds deadline);
-  asio::awaitable<Call> call(std::string what);
+  explicit TcpStoreClient(std::shared_ptr<detail::StoreConnection> conn);
   // Shared with every operation in flight: a coroutine frame that outlives the client (an
   // io_context destroyed after it, or an operation failing after the destructor closed the
   // connection) still ends its call on a live connection.
-  std::shared_ptr<Impl> impl_;
+  std::shared_ptr<detail::StoreConnection> conn_;
 };
 
 }  // namespace ddp::rdzv

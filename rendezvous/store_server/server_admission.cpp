@@ -21,7 +21,7 @@ std::vector<std::uint8_t> challenge_for(const StoreGuard& guard) {
   return auth::random_bytes(auth::kChallengeBytes);
 }
 
-auth::ServerHandshake::MungeCheck munge_check_for(const StoreGuard& guard) {
+auth::MungeCheck munge_check_for(const StoreGuard& guard) {
   if (!guard.credentials || !guard.credentials->uses_munge()) return {};
   return auth::munge_check_for(*guard.credentials);
 }

@@ -7,7 +7,6 @@
 // the server's io_context.
 
 #include <boost/asio/ip/address.hpp>
-
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -16,6 +15,7 @@
 #include <vector>
 
 #include "rendezvous/auth/member_list.hpp"
+#include "rendezvous/auth/munge_credential.hpp"
 #include "rendezvous/auth/server_handshake.hpp"
 #include "rendezvous/store_server/store_guard.hpp"
 
@@ -59,7 +59,7 @@ class ServerAdmission {
   StoreGuard guard_;
   boost::asio::ip::address peer_;
   auth::ServerHandshake handshake_;
-  auth::ServerHandshake::MungeCheck munge_check_;  // set when the secret is munge
+  auth::MungeCheck munge_check_;  // set when the secret is munge
   auth::MemberList::Hold held_;  // this connection's place in guard_.learn_into
   std::vector<auth::MemberList::Hold> reported_;  // the addresses its HELLO reported, held too
   bool open_ = false;
