@@ -186,12 +186,6 @@ asio::awaitable<void> TcpStoreClient::append(std::string key, Bytes value) {
   co_await c->send(c->request());
 }
 
-// WAIT on every key, then MULTI_GET (multi_get_existing).
-asio::awaitable<std::vector<Bytes>> TcpStoreClient::multi_get(std::vector<std::string> keys) {
-  co_await wait(keys, timeout());
-  co_return co_await multi_get_existing(std::move(keys));
-}
-
 // MULTI_GET alone; the 1.13 dialect (whose server has no MULTI_GET) pipelines one GET per key in
 // a single write instead.
 asio::awaitable<std::vector<Bytes>> TcpStoreClient::multi_get_existing(

@@ -41,7 +41,6 @@ class TcpStoreClient final : public Store {
   asio::awaitable<std::int64_t> num_keys() override;
   asio::awaitable<bool> delete_key(std::string key) override;
   asio::awaitable<void> append(std::string key, Bytes value) override;
-  asio::awaitable<std::vector<Bytes>> multi_get(std::vector<std::string> keys) override;
   asio::awaitable<void> multi_set(std::vector<std::pair<std::string, Bytes>> kvs) override;
   asio::awaitable<std::vector<Bytes>> multi_get_existing(std::vector<std::string> keys) override;
 
