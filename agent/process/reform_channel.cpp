@@ -20,10 +20,10 @@
 #include <map>
 #include <set>
 
+#include "common/detached_error.hpp"
 #include "common/log.hpp"
 #include "common/reform_protocol.hpp"
 #include "ddp/error.hpp"
-#include "rendezvous/engine/detached_error.hpp"
 
 namespace ddp::agent {
 
@@ -44,7 +44,7 @@ struct Connection {
 
 // The completion of every loop: they take errors as values, so what reaches here is a bug or
 // bad_alloc; one connection's loop ends, the agent goes on.
-const auto log_failure = rdzv::log_if_thrown("agent", spdlog::level::warn, "reform channel");
+const auto log_failure = log_if_thrown("agent", spdlog::level::warn, "reform channel");
 
 }  // namespace
 

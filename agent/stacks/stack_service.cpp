@@ -22,8 +22,8 @@
 
 #include "agent/stacks/stack_exchange.hpp"
 #include "agent/stacks/stack_hook.hpp"
+#include "common/detached_error.hpp"
 #include "common/log.hpp"
-#include "rendezvous/engine/detached_error.hpp"
 #include "rendezvous/store_client/tcp_store_client.hpp"
 
 namespace ddp::agent {
@@ -109,8 +109,8 @@ void StackService::on_round(const rdzv::RendezvousInfo& info, const std::string&
   // writer, node 0, so a large job adds one connection, not one per node, as its round closes).
   if (info.group_rank == 0) {
     asio::co_spawn(io_, publish_nodes(store_addr, store_port, run_id, info.group_world_size),
-                   rdzv::log_if_thrown("agent", spdlog::level::debug,
-                                       "stack requests: cannot publish the node count"));
+                   log_if_thrown("agent", spdlog::level::debug,
+                                 "stack requests: cannot publish the node count"));
   }
   const std::string at = fmt::format("{}:{}/{}", store_addr, store_port, run_id);
   if (at == answering_at_) return;
@@ -123,9 +123,8 @@ void StackService::on_round(const rdzv::RendezvousInfo& info, const std::string&
     delay = std::chrono::milliseconds(1000 + jitter() % 1000);
   }
   // The store host's agent has ended, or the job is over: nothing left to answer.
-  asio::co_spawn(
-      io_, answer_loop(store_addr, store_port, run_id, delay),
-      rdzv::log_if_thrown("agent", spdlog::level::debug, "stack requests: answer loop ended"));
+  asio::co_spawn(io_, answer_loop(store_addr, store_port, run_id, delay),
+                 log_if_thrown("agent", spdlog::level::debug, "stack requests: answer loop ended"));
 }
 
 asio::awaitable<rdzv::TcpStoreClient*> StackService::open_store(std::string addr,

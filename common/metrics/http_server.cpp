@@ -21,6 +21,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "common/detached_error.hpp"
 #include "common/log.hpp"
 #include "common/metrics/http_exchange.hpp"
 #include "ddp/error.hpp"
@@ -175,14 +176,8 @@ asio::awaitable<void> accept_loop(std::shared_ptr<Shared> shared) {
       continue;  // `socket` closes here
     }
     asio::co_spawn(
-        executor, serve_connection(shared, std::move(socket)), [](std::exception_ptr error) {
-          if (!error) return;
-          try {
-            std::rethrow_exception(error);
-          } catch (const std::exception& e) {
-            log::get("metrics")->warn("metrics endpoint: connection failed: {}", e.what());
-          }
-        });
+        executor, serve_connection(shared, std::move(socket)),
+        log_if_thrown("metrics", spdlog::level::warn, "metrics endpoint: connection failed"));
   }
 }
 
@@ -206,14 +201,7 @@ void MetricsServer::start() {
   if (shared_->started || shared_->stopped) return;
   shared_->started = true;
   asio::co_spawn(shared_->acceptor.get_executor(), accept_loop(shared_),
-                 [](std::exception_ptr error) {
-                   if (!error) return;
-                   try {
-                     std::rethrow_exception(error);
-                   } catch (const std::exception& e) {
-                     log::get("metrics")->error("metrics endpoint stopped: {}", e.what());
-                   }
-                 });
+                 log_if_thrown("metrics", spdlog::level::err, "metrics endpoint stopped"));
 }
 
 void MetricsServer::stop() {

@@ -11,7 +11,7 @@
 
 #include "common/log.hpp"
 #include "ddp/error.hpp"
-#include "rendezvous/engine/detached_error.hpp"
+#include "common/detached_error.hpp"
 
 namespace ddp::rdzv {
 

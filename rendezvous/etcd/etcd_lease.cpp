@@ -14,7 +14,7 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include "ddp/error.hpp"
-#include "rendezvous/engine/detached_error.hpp"
+#include "common/detached_error.hpp"
 
 namespace ddp::rdzv::etcd {
 

@@ -29,7 +29,7 @@
 #include <sstream>
 
 #include "ddp/error.hpp"
-#include "rendezvous/engine/detached_error.hpp"
+#include "common/detached_error.hpp"
 #include "rendezvous/engine/rdzv_log.hpp"
 #include "rendezvous/etcd/etcd_keys.hpp"
 #include "rendezvous/store/key_table.hpp"

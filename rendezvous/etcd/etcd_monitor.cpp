@@ -16,7 +16,7 @@
 
 #include "common/parse_number.hpp"
 #include "ddp/error.hpp"
-#include "rendezvous/engine/detached_error.hpp"
+#include "common/detached_error.hpp"
 #include "rendezvous/engine/exit_barrier.hpp"
 #include "rendezvous/engine/failure_verdict.hpp"
 #include "rendezvous/engine/rdzv_log.hpp"

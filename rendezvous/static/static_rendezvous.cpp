@@ -17,7 +17,7 @@
 #include "common/parse_number.hpp"
 #include "ddp/error.hpp"
 #include "rendezvous/abandonable.hpp"
-#include "rendezvous/engine/detached_error.hpp"
+#include "common/detached_error.hpp"
 #include "rendezvous/engine/round_changes.hpp"
 #include "rendezvous/store/memory_store.hpp"
 #include "rendezvous/store/prefix_store.hpp"

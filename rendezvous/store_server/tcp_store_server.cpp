@@ -6,13 +6,7 @@
 
 #include "rendezvous/store_server/tcp_store_server.hpp"
 
-#include "common/log.hpp"
-#include "ddp/error.hpp"
-#include "rendezvous/store/memory_store.hpp"
-#include "rendezvous/store_server/server_admission.hpp"
-#include "rendezvous/store_server/server_connection.hpp"
-#include "rendezvous/store_server/server_os.hpp"
-#include "rendezvous/store_server/server_stats.hpp"
+#include <fmt/format.h>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -21,10 +15,17 @@
 #include <boost/asio/ip/v6_only.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <fmt/format.h>
-
 #include <memory>
 #include <unordered_map>
+
+#include "common/detached_error.hpp"
+#include "common/log.hpp"
+#include "ddp/error.hpp"
+#include "rendezvous/store/memory_store.hpp"
+#include "rendezvous/store_server/server_admission.hpp"
+#include "rendezvous/store_server/server_connection.hpp"
+#include "rendezvous/store_server/server_os.hpp"
+#include "rendezvous/store_server/server_stats.hpp"
 
 namespace ddp::rdzv {
 namespace asio = boost::asio;
@@ -136,12 +137,8 @@ void start_connection(const std::shared_ptr<Shared>& shared, tcp::socket socket,
   asio::co_spawn(shared->acceptor.get_executor(), connection->serve(),
                  [connection](std::exception_ptr error) {
                    if (!error) return;
-                   try {
-                     std::rethrow_exception(error);
-                   } catch (const std::exception& e) {
-                     log::get("store")->warn("closing store connection from {}: {}",
-                                             connection->peer(), e.what());
-                   }
+                   log::get("store")->warn("closing store connection from {}: {}",
+                                           connection->peer(), error_text(error));
                    connection->close();
                  });
 }

@@ -11,7 +11,7 @@
 
 #include "common/log.hpp"
 
-namespace ddp::rdzv {
+namespace ddp {
 
 // The message of the exception in `error` ("unknown error" for one that is no std::exception).
 inline std::string error_text(std::exception_ptr error) {
@@ -33,4 +33,4 @@ inline auto log_if_thrown(std::string logger, spdlog::level::level_enum level, s
   };
 }
 
-}  // namespace ddp::rdzv
+}  // namespace ddp
