@@ -60,11 +60,6 @@ std::vector<C10dPlace> places_of(const C10dAssignment& a) {
     p.group_rank = g;
     p.rank_base = rank_base;
     rank_base += a.members[static_cast<std::size_t>(g)].local_world_size;
-    if (size > 1) {
-      const C10dMember& next = a.members[static_cast<std::size_t>((g + 1) % size)];
-      p.neighbour_index = next.join_index;
-      p.neighbour = next.name;
-    }
     places.push_back(std::move(p));
   }
   return places;
@@ -104,8 +99,6 @@ std::pair<C10dRoundHeader, C10dPlace> derive(const C10dRoundHeader& prev, const 
   C10dPlace next;
   next.group_rank = moved.group_rank;
   next.rank_base = moved.rank_base;
-  // The ring neighbour's join index follows from the rank; its name is not known here.
-  if (header.size > 1) next.neighbour_index = (next.group_rank + 1) % header.size + 1;
   return {header, next};
 }
 

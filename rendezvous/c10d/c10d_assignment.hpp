@@ -60,9 +60,7 @@ struct C10dRoundHeader {
 // What one member reads of its own place in a closed round.
 struct C10dPlace {
   int group_rank = 0;
-  int rank_base = 0;        // global rank of its local rank 0
-  int neighbour_index = 0;  // join index of the member at group rank + 1 (a ring); 0 when alone
-  std::string neighbour;    // that member's name
+  int rank_base = 0;  // global rank of its local rank 0
 };
 
 C10dRoundHeader header_of(const C10dAssignment& assignment);

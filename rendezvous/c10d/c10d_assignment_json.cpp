@@ -19,8 +19,8 @@ using nlohmann::json;
 // 2: the assignment says whether members[0] hosts the store. 3: header and places. 4: a join is
 // one MULTI_SET and the change log exists from its first line on (a version-3 agent would wait on
 // it forever), so the two never mix. 5: rounds derived from the one before
-// (engine/derived_round.hpp).
-constexpr int kVersion = 5;
+// (engine/derived_round.hpp). 6: a place no longer names its ring neighbour.
+constexpr int kVersion = 6;
 
 // A well-formed document of another version comes from an agent of another ddprun release (a
 // setup mistake the user can fix: ConfigError); anything else is a bug (InternalError).
@@ -94,7 +94,7 @@ C10dNodeDesc decode_node_desc(const Bytes& bytes, const std::string& what) {
 // the fields lands where it always did.
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(C10dRoundHeader, round, restart_count, master_addr,
                                    master_port, host_first, size, world_size, derived)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(C10dPlace, group_rank, rank_base, neighbour_index, neighbour)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(C10dPlace, group_rank, rank_base)
 
 namespace {
 

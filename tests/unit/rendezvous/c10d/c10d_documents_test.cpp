@@ -35,9 +35,6 @@ TEST_CASE("assign_ranks puts the store host first and then arrival order", "[c10
   const C10dPlace& place = places[1];  // "a": after the host's 4 workers
   CHECK(place.group_rank == 1);
   CHECK(place.rank_base == 4);
-  CHECK(place.neighbour_index == 3);
-  CHECK(place.neighbour == "c");
-  CHECK(places[2].neighbour == "host");  // the ring closes
   CHECK(places[2].rank_base == 6);
 
   const RendezvousInfo info = info_for(header, place, "job");
@@ -50,14 +47,13 @@ TEST_CASE("assign_ranks puts the store host first and then arrival order", "[c10
   CHECK(info.master_port == 4711);
 }
 
-TEST_CASE("a member alone in its round has no neighbour to watch", "[c10d]") {
+TEST_CASE("a member alone in its round has rank 0 of its own workers", "[c10d]") {
   const C10dAssignment a =
       assign_ranks(0, 0, {{1, {"a", "10.0.0.1", 2, false, "", 0}}}, {"store", 29400});
   const std::vector<C10dPlace> places = places_of(a);
   REQUIRE(places.size() == 1);
-  const C10dPlace& place = places[0];
-  CHECK(place.neighbour_index == 0);
-  CHECK(place.neighbour.empty());
+  CHECK(places[0].group_rank == 0);
+  CHECK(places[0].rank_base == 0);
   CHECK(header_of(a).world_size == 2);
 }
 
@@ -95,12 +91,10 @@ TEST_CASE("descriptors, round headers and places survive encoding", "[c10d]") {
   CHECK(g.size == 2);
   CHECK(g.world_size == 4);
 
-  const C10dPlace p{1, 3, 2, "x"};
+  const C10dPlace p{1, 3};
   const C10dPlace q = decode_place(encode(p), "place");
   CHECK(q.group_rank == 1);
   CHECK(q.rank_base == 3);
-  CHECK(q.neighbour_index == 2);
-  CHECK(q.neighbour == "x");
 }
 
 TEST_CASE("a document that is not ours is an error naming the key", "[c10d]") {
@@ -197,15 +191,14 @@ TEST_CASE("the round header and place documents keep their bytes", "[c10d]") {
   const C10dRoundHeader header{5, 2, "10.0.0.2", 4711, true, 3, 7};
   CHECK(to_string(encode(header)) ==
         R"({"derived":false,"host_first":true,"master_addr":"10.0.0.2","master_port":4711,)"
-        R"("restart_count":2,"round":5,"size":3,"version":5,"world_size":7})");
-  const C10dPlace place{1, 4, 2, "c"};
-  CHECK(to_string(encode(place)) ==
-        R"({"group_rank":1,"neighbour":"c","neighbour_index":2,"rank_base":4,"version":5})");
+        R"("restart_count":2,"round":5,"size":3,"version":6,"world_size":7})");
+  const C10dPlace place{1, 4};
+  CHECK(to_string(encode(place)) == R"({"group_rank":1,"rank_base":4,"version":6})");
   const auto back = decode_round_header(encode(header), "header");
   CHECK(back.master_port == 4711);
   CHECK(back.world_size == 7);
-  CHECK(decode_place(encode(place), "place").neighbour == "c");
-  CHECK_THROWS_AS(decode_place(to_bytes(R"({"version":5,"group_rank":1})"), "place"),
+  CHECK(decode_place(encode(place), "place").rank_base == 4);
+  CHECK_THROWS_AS(decode_place(to_bytes(R"({"version":6,"group_rank":1})"), "place"),
                   ddp::InternalError);
 }
 
@@ -226,7 +219,7 @@ TEST_CASE("a round is derived from lost lines that say where the lost sat, and o
   CHECK(derivable(shape_of(prev), log_of({lost_b}), 2)->lost.size() == 1);
 
   // Members at ranks 0, 2 and 4 (lws 1, 3, 1; rank bases 0, 3, 8) become 0, 1, 2.
-  const auto [header, place] = derive(prev, C10dPlace{2, 3, 0, ""}, *derived);
+  const auto [header, place] = derive(prev, C10dPlace{2, 3}, *derived);
   CHECK(header.round == 5);
   CHECK(header.derived);
   CHECK(header.size == 3);
@@ -235,9 +228,8 @@ TEST_CASE("a round is derived from lost lines that say where the lost sat, and o
   CHECK(header.master_addr == "store");
   CHECK(place.group_rank == 1);
   CHECK(place.rank_base == 1);
-  CHECK(place.neighbour_index == 3);
-  CHECK(derive(prev, C10dPlace{4, 8, 0, ""}, *derived).second.rank_base == 4);
-  CHECK(derive(prev, C10dPlace{0, 0, 0, ""}, *derived).second.group_rank == 0);
+  CHECK(derive(prev, C10dPlace{4, 8}, *derived).second.rank_base == 4);
+  CHECK(derive(prev, C10dPlace{0, 0}, *derived).second.group_rank == 0);
   CHECK_FALSE(derived_rank(*derived, 3).has_value());
 
   // Anything but losses with places, or too few left, re-joins in full.
