@@ -53,6 +53,14 @@ std::unique_ptr<rdzv::Rendezvous> make_static(const LaunchConfig& config,
   return std::make_unique<rdzv::StaticRendezvous>(io, std::move(options));
 }
 
+// torchrun ignores --node_rank under c10d and etcd; here a given one orders the members
+// (--hostfile passes the file order). -1 when not given.
+int rank_hint(const LaunchConfig& config) {
+  const ValueSource node_rank = config.source_of("node_rank");
+  const bool given = node_rank == ValueSource::kCli || node_rank == ValueSource::kEnv;
+  return given ? config.node_rank : -1;
+}
+
 // c10d: --nnodes MIN:MAX, --rdzv_endpoint (default port 29400) and torchrun's --rdzv_conf keys.
 std::unique_ptr<rdzv::Rendezvous> make_c10d(const LaunchConfig& config,
                                             boost::asio::io_context& io) {
@@ -73,12 +81,7 @@ std::unique_ptr<rdzv::Rendezvous> make_c10d(const LaunchConfig& config,
   options.local_addr = config.local_addr ? config.local_addr : conf.get("local_addr");
   options.read_timeout = conf.read_timeout();
   options.security = job_security(config);
-  // torchrun ignores --node_rank under c10d; here a given one orders the members (--hostfile
-  // passes the file order).
-  const ValueSource node_rank = config.source_of("node_rank");
-  if (node_rank == ValueSource::kCli || node_rank == ValueSource::kEnv) {
-    options.rank_hint = config.node_rank;
-  }
+  options.rank_hint = rank_hint(config);
   return rdzv::make_c10d_rendezvous(options, io);
 }
 
@@ -154,6 +157,7 @@ std::unique_ptr<rdzv::Rendezvous> make_etcd(const LaunchConfig& config,
         {member.host, static_cast<std::uint16_t>(member.port.value_or(2379))});
   }
   options.local_addr = config.local_addr ? config.local_addr : conf.get("local_addr");
+  options.rank_hint = rank_hint(config);
   const rdzv::JobSecurity security = job_security(config);
   options.worker_store_members_only = security.worker_store_members_only;
   options.credentials = security.credentials;

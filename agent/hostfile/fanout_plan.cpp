@@ -180,7 +180,8 @@ std::vector<RemoteLaunch> plan_fanout(const LaunchConfig& config, const RawArgs&
     } else {
       words.push_back(fmt::format("--nproc_per_node={}", launch.nproc_per_node));
     }
-    // Under c10d, --node_rank orders the members (the store host, the first host, stays first).
+    // Under c10d and etcd, --node_rank orders the members (c10d's store host, the first host, stays
+    // first).
     words.push_back(fmt::format("--node_rank={}", i));
     if (is_static) {
       words.push_back(

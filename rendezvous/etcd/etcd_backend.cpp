@@ -46,6 +46,7 @@ class EtcdBackend final : public Rendezvous {
     self_.addr = options_.local_addr ? *options_.local_addr : route_address(first.host, first.port);
     self_.name = fmt::format("{}_{}", self_.addr, ::getpid());
     self_.addresses = node_addresses();
+    self_.rank_hint = options_.rank_hint;
     bind_host_ = wildcard_like(self_.addr);
     // The link store: the members of a round this node hosts hold their leases here, so that
     // it learns of a member's death from its closed connection (etcd_links.hpp).

@@ -22,6 +22,7 @@ struct EtcdOptions {
   EtcdSettings settings;
   std::vector<Member> members;            // --rdzv_endpoint, in the order given
   std::optional<std::string> local_addr;  // --local_addr / rdzv_conf local_addr
+  int rank_hint = -1;                     // --node_rank when given (EtcdNode::rank_hint)
   std::optional<TlsFiles> tls;            // protocol=https (cacert, cert, key)
   std::string user;                       // etcd user/password auth (rdzv_conf user=); "" none
   std::string password;                   // (rdzv_conf password_file=)

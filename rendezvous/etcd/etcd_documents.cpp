@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "common/parse_number.hpp"
@@ -43,6 +45,7 @@ std::string encode(const NodeDesc& desc) {
            {"link_port", desc.link_port}};
   if (!desc.addresses.empty()) doc["addresses"] = desc.addresses;
   if (desc.group_rank >= 0) doc["group_rank"] = desc.group_rank;
+  if (desc.rank_hint >= 0) doc["rank_hint"] = desc.rank_hint;
   return doc.dump();
 }
 
@@ -57,6 +60,7 @@ NodeDesc decode_node_desc(std::string_view text, const std::string& what) {
     if (doc.contains("addresses")) d.addresses = doc.at("addresses").get<std::vector<std::string>>();
     d.link_port = doc.value("link_port", std::uint16_t{0});
     d.group_rank = doc.value("group_rank", -1);
+    d.rank_hint = doc.value("rank_hint", -1);
     return d;
   });
 }
@@ -143,15 +147,22 @@ RoundHeader header_for(int round, int restart_count, std::int64_t revision,
   h.revision = revision;
   h.restart_count = restart_count;
   h.closer = std::move(closer);
-  for (std::size_t i = 0; i < members.size(); ++i) {
-    const NodeDesc desc = decode_node_desc(members[i].value, members[i].key);
-    if (i == 0) {
-      h.master_addr = desc.master_addr;
-      h.master_port = desc.master_port;
-      h.host = desc.name;
-      h.link_port = desc.link_port;
-    }
-    const std::int64_t revision = members[i].create_revision;
+  std::vector<std::pair<NodeDesc, std::int64_t>> order;  // (record, create revision)
+  for (const KeyValue& kv : members) {
+    order.emplace_back(decode_node_desc(kv.value, kv.key), kv.create_revision);
+  }
+  std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
+    const auto hint = [](const NodeDesc& d) {
+      return d.rank_hint < 0 ? std::numeric_limits<int>::max() : d.rank_hint;
+    };
+    return hint(a.first) < hint(b.first);
+  });
+  const NodeDesc& first = order.front().first;
+  h.master_addr = first.master_addr;
+  h.master_port = first.master_port;
+  h.host = first.name;
+  h.link_port = first.link_port;
+  for (const auto& [desc, revision] : order) {
     if (!h.runs.empty() && h.runs.back().lws == desc.local_world_size &&
         h.runs.back().first + h.runs.back().count == revision) {
       ++h.runs.back().count;
@@ -160,10 +171,6 @@ RoundHeader header_for(int round, int restart_count, std::int64_t revision,
     }
   }
   return h;
-}
-
-std::int64_t RoundHeader::cutoff() const {
-  return runs.empty() ? 0 : runs.back().first + runs.back().count - 1;
 }
 
 std::optional<int> group_rank_of(const RoundHeader& header, std::int64_t create_revision) {

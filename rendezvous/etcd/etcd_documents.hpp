@@ -31,6 +31,7 @@ struct NodeDesc {
   // >= 0: the record of a member of a derived round (etcd_reform.cpp), at this group rank there.
   // Absent from the document when -1 (a join).
   int group_rank = -1;
+  int rank_hint = -1;  // >= 0: the node's wished place (--node_rank); absent when -1
 };
 
 // Members whose join keys have the create revisions first, first+1, ..., first+count-1, each with
@@ -57,8 +58,6 @@ struct RoundHeader {
   // name their group ranks, and `runs` are the round before's minus the lost. Never encoded: a
   // derived round's assignment key holds its plan, and each member derives the header.
   bool derived = false;
-
-  std::int64_t cutoff() const;  // the last member's create revision
 };
 
 std::string encode(const NodeDesc& desc);
@@ -68,7 +67,8 @@ std::string encode(const RoundHeader& header);
 RoundHeader decode_round_header(std::string_view text, const std::string& what);
 
 // The header of a round whose members are `members` (join keys read at `revision`, in ascending
-// create revision). REQUIRES: members is not empty.
+// create revision): nodes with a rank hint first, by hint (a --hostfile launch's file order),
+// then the others by arrival. REQUIRES: members is not empty.
 RoundHeader header_for(int round, int restart_count, std::int64_t revision,
                        const std::vector<KeyValue>& members, std::string closer);
 

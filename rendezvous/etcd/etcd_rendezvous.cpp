@@ -150,6 +150,7 @@ asio::awaitable<int> EtcdRendezvous::expected_members(int round) {
 
 asio::awaitable<EtcdRendezvous::Joined> EtcdRendezvous::join(int round, int local_world_size) {
   NodeDesc desc{self_.name, self_.addr, local_world_size, {}, 0, self_.addresses, self_.link_port};
+  desc.rank_hint = self_.rank_hint;
   desc_ = desc;  // (a derived round's record: without this round's worker store)
   if (open_worker_store_) std::tie(desc.master_addr, desc.master_port) = open_worker_store_(round);
   // One transaction: the put, then (seeing it, at its revision) the keys alive up to us, which

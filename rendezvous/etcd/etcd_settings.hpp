@@ -32,6 +32,7 @@ struct EtcdNode {
   std::string name;  // unique in the job: "<addr>_<pid>"
   std::vector<std::string> addresses = {};  // every address the node holds but loopback
   std::uint16_t link_port = 0;  // this agent's link store (etcd_links.hpp); 0: none
+  int rank_hint = -1;           // >= 0: members sort by it, then by arrival (header_for)
 };
 
 }  // namespace ddp::rdzv::etcd

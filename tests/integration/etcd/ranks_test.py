@@ -1,7 +1,9 @@
 """etcd rendezvous on a real 3-member etcd cluster (loopback): 4 agents x 2 workers get ranks
 0..7 once each while a second job with another run id forms beside them on the same cluster and
-never merges with it; the agents of a finished job leave their leases unrevoked; with one etcd member killed a job still forms; with every member down the
-agent fails within its join timeout with one line naming each member.
+never merges with it; the agents of a finished job leave their leases unrevoked; a given
+--node_rank orders the members (as --hostfile passes the file order), whatever their arrival;
+with one etcd member killed a job still forms; with every member down the agent fails within its
+join timeout with one line naming each member.
 """
 
 import glob
@@ -9,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import ddptest
 import etcdtest
@@ -75,6 +78,28 @@ try:
         count = json.loads(left.stdout).get("count", 0) if left.returncode == 0 else left.stderr
         check(count == 4, f"job-a's join keys right after its exit: {count} (expected 4)")
         print("ok a finished job's agents leave their leases to expire, unrevoked")
+
+        # Arrival order 2, 0, 1 (a quarter second apart); group ranks must follow --node_rank.
+        hinted, hint_dirs = [], []
+        for hint in (2, 0, 1):
+            hint_dirs.append(os.path.join(work, f"hint{hint}"))
+            os.makedirs(hint_dirs[-1])
+            cmd = etcdtest.agent_cmd(cluster.endpoints, "job-h", 3, 2, WORKER + [hint_dirs[-1]],
+                                     extra=[f"--node_rank={hint}"])
+            hinted += etcdtest.spawn_agents([cmd], work, f"hint{hint}_")[0]
+            time.sleep(0.25)
+        try:
+            codes = etcdtest.wait_all(hinted, 60)
+        finally:
+            etcdtest.kill_all(hinted)
+        check(codes == [0, 0, 0], f"job-h agents exited {codes}")
+        for hint, out in zip((2, 0, 1), hint_dirs):
+            envs = records(out)
+            check(len(envs) == 2 and {int(e["GROUP_RANK"]) for e in envs} == {hint},
+                  f"--node_rank={hint}: its workers got {[(e['GROUP_RANK'], e['RANK']) for e in envs]}")
+            check(sorted(int(e["RANK"]) for e in envs) == [2 * hint, 2 * hint + 1],
+                  f"--node_rank={hint}: ranks {[e['RANK'] for e in envs]}")
+        print("ok --node_rank 2, 0, 1 arriving in that order get group ranks 2, 0, 1")
 
         cluster.kill_member(0)  # agents that start there (by pid) must move on
         dirs = run_jobs(cluster, work, [("job-c", 3, 1)], "one_down")

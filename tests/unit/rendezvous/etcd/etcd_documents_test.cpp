@@ -27,7 +27,6 @@ TEST_CASE("a round's members are runs of create revisions; each finds its group 
   const RoundHeader h = header_for(3, 2, 20, members, "5");
   CHECK(h.size == 5);
   CHECK(h.runs == std::vector<MemberRun>{{10, 3, 2}, {14, 1, 2}, {15, 1, 1}});
-  CHECK(h.cutoff() == 15);
   CHECK(h.master_addr == "10.0.0.1");  // group rank 0 hosts the workers' store
   CHECK(h.master_port == 4711);
   CHECK(h.host == "1");  // and the link store the members hold their leases at
@@ -61,6 +60,33 @@ TEST_CASE("a round's members are runs of create revisions; each finds its group 
   CHECK(info.world_size == 9);
   CHECK(info.restart_count == 2);
   CHECK(info.master_port == 4711);
+}
+
+TEST_CASE("rank hints order the members, then arrival; group rank 0 hosts", "[etcd]") {
+  const auto hinted = [](std::string name, std::int64_t revision, int lws, int hint) {
+    KeyValue kv = join_key(name, revision, lws, 5000 + static_cast<int>(revision));
+    NodeDesc d = decode_node_desc(kv.value, kv.key);
+    d.rank_hint = hint;
+    kv.value = encode(d);
+    return kv;
+  };
+  // Arrivals: n3, late (no hint), n2, n0, n1.
+  const std::vector<KeyValue> members = {hinted("n3", 10, 1, 3), join_key("late", 11, 1),
+                                         hinted("n2", 12, 2, 2), hinted("n0", 13, 3, 0),
+                                         hinted("n1", 14, 1, 1)};
+  const RoundHeader h = header_for(0, 0, 20, members, "n1");
+  CHECK(group_rank_of(h, 13) == 0);
+  CHECK(group_rank_of(h, 14) == 1);
+  CHECK(group_rank_of(h, 12) == 2);
+  CHECK(group_rank_of(h, 10) == 3);
+  CHECK(group_rank_of(h, 11) == 4);
+  CHECK(h.host == "n0");
+  CHECK(h.master_port == 5013);
+  CHECK(rank_base(h, 3) == 6);  // 3 + 1 + 2 workers before n3
+  CHECK(decode_round_header(encode(h), "header").runs == h.runs);
+  CHECK(decode_node_desc(members[2].value, "desc").rank_hint == 2);
+  CHECK(decode_node_desc(members[1].value, "desc").rank_hint == -1);
+  CHECK(members[1].value.find("rank_hint") == std::string::npos);
 }
 
 TEST_CASE("a thousand joins in a row make one run", "[etcd]") {

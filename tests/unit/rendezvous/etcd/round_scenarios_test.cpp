@@ -63,15 +63,17 @@ class ScenarioNodes {
     c10d_.last_call_timeout = etcd_.last_call_timeout = last_call;
   }
 
-  // Adds node "n<i>".
-  Rendezvous& add_node() {
+  // Adds node "n<i>", with a rank hint (--node_rank) when `rank_hint` >= 0.
+  Rendezvous& add_node(int rank_hint = -1) {
     const std::string i = std::to_string(nodes_.size());
     if (store_) {
       nodes_.push_back(std::make_unique<C10dRendezvous>(
-          io.get_executor(), *store_, c10d_, C10dNode{"10.0.0." + i, "n" + i, false}));
+          io.get_executor(), *store_, c10d_, C10dNode{"10.0.0." + i, "n" + i, false, rank_hint}));
     } else {
-      nodes_.push_back(std::make_unique<etcd::EtcdRendezvous>(
-          io.get_executor(), fake_, etcd_, etcd::EtcdNode{"10.0.0." + i, "n" + i}, nullptr));
+      etcd::EtcdNode self{"10.0.0." + i, "n" + i};
+      self.rank_hint = rank_hint;
+      nodes_.push_back(
+          std::make_unique<etcd::EtcdRendezvous>(io.get_executor(), fake_, etcd_, self, nullptr));
     }
     return *nodes_.back();
   }
@@ -153,6 +155,23 @@ TEST_CASE("scenario: three nodes get group ranks 0..2 once each and pass the exi
   REQUIRE(run_until(c.io, [&] { return f0->done && f1->done && f2->done; }));
   CHECK_FALSE(f0->error);
   CHECK_FALSE(f2->error);
+}
+
+TEST_CASE("scenario: rank hints (--node_rank, a hostfile's order) order the members, then arrival",
+          "[engine][scenario]") {
+  ScenarioNodes c(GENERATE(std::string("c10d"), std::string("etcd")), 4, 4);
+  c.add_node(2);
+  c.add_node();  // no hint: after the hinted ones
+  c.add_node(0);
+  c.add_node(1);
+  const std::vector<int> which{0, 1, 2, 3};
+  std::vector<std::shared_ptr<Outcome<RendezvousInfo>>> round;
+  for (int i : which) {  // one at a time, in this order, so that arrival differs from the hints
+    round.push_back(spawn(c.io, c.node(i).next_round(1)));
+    run_for(c.io, 20ms);
+  }
+  REQUIRE(run_until(c.io, [&] { return all_done(round); }));
+  CHECK(rank_of(which, round) == std::map<int, int>{{2, 0}, {3, 1}, {0, 2}, {1, 3}});
 }
 
 TEST_CASE("scenario: the survivors of a lost node re-form without it, spending no restart",
