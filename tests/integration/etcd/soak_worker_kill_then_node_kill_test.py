@@ -6,7 +6,11 @@ NEWCOMER_DELAY seconds before it connects (--delay_newcomer), and the next round
 3 with node 3's worker kept. The moment node 1's agent reports the newcomer started, node 2
 (agent and worker) is SIGKILLed: the round ends again while node 3's worker waits in its group
 init for the two others (its init fails when that round's store goes), and before the newcomer
-has taken any place. The newcomer then enters its first group in the round after, with node 3's
+has taken any place. Node 2's kept worker waits DELAY_REFORM seconds before it enters that
+round's group (--delay_reform), so it dies before node 3's worker could have met it there: a
+peer met in gloo's connect and then gone would block node 3's worker past any store (gloo 1.13
+has no abort), and it would give up its process (docs/elastic.md), a path of its own. The
+newcomer then enters its first group in the round after, with node 3's
 worker, whose failed init must not have left it out of step with a fresh process.
 
 What must follow: node 3's worker (the only one holding the commits) keeps its process and
@@ -29,14 +33,16 @@ sys.path.insert(0, os.path.join(ddptest.SOURCE_DIR, "tests/integration/multinode
 from inprocess_rig import WORKER, check_trained_once, records, wait_steps  # noqa: E402
 
 NEWCOMER_DELAY = 3  # seconds a started-again worker waits before its first train()
+DELAY_REFORM = 2  # seconds node 2's kept worker waits before it re-forms (it dies meanwhile)
 REFORM_TIMEOUT = 60  # far above a re-form; a survivor that waits it out fails the step checks
 
 
 def agent(endpoints, out_dir, node):
     log = os.path.join(out_dir, f"events_n{node}.jsonl")
+    delay = ["--delay_reform", str(DELAY_REFORM)] if node == 2 else []
     return etcdtest.agent_cmd(
         endpoints, "soak-seed31", "2:3", 1,
-        [WORKER, out_dir, "--node", str(node), "--delay_newcomer", str(NEWCOMER_DELAY)],
+        [WORKER, out_dir, "--node", str(node), "--delay_newcomer", str(NEWCOMER_DELAY)] + delay,
         conf=f"lease_ttl=2,last_call_timeout=1,reform_timeout={REFORM_TIMEOUT}",
         extra=["--recovery=inprocess", "--max_restarts=3", "--start_method=forkserver",
                f"--event_log={log}", "--python", ddptest.TORCH_PYTHON])
@@ -81,8 +87,11 @@ try:
 
         check_trained_once(work, "seed 31")
         entries = [r for r in records(work, 3) if r["kind"] == "entry" and r["world"] == 2]
+        node3 = etcdtest.events(os.path.join(work, "events_n3.jsonl"))
+        why = [e for e in node3 if e["event"] in ("worker_exited", "reform_failed", "reform")]
         check({r["pid"] for r in records(work, 3)} == {survivor},
-              f"node 3's worker was replaced: {sorted({r['pid'] for r in records(work, 3)})}")
+              f"node 3's worker was replaced: {sorted({r['pid'] for r in records(work, 3)})}; "
+              f"its agent's events: {why}\n" + etcdtest.read(logs[2])[-6000:])
         check(entries and entries[0]["step"] == committed + 1,
               f"node 3's worker resumed at world 2 at {entries[:1]}, its last commit was "
               f"step {committed}")

@@ -18,6 +18,9 @@ done), synced (the state sync done); the last three of the latest re-form.
 --delay_newcomer S makes a process started again (TORCHELASTIC_RESTART_COUNT above 0) wait S
 seconds before its first train() (before it connects to its agent's channel), so that a test can
 end the round while that newcomer starts.
+--delay_reform S makes a worker that re-forms (joins a group after its first) wait S seconds
+after it took the place, before it connects to the round's store, so that a test can kill its
+node while it re-forms and before its peers could have met it in the group.
 --hold MOMENT:S makes the worker stop at MOMENT of step S until it is killed, having written its
 pid to DIR/held_n<NODE> (a test kills the node then, so the kill lands exactly there):
   step     inside the step: after the forward pass, before the backward (whose gradient
@@ -26,7 +29,7 @@ pid to DIR/held_n<NODE> (a test kills the node then, so the kill lands exactly t
   between  between steps: after the commit and its record, before the next step
 
 Usage: inprocess_worker.py DIR --node N [--sleep 0.05] [--max_steps 100000] [--fail R:S]
-                           [--hold MOMENT:S] [--delay_newcomer S]
+                           [--hold MOMENT:S] [--delay_newcomer S] [--delay_reform S]
 """
 import time
 
@@ -59,6 +62,7 @@ fail = [int(v) for v in arg("--fail", "-1:-1").split(":")]
 hold_moment, hold_step = arg("--hold", ":-1").split(":")
 hold_step = int(hold_step)
 delay_newcomer = float(arg("--delay_newcomer", "0"))
+delay_reform = float(arg("--delay_reform", "0"))
 records = open(os.path.join(out_dir, f"records_n{node}_p{os.getpid()}.jsonl"), "a", buffering=1)
 print(f"inprocess_worker: pid {os.getpid()} started", file=sys.stderr, flush=True)  # log checks
 
@@ -113,6 +117,8 @@ _init_group = elastic._Context.init_group
 def timed_init_group(context, place):
     """elastic's group init, timed for the entry record's phases (the bench's breakdown)."""
     PHASES["place"] = time.time()
+    if "group" in PHASES:  # a re-form: this process formed a group before
+        time.sleep(delay_reform)
     _init_group(context, place)
     PHASES["group"] = time.time()
 
