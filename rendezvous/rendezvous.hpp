@@ -5,9 +5,9 @@
 // All methods run on the agent's io_context; none blocks the loop.
 
 #include <boost/asio/awaitable.hpp>
-
 #include <chrono>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -29,6 +29,12 @@ struct RendezvousInfo {
   std::uint16_t master_port = 0;        // (MASTER_PORT)
   std::vector<std::string> node_names;  // static only: "host" of each node, by group rank (logs)
 };
+
+// Where a node's --node_rank hint (-1: none) puts it among an elastic round's members, the
+// smaller first: hinted nodes by hint, then every node without one (ties go by arrival).
+inline int rank_hint_order(int rank_hint) {
+  return rank_hint < 0 ? std::numeric_limits<int>::max() : rank_hint;
+}
 
 // Why a running round has to end for a reason outside this node.
 enum class RoundChange {

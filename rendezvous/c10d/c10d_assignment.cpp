@@ -5,7 +5,6 @@
 #include "rendezvous/c10d/c10d_assignment.hpp"
 
 #include <algorithm>
-#include <limits>
 
 namespace ddp::rdzv {
 
@@ -17,10 +16,9 @@ C10dAssignment assign_ranks(int round, int restart_count,
   // node's -1 sorts last), then arrival order.
   std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
     if (a.second.is_host != b.second.is_host) return a.second.is_host;
-    const auto hint = [](const C10dNodeDesc& d) {
-      return d.rank_hint < 0 ? std::numeric_limits<int>::max() : d.rank_hint;
-    };
-    if (hint(a.second) != hint(b.second)) return hint(a.second) < hint(b.second);
+    const int hint_a = rank_hint_order(a.second.rank_hint);
+    const int hint_b = rank_hint_order(b.second.rank_hint);
+    if (hint_a != hint_b) return hint_a < hint_b;
     return a.first < b.first;
   });
   C10dAssignment a;

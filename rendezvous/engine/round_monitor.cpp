@@ -9,9 +9,9 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include "common/detached_error.hpp"
 #include "common/log.hpp"
 #include "ddp/error.hpp"
-#include "common/detached_error.hpp"
 
 namespace ddp::rdzv {
 

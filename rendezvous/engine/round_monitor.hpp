@@ -2,8 +2,9 @@
 // RoundMonitor: what every backend's monitor of a running round shares. A backend's monitor (its
 // detached coroutines: c10d's heartbeats and change-log wait, etcd's watch) fills `changes` and
 // wakes the signal; watch_round, the failure verdict and the exit barrier (exit_barrier.hpp,
-// failure_verdict.hpp) wait on it through refresh() and read `changes`. Runs on the agent's io_context; shared (shared_ptr) between the rendezvous and
-// the monitor's coroutines, which end once `stopped` is set.
+// failure_verdict.hpp) wait on it through refresh() and read `changes`. Runs on the agent's
+// io_context; shared (shared_ptr) between the rendezvous and the monitor's coroutines, which end
+// once `stopped` is set.
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>

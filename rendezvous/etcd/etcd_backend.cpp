@@ -11,8 +11,8 @@
 
 #include <boost/asio/co_spawn.hpp>
 
-#include "ddp/error.hpp"
 #include "common/detached_error.hpp"
+#include "ddp/error.hpp"
 #include "rendezvous/engine/rdzv_log.hpp"
 #include "rendezvous/engine/round_worker_store.hpp"
 #include "rendezvous/etcd/etcd_link_guard.hpp"

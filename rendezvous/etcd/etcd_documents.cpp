@@ -5,7 +5,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "common/parse_number.hpp"
@@ -152,10 +151,7 @@ RoundHeader header_for(int round, int restart_count, std::int64_t revision,
     order.emplace_back(decode_node_desc(kv.value, kv.key), kv.create_revision);
   }
   std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
-    const auto hint = [](const NodeDesc& d) {
-      return d.rank_hint < 0 ? std::numeric_limits<int>::max() : d.rank_hint;
-    };
-    return hint(a.first) < hint(b.first);
+    return rank_hint_order(a.first.rank_hint) < rank_hint_order(b.first.rank_hint);
   });
   const NodeDesc& first = order.front().first;
   h.master_addr = first.master_addr;

@@ -2,8 +2,8 @@
 // EtcdKv: the etcd v3 operations the etcd rendezvous uses (KV range, put and transactions,
 // leases, watches), as an interface: EtcdClient speaks them to a cluster through the JSON gateway
 // (etcd_client.hpp), the tests' MemoryEtcd keeps them in memory on a clock the test controls
-// (tests/unit/rendezvous/etcd/memory_etcd.hpp). Both run on one io_context and are single-threaded; share them with
-// shared_ptr (watches keep them alive).
+// (tests/unit/rendezvous/etcd/memory_etcd.hpp). Both run on one io_context and are
+// single-threaded; share them with shared_ptr (watches keep them alive).
 
 #include <boost/asio/awaitable.hpp>
 

@@ -13,8 +13,8 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
-#include "ddp/error.hpp"
 #include "common/detached_error.hpp"
+#include "ddp/error.hpp"
 
 namespace ddp::rdzv::etcd {
 

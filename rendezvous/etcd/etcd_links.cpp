@@ -13,6 +13,8 @@
 
 #include "rendezvous/etcd/etcd_links.hpp"
 
+#include <fmt/format.h>
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -22,14 +24,11 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
-
-#include <fmt/format.h>
-
 #include <optional>
 #include <sstream>
 
-#include "ddp/error.hpp"
 #include "common/detached_error.hpp"
+#include "ddp/error.hpp"
 #include "rendezvous/engine/rdzv_log.hpp"
 #include "rendezvous/etcd/etcd_keys.hpp"
 #include "rendezvous/store/key_table.hpp"

@@ -14,9 +14,9 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include "common/detached_error.hpp"
 #include "common/parse_number.hpp"
 #include "ddp/error.hpp"
-#include "common/detached_error.hpp"
 #include "rendezvous/engine/exit_barrier.hpp"
 #include "rendezvous/engine/failure_verdict.hpp"
 #include "rendezvous/engine/rdzv_log.hpp"

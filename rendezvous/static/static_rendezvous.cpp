@@ -3,21 +3,21 @@
 
 #include "rendezvous/static/static_rendezvous.hpp"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
-
-#include <algorithm>
 #include <optional>
 
+#include "common/detached_error.hpp"
 #include "common/log.hpp"
 #include "common/parse_number.hpp"
 #include "ddp/error.hpp"
 #include "rendezvous/abandonable.hpp"
-#include "common/detached_error.hpp"
 #include "rendezvous/engine/round_changes.hpp"
 #include "rendezvous/store/memory_store.hpp"
 #include "rendezvous/store/prefix_store.hpp"
@@ -57,6 +57,11 @@ std::string bind_host(const std::string& master_addr) {
 // initializer".)
 std::vector<std::string> key_list(std::string key) {
   return std::vector<std::string>(1, std::move(key));
+}
+
+// How errors and the round's log name a node: "node 2 (host-b)".
+std::string node_label(int node_rank, const std::string& host) {
+  return fmt::format("node {} ({})", node_rank, host);
 }
 
 long long seconds_of(std::chrono::milliseconds d) {
@@ -105,10 +110,7 @@ struct StaticRendezvous::State {
   }
 
   std::string lease_base() const { return fmt::format("nodes/{}", options.node_rank); }
-  // How errors and the round's log name this node: "node 2 (host-b)".
-  std::string label() const {
-    return fmt::format("node {} ({})", options.node_rank, options.node_name);
-  }
+  std::string label() const { return node_label(options.node_rank, options.node_name); }
 
   // When the round's log names a lost node, the job cannot go on at its size: closes it naming
   // the first lost node (the first closer's reason stands) and returns the event for the agent.
@@ -117,7 +119,7 @@ struct StaticRendezvous::State {
     if (changes.losses.empty()) co_return std::nullopt;
     NodeLoss loss = changes.losses.front();
     const int rank = changes.lost_members.front().value_or(LostMember{-1, 0}).group_rank;
-    loss.node = fmt::format("node {} ({})", rank, loss.node);
+    loss.node = node_label(rank, loss.node);
     const std::string why =
         fmt::format("{} was lost: its store connection closed and stayed closed for {} ms",
                     loss.node, loss.after.count());
@@ -242,8 +244,9 @@ struct StaticRendezvous::State {
       std::string missing;
       if (is_host()) {
         const std::vector<std::size_t> ranks = co_await absent(keys, 16);
-        if (!ranks.empty())
+        if (!ranks.empty()) {
           missing = fmt::format(" (missing node_rank {})", fmt::join(ranks, ", "));
+        }
       }
       log::get("rdzv")->warn(
           "waiting for the nodes of --nnodes={} to join round {} at {}{}: {}s left", options.nnodes,
