@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <system_error>
 
 #include "agent/stacks/stack_exchange.hpp"
 #include "agent/stacks/stack_hook.hpp"
@@ -214,7 +215,12 @@ void StackService::record(const std::string& reason, const std::string& text,
             fmt::format("{}_{}.{}", answer ? "stack_answer" : "stacks", reports_++,
                         answer ? "json" : "txt"))
                .string();
-    std::ofstream(path) << text;
+    // Whole or not at all: a reader that finds the file (a script waiting for the report) never
+    // reads it half written.
+    const std::string partial = path + ".partial";
+    std::ofstream(partial) << text;
+    std::error_code ignored;
+    std::filesystem::rename(partial, path, ignored);
   }
   events_.emit(Event("stacks")
                    .with("reason", reason)
